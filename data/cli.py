@@ -1,0 +1,75 @@
+"""Write a task dataset to disk and/or push it to the Hub.
+
+    python -m data.cli --config recipes/grpo.yaml --output_dir artifacts/spell_backward
+    python -m data.cli --config recipes/grpo.yaml --push_to_hub you/spell-backward-3to10
+
+`--config` takes a recipe YAML (its `data:` block is used) or a bare spec file. Without network a push fails with
+one line, after the local copy (if asked for) is already written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from data.generate import build_dataset, dataset_card
+from data.spec import DataSpec
+from rlvr.errors import ConfigError
+
+
+def read_spec(path: str) -> DataSpec:
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError("--config", f"cannot read {path}: {' '.join(str(err).split())}") from None
+    if isinstance(raw, dict) and "data" in raw:
+        raw = raw["data"]
+    return DataSpec.from_dict(raw)
+
+
+def push_to_hub(dataset, spec: DataSpec, repo_id: str, private: bool) -> None:
+    """Push rows and card. Any Hub failure (offline, no token, no network) becomes one line naming the flag."""
+    from huggingface_hub import DatasetCard
+
+    try:
+        dataset.push_to_hub(repo_id, private=private)
+        DatasetCard(dataset_card(spec, dataset)).push_to_hub(repo_id, repo_type="dataset")
+    except Exception as err:  # noqa: BLE001 - network, auth and offline errors all end here
+        first_line = (str(err).strip().splitlines() or [""])[0]
+        raise ConfigError("--push_to_hub", f"could not push to {repo_id!r}: {type(err).__name__}: {first_line}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="recipe YAML with a `data:` block, or a bare data spec")
+    parser.add_argument("--output_dir", help="save_to_disk folder (a README.md card is written beside the data)")
+    parser.add_argument("--push_to_hub", metavar="REPO_ID", help="Hub dataset id to push to")
+    parser.add_argument("--private", action="store_true")
+    parser.add_argument("--seed", type=int, help="override data.seed")
+    parser.add_argument("--size", type=int, help="override data.size")
+    args = parser.parse_args(argv)
+    try:
+        spec = read_spec(args.config)
+        if args.seed is not None or args.size is not None:
+            overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}
+            spec = DataSpec.from_dict({**spec.to_dict(), **overrides})
+        dataset = build_dataset(spec)
+        print(f"generated {', '.join(f'{k}: {len(v)} rows' for k, v in dataset.items())}")
+        if args.output_dir:
+            dataset.save_to_disk(args.output_dir)
+            (Path(args.output_dir) / "README.md").write_text(dataset_card(spec, dataset))
+            print(f"saved to {args.output_dir}")
+        if args.push_to_hub:
+            push_to_hub(dataset, spec, args.push_to_hub, args.private)
+            print(f"pushed to {args.push_to_hub}")
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Generate a task as an HF `DatasetDict` (train/test) from a `DataSpec`, or load one from disk or the Hub.
+
+Rows carry what the trainer, the rewards and later analyses need:
+  prompt      conversational: optional system turn + the question (TRL applies the chat template)
+  question    the raw question text, for printing rollouts
+  answer      the oracle answer
+  task        the reasoning_gym task that produced the row
+  metadata    the reasoning_gym entry's metadata as JSON: enough for the task's own `score_answer` to re-score
+  difficulty  the task's difficulty knob for breakdowns (word length for spell_backward), None if it has none
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+
+from data.spec import TINY_SYSTEM_PROMPT, DataSpec
+from rlvr.errors import ConfigError
+
+REQUIRED_COLUMNS = ("prompt", "answer", "metadata")
+# The metadata key holding each task's difficulty knob; tasks not listed get difficulty None.
+DIFFICULTY_KEYS = {"spell_backward": "word_len"}
+
+
+def resolve_system_prompt(system_prompt: str | None) -> str | None:
+    """A reasoning_gym prompt name ("DeepSeekZero"), "tiny", literal text, or None."""
+    from reasoning_gym.utils import SYSTEM_PROMPTS
+
+    if system_prompt is None or system_prompt == "":
+        return None
+    if system_prompt == "tiny":
+        return TINY_SYSTEM_PROMPT
+    return SYSTEM_PROMPTS.get(system_prompt, system_prompt)
+
+
+def make_prompt(question: str, system_prompt: str | None) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return messages + [{"role": "user", "content": question}]
+
+
+def _entry_to_row(entry: dict, system_prompt: str | None) -> dict:
+    metadata = entry.get("metadata", {})
+    task = metadata.get("source_dataset", "")
+    difficulty = metadata.get(DIFFICULTY_KEYS.get(task, ""), None)
+    return {
+        "prompt": make_prompt(entry["question"], system_prompt),
+        "question": entry["question"],
+        "answer": str(entry["answer"]),
+        "task": task,
+        "metadata": json.dumps(metadata, default=str),
+        "difficulty": int(difficulty) if isinstance(difficulty, (int, float)) else None,
+    }
+
+
+def build_dataset(spec: DataSpec) -> DatasetDict:
+    """Same spec + seed -> identical rows. `test_size` distinct questions are held out; no question is in both splits."""
+    import reasoning_gym
+    from reasoning_gym.composite import DatasetSpec
+
+    mixture = reasoning_gym.create_dataset(
+        "composite",
+        size=spec.size,
+        seed=spec.seed,
+        datasets=[DatasetSpec(name=t.name, weight=t.weight, config=dict(t.config)) for t in spec.specs],
+    )
+    system_prompt = resolve_system_prompt(spec.system_prompt)
+    rows = [_entry_to_row(entry, system_prompt) for entry in mixture]
+
+    questions = list(dict.fromkeys(row["question"] for row in rows))  # distinct, in generation order
+    if len(questions) <= spec.test_size:
+        raise ConfigError("data.test_size", f"only {len(questions)} distinct questions were generated; lower test_size")
+    held_out = set(random.Random(spec.seed).sample(questions, spec.test_size))
+    test, seen = [], set()
+    for row in rows:
+        if row["question"] in held_out and row["question"] not in seen:
+            seen.add(row["question"])
+            test.append(row)
+    train = [row for row in rows if row["question"] not in held_out]
+    return DatasetDict({"train": Dataset.from_list(train), "test": Dataset.from_list(test)})
+
+
+def load_task_dataset(source: str) -> DatasetDict:
+    """A `save_to_disk` folder or a Hub dataset id, checked for the columns the rewards need."""
+    try:
+        dataset = load_from_disk(source) if Path(source).exists() else load_dataset(source)
+    except Exception as err:  # noqa: BLE001 - any loader failure becomes one line naming the field
+        raise ConfigError("dataset_name", f"could not load {source!r}: {type(err).__name__}: {err}") from None
+    if not isinstance(dataset, DatasetDict) or "train" not in dataset:
+        raise ConfigError("dataset_name", f"{source!r} has no 'train' split")
+    for split, ds in dataset.items():
+        missing = [column for column in REQUIRED_COLUMNS if column not in ds.column_names]
+        if missing:
+            raise ConfigError("dataset_name", f"split {split!r} of {source!r} lacks columns {missing}")
+    return dataset
+
+
+def dataset_card(spec: DataSpec, dataset: DatasetDict) -> str:
+    """A Hub dataset card that records the spec and seed, so anyone can regenerate the exact rows."""
+    import yaml
+
+    sizes = ", ".join(f"{split}: {len(ds)}" for split, ds in dataset.items())
+    return (
+        "---\ntags: [reasoning-gym, rlvr, grpo]\n---\n"
+        "# reasoning_gym task data for online RL\n\n"
+        f"Generated by `python -m data.cli` from the spec below ({sizes}). "
+        "Same spec and seed give identical rows; test questions never appear in train.\n\n"
+        f"```yaml\n{yaml.safe_dump({'data': spec.to_dict()}, sort_keys=False)}```\n"
+    )

@@ -1,0 +1,111 @@
+"""The data spec, in the upstream form `{size, seed, specs: [{name, weight, config}]}`, validated before any model loads.
+
+Validation instantiates each reasoning_gym config and runs its own `validate()`, so a bad task option (say
+`min_word_len > max_word_len`) fails here with reasoning_gym's message, naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rlvr.errors import ConfigError
+
+# A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
+TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
+
+
+@dataclass
+class TaskSpec:
+    """One reasoning_gym task in the mixture: `name`, relative `weight`, and the task's own config options."""
+
+    name: str
+    weight: float = 1.0
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DataSpec:
+    """What to generate: `size` rows drawn from the weighted `specs`, `test_size` distinct questions held out."""
+
+    specs: list[TaskSpec]
+    size: int = 3000
+    seed: int = 42
+    test_size: int = 200
+    # A reasoning_gym SYSTEM_PROMPTS key ("DeepSeekZero"), the literal text of a prompt, "tiny", or None for no system turn.
+    system_prompt: str | None = "DeepSeekZero"
+
+    @classmethod
+    def from_dict(cls, raw: dict | str, field_name: str = "data") -> DataSpec:
+        """Parse and validate the YAML/JSON mapping; every error names its field, e.g. `data.specs[0].config`."""
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as err:
+                raise ConfigError(field_name, f"expected a mapping or JSON object, got {raw!r} ({err.msg})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(field_name, f"expected a mapping with 'specs', got {type(raw).__name__}")
+        known = {"specs", "size", "seed", "test_size", "system_prompt"}
+        for key in raw:
+            if key not in known:
+                raise ConfigError(f"{field_name}.{key}", f"unknown field; expected one of {sorted(known)}")
+        if not raw.get("specs"):
+            raise ConfigError(f"{field_name}.specs", "needs at least one task, e.g. [{name: spell_backward}]")
+        specs = [_parse_task(item, f"{field_name}.specs[{i}]") for i, item in enumerate(raw["specs"])]
+        spec = cls(specs=specs, **{k: v for k, v in raw.items() if k != "specs"})
+        spec.validate(field_name)
+        return spec
+
+    def validate(self, field_name: str = "data") -> None:
+        for name in ("size", "test_size", "seed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "seed" else 1):
+                raise ConfigError(f"{field_name}.{name}", f"must be a positive integer, got {value!r}")
+        if self.test_size >= self.size:
+            raise ConfigError(f"{field_name}.test_size", f"must be smaller than size ({self.size}), got {self.test_size}")
+        names = [task.name for task in self.specs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{field_name}.specs", f"each task may appear once, got {names}")
+        for i, task in enumerate(self.specs):
+            _validate_task(task, f"{field_name}.specs[{i}]")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _parse_task(item: Any, where: str) -> TaskSpec:
+    if isinstance(item, str):
+        item = {"name": item}
+    if not isinstance(item, dict):
+        raise ConfigError(where, f"expected {{name, weight, config}}, got {item!r}")
+    unknown = set(item) - {"name", "weight", "config"}
+    if unknown:
+        raise ConfigError(f"{where}.{sorted(unknown)[0]}", "unknown field; expected name, weight, config")
+    if "name" not in item:
+        raise ConfigError(f"{where}.name", "is required")
+    config = item.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError(f"{where}.config", f"expected a mapping, got {config!r}")
+    return TaskSpec(name=item["name"], weight=item.get("weight", 1.0), config=dict(config))
+
+
+def _validate_task(task: TaskSpec, where: str) -> None:
+    from reasoning_gym.factory import DATASETS
+
+    if task.name not in DATASETS:
+        close = [name for name in DATASETS if task.name.lower() in name or name in task.name.lower()]
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{where}.name", f"unknown reasoning_gym task {task.name!r}{hint}")
+    if not isinstance(task.weight, (int, float)) or isinstance(task.weight, bool) or task.weight <= 0:
+        raise ConfigError(f"{where}.weight", f"must be a positive number, got {task.weight!r}")
+    _, config_cls = DATASETS[task.name]
+    try:
+        config = config_cls(**task.config)
+    except TypeError as err:
+        raise ConfigError(f"{where}.config", f"not an option of {task.name}: {err}") from None
+    try:
+        if hasattr(config, "validate"):
+            config.validate()
+    except (AssertionError, ValueError) as err:
+        raise ConfigError(f"{where}.config", str(err) or "rejected by reasoning_gym") from None

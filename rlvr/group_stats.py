@@ -1,0 +1,52 @@
+"""Pure tensor functions over one generation batch's rewards, grouped by prompt.
+
+The gathered reward tensor is ordered as TRL's `RepeatSampler` lays out the global batch: the G completions of a
+prompt are contiguous across the concatenation of all processes, so `view(-1, G)` recovers whole groups even when a
+group straddles two processes.
+"""
+
+from __future__ import annotations
+
+import torch
+from trl.trainer.utils import nanstd
+
+TOTAL, BINARY, PENALTY = "total", "binary", "penalty"
+
+
+def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Each reward column by name, plus `total` (the weighted sum TRL trains on), `binary` and `penalty`.
+
+    `binary = correctness * (format == 1)`; `penalty` is 0 when the overlong penalty is not configured.
+    """
+    columns = {name: rewards_per_func[:, i] for i, name in enumerate(names)}
+    total = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+    total[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable rows, as TRL treats them
+    columns[TOTAL] = total
+    columns.setdefault(PENALTY, torch.zeros_like(total))
+    if "correctness" in columns and "format" in columns:
+        columns[BINARY] = columns["correctness"] * (columns["format"] == 1.0).float()
+    return columns
+
+
+def zero_std_fraction(rewards: torch.Tensor, num_generations: int) -> float:
+    """Fraction of prompt groups whose G rewards are all equal: their z-scored advantage is 0, so they add no gradient.
+
+    Same test as TRL's `frac_reward_zero_std` under `scale_rewards: group` (`isclose(nanstd, 0)` per group), but
+    always per group: TRL's figure becomes all-or-nothing under `scale_rewards: batch`.
+    """
+    if num_generations < 2:
+        return 1.0  # a single rollout per prompt has no group contrast by construction
+    grouped = rewards.view(-1, num_generations)
+    std = nanstd(grouped, dim=1)
+    return torch.isclose(std, torch.zeros_like(std)).float().mean().item()
+
+
+def group_summary(
+    rewards_per_func: torch.Tensor, names: list[str], weights: torch.Tensor, num_generations: int
+) -> dict[str, float]:
+    """`avg_<component>` and `zero_std_frac/<component>` for every component of one generation batch."""
+    metrics = {}
+    for name, values in reward_components(rewards_per_func, names, weights).items():
+        metrics[f"avg_{name}"] = torch.nanmean(values).item()
+        metrics[f"zero_std_frac/{name}"] = zero_std_fraction(values, num_generations)
+    return metrics

@@ -1,0 +1,45 @@
+"""The hook that hands a generation batch's reward tensors to callbacks.
+
+HF `TrainerCallback` events never see rewards, so the trainer mixin calls `on_rewards` on every callback that
+subclasses `RewardBatchCallback`, once per generation step, with the rewards gathered over all processes. What a
+callback returns is logged through TRL's own metric path (console, wandb, metrics.jsonl).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from transformers import TrainerCallback
+
+from rlvr.group_stats import reward_components
+
+
+@dataclass
+class RewardBatch:
+    """One scored generation batch, global over processes, rows grouped by prompt (G contiguous rows per group)."""
+
+    rewards_per_func: torch.Tensor  # (N, K)
+    names: list[str]  # K reward names, as in the metrics
+    weights: torch.Tensor  # (K,) weights of the total
+    num_generations: int
+    completions: list[str]  # N completion texts
+    rows: list[dict]  # N dataset rows (question, answer, difficulty, ...)
+    completion_lengths: list[int]  # N completion lengths in tokens
+    mode: str = "train"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return self.rewards_per_func.shape[0]
+
+    def components(self) -> dict[str, torch.Tensor]:
+        return reward_components(self.rewards_per_func, self.names, self.weights)
+
+
+class RewardBatchCallback(TrainerCallback):
+    """A TrainerCallback that also sees every scored generation batch."""
+
+    def on_rewards(self, args, state, control, batch: RewardBatch) -> dict[str, float] | None:
+        """Return metrics to log for this generation step (or None)."""
+        return None
