@@ -5,6 +5,9 @@ Everything else (sampling, advantages, loss, logging) is TRL's. Algorithm varian
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
+
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
@@ -15,15 +18,57 @@ ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns r
 
 
 class RewardHooksMixin:
-    """Dispatches gathered rewards to reward callbacks and logs what they return through TRL's metrics."""
+    """Dispatches gathered rewards to reward callbacks, logs what they return, and accounts for wall time.
+
+    Time accounting (seconds per log window, logged as `time/*`): `generation` is sampling completions,
+    `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs, and
+    `optimization` the forward/backward/step on the buffered batch. `time/generation_share` is generation's share.
+    """
 
     # Cumulative counters: a log window keeps their last value instead of averaging them.
     last_value_metrics = ("generation_step", "generated_samples", "generated_tokens")
 
+    def _timed(self, account: str, fn, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if not hasattr(self, "_time_accounts"):
+                self._time_accounts = defaultdict(float)
+            self._time_accounts[account] += time.perf_counter() - start
+
+    def _generate(self, prompts):
+        return self._timed("generation", super()._generate, prompts)
+
+    def _generate_and_score_completions(self, inputs):
+        return self._timed("rollout", super()._generate_and_score_completions, inputs)
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        return self._timed("step", super().training_step, model, inputs, num_items_in_batch)
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards_per_func = self._timed(
+            "scoring", super()._calculate_rewards, inputs, prompts, completions, completion_ids_list
+        )
         self.dispatch_reward_batch(inputs, completions, completion_ids_list, rewards_per_func)
         return rewards_per_func
+
+    def time_accounting(self) -> dict[str, float]:
+        """Seconds spent per phase since the last log, then reset. Rollouts happen inside training steps."""
+        spent = getattr(self, "_time_accounts", None) or {}
+        self._time_accounts = defaultdict(float)
+        generation, scoring, rollout = spent.get("generation", 0.0), spent.get("scoring", 0.0), spent.get("rollout", 0.0)
+        total = spent.get("step", 0.0) or rollout
+        if total == 0.0:
+            return {}
+        return {
+            "time/generation_s": generation,
+            "time/scoring_s": scoring,
+            "time/logprobs_s": max(rollout - generation - scoring, 0.0),
+            "time/optimization_s": max(total - rollout, 0.0),
+            "time/total_s": total,
+            "time/generation_share": generation / total,
+        }
 
     def dispatch_reward_batch(self, inputs, completions, completion_ids_list, rewards_per_func):
         callbacks = [cb for cb in self.callback_handler.callbacks if isinstance(cb, RewardBatchCallback)]
@@ -50,6 +95,8 @@ class RewardHooksMixin:
             for name in self.last_value_metrics:
                 if metrics.get(name):
                     metrics[name] = metrics[name][-1:]
+        if self.model.training:
+            logs.update(self.time_accounting())
         super().log(logs, start_time)
 
 
