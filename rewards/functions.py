@@ -48,7 +48,8 @@ def correctness(completions, answer, metadata=None, **kwargs) -> list[float]:
     """reasoning_gym's score for the last <answer> of each completion; no answer tag scores 0."""
     metadata = metadata if metadata is not None else [None] * len(completions)
     return [
-        score_completion(completion_text(c), str(a), _metadata(m)) for c, a, m in zip(completions, answer, metadata)
+        score_completion(completion_text(c), str(a), _metadata(m)) if a is not None else 0.0
+        for c, a, m in zip(completions, answer, metadata)
     ]
 
 

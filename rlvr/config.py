@@ -7,6 +7,7 @@ task options) fails here with one line naming the field, before any model or tok
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field, fields
 
@@ -76,24 +77,60 @@ def _field_named_in(message: str, dataclass_types) -> str:
     return "config"
 
 
+def check_config_file(argv: list[str], dataclass_types) -> None:
+    """Unknown or misspelled YAML keys fail first, before the configs' own checks can hide them."""
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return
+    path = argv[argv.index("--config") + 1]
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError("--config", f"no such file: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError("--config", f"invalid YAML: {' '.join(str(err).split())}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError("--config", f"{path} must hold a YAML mapping of field: value")
+    known = {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(str(key), f"unknown config field in {path}{hint}")
+
+
 def parse_args(argv: list[str] | None, config_cls=GRPOConfig):
     """Parse YAML + CLI into (RecipeArguments, config_cls, ModelConfig); every failure is a `ConfigError`."""
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     dataclass_types = (RecipeArguments, config_cls, ModelConfig)
+    check_config_file(argv, dataclass_types)
     parser = RecipeParser(dataclass_types)
     try:
         return parser.parse_args_and_config(argv)
     except ConfigError:
         raise
-    except FileNotFoundError as err:
-        raise ConfigError("--config", f"no such file: {err.filename}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError("--config", f"invalid YAML: {' '.join(str(err).split())}") from None
     except ValueError as err:
         message = " ".join(str(err).split())
         unknown = re.search(r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message)
         if unknown:
-            raise ConfigError(unknown.group(1), "unknown config field (check its spelling against the recipe docs)") from None
+            raise ConfigError(unknown.group(1), "unknown command-line field") from None
         raise ConfigError(_field_named_in(message, dataclass_types), message) from None
+
+
+def check_model_reachable(name_or_path: str, will_build: bool) -> None:
+    """Offline, a model that is neither a local folder nor in the HF cache fails now, not after a Hub timeout."""
+    import os
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if will_build or os.path.isdir(name_or_path) or not constants.HF_HUB_OFFLINE:
+        return
+    if not isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
+        raise ConfigError(
+            "model_name_or_path", f"{name_or_path!r} is not a local folder and not in the HF cache (HF_HUB_OFFLINE=1)"
+        )
 
 
 def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) -> Recipe:
@@ -123,6 +160,8 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
+    if not args.dry_run:
+        check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)
 
 

@@ -40,6 +40,7 @@ def build_trainer(recipe: Recipe, trainer_cls):
         **(training.model_init_kwargs or {}),
     }
     training.reward_weights = recipe.rewards.weights
+    training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
     return trainer_cls(
         model=model_args.model_name_or_path,
         reward_funcs=recipe.rewards.funcs,

@@ -100,5 +100,22 @@ class RewardHooksMixin:
         super().log(logs, start_time)
 
 
-class RLVRGRPOTrainer(RewardHooksMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook."""
+class RawCompletionsMixin:
+    """Rewards see the text the model wrote, tags included.
+
+    With a response parser on the tokenizer (transformers 5 `response_template`, e.g. Qwen3's), TRL hands reward
+    functions `{"reasoning_content", "content"}` with `<think>...</think>` cut out, and an empty think block vanishes
+    without a trace, so the format reward could not tell it from a missing one. Without tool calling the parser buys
+    nothing, so it is switched off and TRL decodes completions verbatim.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.tools:
+            for attribute in ("response_template", "response_schema"):
+                if getattr(self._tokenizer, attribute, None) is not None:
+                    setattr(self._tokenizer, attribute, None)
+
+
+class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with the reward-batch hook, time accounting and verbatim completions."""

@@ -1,0 +1,133 @@
+"""The recipe end to end on a tiny random model: metrics on disk, weights move, resume, entry point, bad input."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl
+
+from rlvr.errors import ConfigError
+from rlvr.group_stats import zero_std_fraction
+from rlvr.runner import main
+
+COMPONENTS = ("total", "correctness", "format", "penalty", "binary")
+REQUIRED_KEYS = (
+    [f"avg_{c}" for c in COMPONENTS]
+    + [f"zero_std_frac/{c}" for c in COMPONENTS]
+    + ["step", "generation_step", "generated_samples", "generated_tokens", "time/generation_s", "time/optimization_s"]
+)
+
+
+def train_rows(path):
+    return [row for row in read_jsonl(path) if "loss" in row]
+
+
+def test_tiny_run_logs_every_component_and_changes_the_weights(run_recipe, tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    trainer, out = run_recipe("--max_steps", "3")
+    rows = train_rows(Path(out) / "metrics.jsonl")
+    assert [row["step"] for row in rows] == [1, 2, 3]
+    for row in rows:
+        assert all(key in row for key in REQUIRED_KEYS), sorted(set(REQUIRED_KEYS) - set(row))
+        assert row["zero_std_frac/total"] == pytest.approx(row["frac_reward_zero_std"])  # TRL's own, under group scaling
+        assert row["avg_total"] == pytest.approx(row["avg_correctness"] + 0.5 * row["avg_format"] + row["avg_penalty"])
+    assert [row["generated_samples"] for row in rows] == [16, 32, 48]
+    initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
+    trained = trainer.model.state_dict()
+    assert any(not torch.equal(initial[name], trained[name]) for name in initial)
+    rollouts = read_jsonl(Path(out) / "rollouts.jsonl")
+    assert len(rollouts) == 48 and {"question", "answer", "completion", "correctness", "binary"} <= set(rollouts[0])
+
+
+def test_zero_std_stays_per_group_under_batch_scaling(run_recipe):
+    """TRL's frac_reward_zero_std becomes 0 or 1 under scale_rewards=batch; ours is still the per-group fraction."""
+    _, out = run_recipe("--max_steps", "2", "--scale_rewards", "batch", "--num_generations", "2")
+    rows, rollouts = train_rows(Path(out) / "metrics.jsonl"), read_jsonl(Path(out) / "rollouts.jsonl")
+    for row, step in zip(rows, (0, 1)):
+        totals = torch.tensor([r["total"] for r in rollouts if r["step"] == step])
+        assert row["zero_std_frac/total"] == pytest.approx(zero_std_fraction(totals, 2))
+        assert row["frac_reward_zero_std"] in (0.0, 1.0)
+
+
+def test_resume_appends_without_duplicating_or_losing_rows(run_recipe, tmp_path):
+    out = tmp_path / "resumable"
+    run_recipe("--max_steps", "3", "--save_strategy", "steps", "--save_steps", "2", output_dir=out)
+    assert (out / "checkpoint-2").is_dir()
+    # As if the run died after logging step 3 but before saving it: resuming from checkpoint-2 must replace
+    # row 3, not repeat it.
+    shutil.rmtree(out / "checkpoint-3")
+    run_recipe("--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2", "--resume_from_checkpoint", "true", output_dir=out)
+    rows = train_rows(out / "metrics.jsonl")
+    assert [row["step"] for row in rows] == [1, 2, 3, 4]
+    assert [row["generation_step"] for row in rows] == [1, 2, 3, 4]  # the ledger came back from the checkpoint
+    assert rows[-1]["generated_samples"] == 64
+
+
+def test_accelerate_launch_entry_point(tmp_path):
+    out = tmp_path / "launched"
+    result = subprocess.run(
+        ["accelerate", "launch", "--num_processes", "1", "--cpu", "recipes/grpo.py", "--config", TINY_RECIPE,
+         "--output_dir", str(out), "--max_steps", "4", "--report_to", "none"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = train_rows(out / "metrics.jsonl")
+    assert len(rows) == 4 and all(key in rows[0] for key in REQUIRED_KEYS)
+    assert "── rollout" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (["--reward_funcs", "correctness", "bogus"], "reward_funcs[1]"),
+        (["--reward_weights", "1.0"], "reward_weights"),
+        (["--generation_batch_size", "18", "--per_device_train_batch_size", "18"], "generation_batch_size"),
+        (["--data", '{"specs": [{"name": "spell_backward", "config": {"min_word_len": 8, "max_word_len": 3}}]}'], "data.specs[0].config"),
+        (["--data", '{"specs": [{"name": "spel_backward"}]}'], "data.specs[0].name"),
+        (["--overlong_max_length", "999", "--overlong_cache_length", "10"], "overlong_max_length"),
+        (["--learning_rate", "fast"], "--learning_rate"),
+        (["--no_such_field", "1"], "no_such_field"),
+    ],
+)
+def test_bad_input_names_the_field_before_any_model_loads(overrides, field, tmp_path):
+    missing_model = str(tmp_path / "no-model-here")  # loading a model would fail differently
+    argv = ["--config", FAST_RECIPE, "--model_name_or_path", missing_model, "--build_tiny_model", "false",
+            "--output_dir", str(tmp_path / "o"), *overrides]
+    with pytest.raises(ConfigError) as err:
+        main(argv)
+    assert err.value.field == field and "\n" not in str(err.value)
+    assert not (tmp_path / "o").exists()
+
+
+def test_malformed_yaml_key_exits_with_one_line(tmp_path):
+    config = tmp_path / "typo.yaml"
+    config.write_text(Path(FAST_RECIPE).read_text() + "learnin_rate: 0.1\n")
+    result = subprocess.run([sys.executable, "recipes/grpo.py", "--config", str(config)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == f"error: learnin_rate: unknown config field in {config}; did you mean 'learning_rate'?"
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("recipe", sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml")))
+def test_every_recipe_yaml_validates_without_loading_a_model(recipe, capsys):
+    assert main(["--config", str(REPO / recipe), "--dry_run", "true", "--use_cpu", "true"]) is None
+    assert "[plan]" in capsys.readouterr().out
+
+
+def test_wandb_without_login_goes_offline_and_says_so(monkeypatch, tmp_path, capsys):
+    from rlvr.tracking import configure_wandb
+
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    assert configure_wandb(["wandb"]) is not None
+    assert configure_wandb(["wandb"]) is None  # said once
+    import os
+
+    assert os.environ["WANDB_MODE"] == "offline"
+    assert capsys.readouterr().out.count("wandb:") == 1
+    assert configure_wandb(["none"]) is None
