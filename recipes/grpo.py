@@ -1,6 +1,6 @@
-"""GRPO: group z-score advantages, PPO-clip, per-sequence token mean.
+"""GRPO and the variants TRL expresses with config alone: Dr. GRPO, GSPO, CISPO, SAPO.
 
-    accelerate launch recipes/grpo.py --config recipes/grpo.yaml
+    accelerate launch recipes/grpo.py --config recipes/grpo.yaml     # or drgrpo / gspo / cispo / sapo .yaml
 """
 
 from rlvr.runner import run

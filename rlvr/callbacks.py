@@ -36,7 +36,7 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
     def on_rewards(self, args, state, control, batch: RewardBatch):
         if batch.mode != "train":
             return None
-        self.generation_step += 1
+        self.generation_step += batch.round == 0
         self.generated_samples += batch.size
         self.generated_tokens += int(sum(batch.completion_lengths))
         return {key: float(getattr(self, key)) for key in self.LAST_VALUE_KEYS}
@@ -59,6 +59,7 @@ class RolloutLogCallback(RewardBatchCallback):
         records = [
             {
                 "step": state.global_step,
+                "round": batch.round,
                 "group": i // batch.num_generations,
                 "question": row.get("question"),
                 "answer": row.get("answer"),
@@ -73,7 +74,7 @@ class RolloutLogCallback(RewardBatchCallback):
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        if self.print_rollouts and records:
+        if self.print_rollouts and records and batch.round == 0:
             print(format_rollout(records[0]), flush=True)
         return None
 

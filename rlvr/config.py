@@ -140,6 +140,9 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
     rewards = resolve_reward_funcs(
         args.reward_funcs, training.reward_weights, args.overlong_max_length, args.overlong_cache_length
     )
+    filter_reward = getattr(training, "dynamic_sampling_reward", None)
+    if filter_reward is not None and filter_reward not in rewards.names:
+        raise ConfigError("dynamic_sampling_reward", f"{filter_reward!r} is not among the rewards {rewards.names}")
     if args.overlong_max_length is not None and training.max_completion_length is not None:
         if args.overlong_max_length > training.max_completion_length:
             raise ConfigError(

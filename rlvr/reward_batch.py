@@ -27,6 +27,7 @@ class RewardBatch:
     rows: list[dict]  # N dataset rows (question, answer, difficulty, ...)
     completion_lengths: list[int]  # N completion lengths in tokens
     mode: str = "train"
+    round: int = 0  # > 0 for DAPO's extra generation rounds within one step
     extra: dict = field(default_factory=dict)
 
     @property

@@ -65,8 +65,8 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
     return value
 
 
-def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> object | None:
-    """Run a recipe. Returns the trainer (None for a dry run). Raises ConfigError on bad input."""
+def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
+    """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run."""
     from trl import GRPOConfig
 
     from rlvr.tracking import configure_wandb
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> ob
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
     print(f"[plan] {batch_plan(recipe)}", flush=True)
     if args.dry_run:
-        return None
+        return recipe, None, None
 
     # 2. Tracking: wandb falls back to offline instead of prompting for a login.
     configure_wandb(training.report_to)
@@ -85,13 +85,18 @@ def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> ob
     # 3. Model, tokenizer, rewards and callbacks go into the trainer.
     if trainer_cls is None:
         from rlvr.trainer import RLVRGRPOTrainer as trainer_cls
-    trainer = build_trainer(recipe, trainer_cls)
+    return recipe, build_trainer(recipe, trainer_cls), checkpoint
 
+
+def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> object | None:
+    """Run a recipe. Returns the trainer (None for a dry run). Raises ConfigError on bad input."""
+    recipe, trainer, checkpoint = prepare(argv, trainer_cls, config_cls)
+    if trainer is None:
+        return None
     # 4. Train (resuming if asked), then save the final policy beside the checkpoints.
     trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(training.output_dir)
+    trainer.save_model(recipe.training.output_dir)
     return trainer
-
 
 
 def run(trainer_cls=None, config_cls=None) -> None:

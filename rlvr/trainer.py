@@ -50,6 +50,7 @@ class RewardHooksMixin:
         rewards_per_func = self._timed(
             "scoring", super()._calculate_rewards, inputs, prompts, completions, completion_ids_list
         )
+        self._scored_rewards = rewards_per_func  # gathered (N, K): what advantage overrides and DAPO's filter read
         self.dispatch_reward_batch(inputs, completions, completion_ids_list, rewards_per_func)
         return rewards_per_func
 
@@ -84,6 +85,7 @@ class RewardHooksMixin:
             rows=gather_object([{k: row.get(k) for k in ROW_KEYS} for row in inputs]),
             completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
             mode=mode,
+            round=getattr(self, "_sampling_round", 0),
         )
         for callback in callbacks:
             metrics = callback.on_rewards(self.args, self.state, self.control, batch=batch)

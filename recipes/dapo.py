@@ -1,0 +1,10 @@
+"""DAPO: GRPO + clip-higher, token-level loss, overlong penalty and dynamic sampling (drop all-0/all-1 groups, resample).
+
+    accelerate launch recipes/dapo.py --config recipes/dapo.yaml
+"""
+
+from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer
+from rlvr.runner import run
+
+if __name__ == "__main__":
+    run(trainer_cls=DAPOTrainer, config_cls=DAPOConfig)

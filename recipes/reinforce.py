@@ -1,0 +1,10 @@
+"""REINFORCE: raw reward as advantage, no baseline, one rollout per prompt allowed.
+
+    accelerate launch recipes/reinforce.py --config recipes/reinforce.yaml
+"""
+
+from rlvr.algorithms import ReinforceConfig, ReinforceTrainer
+from rlvr.runner import run
+
+if __name__ == "__main__":
+    run(trainer_cls=ReinforceTrainer, config_cls=ReinforceConfig)

@@ -1,0 +1,126 @@
+"""DAPO's dynamic sampling on top of GRPOTrainer (TRL has no such option).
+
+A group whose correctness is all at the minimum (0) or all at the maximum (1) has zero advantage under a group
+baseline and adds nothing to the gradient, yet costs a full generation. DAPO drops such groups and generates more
+prompts until the batch is full again, up to `max_resample_rounds` extra rounds; if the cap is reached the batch
+is topped up with dropped groups, so every step keeps its shape. The filter uses correctness only, never the
+shaped total (format or length would otherwise keep groups that carry no task signal).
+
+Logged per step: `dapo/groups_generated`, `dapo/groups_kept` (informative groups found), `dapo/oversampling`
+(generated / kept: how many times more samples DAPO paid for the batch), `dapo/rounds`, `dapo/groups_topped_up`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import torch
+from trl import GRPOConfig
+
+from rlvr.trainer import RLVRGRPOTrainer
+
+LEFT_PADDED = ("prompt_ids", "prompt_mask")
+
+
+@dataclass
+class DAPOConfig(GRPOConfig):
+    """GRPOConfig plus dynamic sampling."""
+
+    dynamic_sampling: bool = field(default=True, metadata={"help": "Drop groups whose correctness is all 0 or all 1."})
+    max_resample_rounds: int = field(default=4, metadata={"help": "Extra generation rounds per step before topping up."})
+    dynamic_sampling_reward: str = field(default="correctness", metadata={"help": "Reward whose flat groups are dropped."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_resample_rounds < 0:
+            raise ValueError(f"max_resample_rounds must be >= 0, got {self.max_resample_rounds}")
+        per_process = self.generation_batch_size // self.world_size
+        if self.dynamic_sampling and per_process % self.num_generations:
+            raise ValueError(
+                f"generation_batch_size ({self.generation_batch_size}) over {self.world_size} processes gives "
+                f"{per_process} rows each, not a multiple of num_generations ({self.num_generations}): dynamic "
+                "sampling filters whole groups, so each process must hold whole groups"
+            )
+
+
+def informative_groups(values: torch.Tensor, num_generations: int, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+    """True for groups that are neither all at `low` nor all at `high`."""
+    grouped = values.view(-1, num_generations)
+    return ~((grouped <= low).all(dim=1) | (grouped >= high).all(dim=1))
+
+
+def select_rows(outputs: list[tuple[dict, torch.Tensor]], pad_values: dict[str, float]) -> dict:
+    """Concatenate the chosen rows of several generation outputs, re-padding each tensor to a common length."""
+    merged = {}
+    for key, first in outputs[0][0].items():
+        if not torch.is_tensor(first) or first.dim() == 0:
+            continue
+        parts = [output[key][rows] for output, rows in outputs]
+        if first.dim() > 1:
+            width = max(part.shape[1] for part in parts)
+            pad = pad_values.get(key, 0)
+            left = key in LEFT_PADDED
+            parts = [
+                torch.nn.functional.pad(part, (width - part.shape[1], 0) if left else (0, width - part.shape[1]), value=pad)
+                for part in parts
+            ]
+        merged[key] = torch.cat(parts)
+    return merged
+
+
+class DAPOTrainer(RLVRGRPOTrainer):
+    """GRPOTrainer with DAPO dynamic sampling."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._resample_rng = random.Random(self.args.seed * 1009 + self.accelerator.process_index)
+
+    def _fresh_prompts(self, num_prompts: int) -> list[dict]:
+        """More training prompts for this process, each repeated G times as the RepeatSampler lays them out."""
+        indices = [self._resample_rng.randrange(len(self.train_dataset)) for _ in range(num_prompts)]
+        return [self.train_dataset[i] for i in indices for _ in range(self.num_generations)]
+
+    def _local_informative_groups(self, local_rows: int) -> torch.Tensor:
+        column = self.reward_func_names.index(self.args.dynamic_sampling_reward)
+        start = self.accelerator.process_index * local_rows
+        return informative_groups(self._scored_rewards[start : start + local_rows, column].cpu(), self.num_generations)
+
+    def _generate_and_score_completions(self, inputs):
+        if not self.model.training or not self.args.dynamic_sampling:
+            return super()._generate_and_score_completions(inputs)
+        G, needed = self.num_generations, len(inputs) // self.num_generations
+        outputs, kept, dropped, batch = [], [], [], inputs  # kept/dropped hold (round, group) pairs
+        while True:
+            self._sampling_round = len(outputs)
+            outputs.append(super()._generate_and_score_completions(batch))
+            for group, informative in enumerate(self._local_informative_groups(len(batch)).tolist()):
+                (kept if informative else dropped).append((len(outputs) - 1, group))
+            full = torch.tensor(float(len(kept) >= needed), device=self.accelerator.device)
+            if self.accelerator.gather(full).min().item() == 1.0 or len(outputs) > self.args.max_resample_rounds:
+                break
+            batch = self._fresh_prompts(needed)
+        self._sampling_round = 0
+        chosen = kept[:needed] + dropped[: max(needed - len(kept), 0)]
+        rows_per_round = [
+            (output, torch.tensor([g * G + i for r, g in chosen if r == round_ for i in range(G)], dtype=torch.long))
+            for round_, output in enumerate(outputs)
+        ]
+        rows_per_round = [(output, rows) for output, rows in rows_per_round if len(rows)]
+        pad_id = self.processing_class.pad_token_id if hasattr(self.processing_class, "pad_token_id") else 0
+        merged = select_rows(rows_per_round, {"prompt_ids": pad_id, "completion_ids": pad_id})
+        loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
+        merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        generated = len(kept) + len(dropped)
+        self._log_dynamic_sampling(generated, min(len(kept), needed), len(outputs) - 1, max(needed - len(kept), 0))
+        return merged
+
+    def _log_dynamic_sampling(self, generated: int, kept: int, rounds: int, topped_up: int) -> None:
+        local = torch.tensor([generated, kept, topped_up], dtype=torch.float32, device=self.accelerator.device)
+        generated, kept, topped_up = self.accelerator.gather(local).view(-1, 3).sum(dim=0).tolist()
+        metrics = self._metrics["train"]
+        metrics["dapo/groups_generated"].append(generated)
+        metrics["dapo/groups_kept"].append(kept)
+        metrics["dapo/groups_topped_up"].append(topped_up)
+        metrics["dapo/oversampling"].append(generated / kept if kept else float("nan"))
+        metrics["dapo/rounds"].append(float(rounds))

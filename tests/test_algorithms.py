@@ -1,0 +1,124 @@
+"""Each algorithm's advantages through the real trainer path, on hand-built rewards; DAPO's dynamic sampling on a
+scripted reward sequence; REINFORCE's update uses no baseline and no ratio."""
+
+import pytest
+import torch
+from conftest import FAST_RECIPE
+from trl import GRPOTrainer
+
+from rlvr.advantages import group_mean_baseline, group_zscore, leave_one_out, no_baseline
+from rlvr.algorithms import ReinforceConfig, ReinforceTrainer, RLOOTrainer
+from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer, informative_groups
+from rlvr.runner import prepare
+from rlvr.trainer import RLVRGRPOTrainer
+
+# Two prompts, G = 4; columns: correctness, format. total = correctness + 0.5 * format.
+CORRECTNESS = [1.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.5, 0.5]
+FORMAT = [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 0.5]
+TOTAL = [1.5, 0.5, 0.5, 1.5, 1.0, 0.75, 1.0, 0.75]
+# By hand: group 1 deviates +-0.5 from 1.0 with unbiased std sqrt(1/3); group 2 +-0.125 from 0.875, std sqrt(1/48).
+HAND = {
+    "grpo": [0.5 / (3**-0.5 + 1e-4) * s for s in (1, -1, -1, 1)] + [0.125 / (48**-0.5 + 1e-4) * s for s in (1, -1, 1, -1)],
+    "drgrpo": [0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125],
+    "rloo": [x * 4 / 3 for x in (0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125)],
+    "reinforce": TOTAL,
+}
+
+
+def build(tiny_model_dir, tmp_path, trainer_cls=RLVRGRPOTrainer, config_cls=None, *overrides):
+    argv = ["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path / "o"),
+            "--report_to", "none", "--print_rollouts", "false", "--generation_batch_size", "8",
+            "--per_device_train_batch_size", "8", *overrides]
+    _, trainer, _ = prepare(argv, trainer_cls, config_cls)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop, read by the loss
+    return trainer
+
+
+def scripted_rewards(monkeypatch, *batches):
+    """Every reward call returns the next hand-built (N, 2) tensor instead of scoring the completions."""
+    queue = [torch.tensor(batch, dtype=torch.float32) for batch in batches]
+    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", lambda self, inputs, *a: queue.pop(0))
+    return queue
+
+
+def prompts(trainer, num_prompts, num_generations):
+    return [trainer.train_dataset[i] for i in range(num_prompts) for _ in range(num_generations)]
+
+
+def test_pure_estimators_match_the_hand_values():
+    total = torch.tensor(TOTAL)
+    for name, fn in [("grpo", group_zscore), ("drgrpo", group_mean_baseline), ("rloo", leave_one_out), ("reinforce", no_baseline)]:
+        assert fn(total, 4).tolist() == pytest.approx(HAND[name], abs=1e-5), name
+
+
+@pytest.mark.parametrize(
+    "algorithm, trainer_cls, config_cls, overrides",
+    [
+        ("grpo", RLVRGRPOTrainer, None, ["--scale_rewards", "group"]),
+        ("drgrpo", RLVRGRPOTrainer, None, ["--scale_rewards", "none"]),
+        ("rloo", RLOOTrainer, None, []),
+        ("reinforce", ReinforceTrainer, ReinforceConfig, []),
+        ("grpo", DAPOTrainer, DAPOConfig, ["--dynamic_sampling", "false"]),
+    ],
+)
+def test_trainer_advantages_on_hand_built_rewards(algorithm, trainer_cls, config_cls, overrides, tiny_model_dir, tmp_path, monkeypatch):
+    trainer = build(tiny_model_dir, tmp_path, trainer_cls, config_cls, *overrides)
+    scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
+    output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
+    assert output["advantages"].tolist() == pytest.approx(HAND[algorithm], abs=1e-4)
+
+
+def test_reinforce_takes_one_rollout_per_prompt_and_no_baseline(tiny_model_dir, tmp_path, monkeypatch):
+    trainer = build(tiny_model_dir, tmp_path, ReinforceTrainer, ReinforceConfig, "--num_generations", "1")
+    assert trainer.num_generations == 1
+    rewards = [[1.0, 1.0], [0.0, 1.0], [1.0, 0.5], [0.25, 0.0], [0.0, 0.0], [1.0, 1.0], [0.5, 1.0], [0.0, 0.5]]
+    scripted_rewards(monkeypatch, rewards)
+    output = trainer._generate_and_score_completions(prompts(trainer, 8, 1))
+    # A group mean over one rollout would zero every advantage; REINFORCE keeps the raw total.
+    assert output["advantages"].tolist() == pytest.approx([c + 0.5 * f for c, f in rewards])
+
+
+def test_no_ratio_loss_ignores_old_logprobs(tiny_model_dir, tmp_path, monkeypatch):
+    """-A * log pi: stale old log-probs (which would clip a PPO ratio) do not change the loss or its gradient."""
+    trainer = build(tiny_model_dir, tmp_path, RLOOTrainer)
+    scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
+    batch = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
+    stale = {**batch, "old_per_token_logps": torch.full(batch["completion_mask"].shape, -30.0)}
+    assert trainer._compute_loss(trainer.model, stale).item() == pytest.approx(trainer._compute_loss(trainer.model, batch).item())
+    grpo = build(tiny_model_dir, tmp_path, RLVRGRPOTrainer)  # the clipped PPO surrogate does notice them
+    assert grpo._compute_loss(grpo.model, stale).item() != pytest.approx(grpo._compute_loss(grpo.model, batch).item())
+
+
+def test_informative_groups_filter_all_min_or_all_max():
+    values = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0.5, 0.5, 0.5, 0.5])
+    assert informative_groups(values, 4).tolist() == [False, False, True, True]
+
+
+def dapo_round(flags):
+    """Scripted correctness for 4 groups of G=2: 'i' informative (0, 1), '0' all zero, '1' all one."""
+    pattern = {"i": [0.0, 1.0], "0": [0.0, 0.0], "1": [1.0, 1.0]}
+    return [[c, 1.0] for flag in flags for c in pattern[flag]]
+
+
+def test_dynamic_sampling_resamples_until_full(tiny_model_dir, tmp_path, monkeypatch):
+    trainer = build(tiny_model_dir, tmp_path, DAPOTrainer, DAPOConfig, "--num_generations", "2", "--max_resample_rounds", "4")
+    queue = scripted_rewards(monkeypatch, dapo_round("0i10"), dapo_round("ii01"), dapo_round("1iii"), dapo_round("iiii"))
+    output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
+    assert len(queue) == 1  # three rounds: 1 + 2 + 3 informative groups >= 4 needed
+    assert output["advantages"].shape[0] == 8 and output["completion_ids"].shape[0] == 8
+    assert (output["advantages"].view(-1, 2).abs().sum(dim=1) > 0).all()  # every kept group carries signal
+    metrics = trainer._metrics["train"]
+    assert metrics["dapo/groups_generated"] == [12] and metrics["dapo/groups_kept"] == [4]
+    assert metrics["dapo/oversampling"] == [3.0] and metrics["dapo/rounds"] == [2.0] and metrics["dapo/groups_topped_up"] == [0]
+
+
+def test_dynamic_sampling_stops_at_the_cap_and_tops_up(tiny_model_dir, tmp_path, monkeypatch):
+    trainer = build(tiny_model_dir, tmp_path, DAPOTrainer, DAPOConfig, "--num_generations", "2", "--max_resample_rounds", "1")
+    queue = scripted_rewards(monkeypatch, dapo_round("0i10"), dapo_round("i001"), dapo_round("iiii"))
+    output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
+    assert len(queue) == 1 and output["advantages"].shape[0] == 8
+    metrics = trainer._metrics["train"]
+    assert metrics["dapo/groups_kept"] == [2] and metrics["dapo/groups_topped_up"] == [2] and metrics["dapo/rounds"] == [1.0]
+    assert metrics["generation_step"] == [1.0, 1.0]  # extra rounds are not new generation steps ...
+    assert metrics["generated_samples"] == [8.0, 16.0]  # ... but every generated sample is counted
