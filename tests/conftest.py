@@ -41,3 +41,21 @@ def run_recipe(tiny_model_dir, tmp_path):
 
 def read_jsonl(path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def script_classes(recipe_path) -> tuple | None:
+    """(trainer_cls, config_cls) of the script a recipe YAML names in its `accelerate launch recipes/X.py` line."""
+    import re
+
+    from rlvr.algorithms import ReinforceConfig, ReinforceTrainer, RLOOTrainer
+    from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer
+    from rlvr.trainer import RLVRGRPOTrainer
+
+    scripts = {
+        "grpo": (RLVRGRPOTrainer, None),
+        "dapo": (DAPOTrainer, DAPOConfig),
+        "rloo": (RLOOTrainer, None),
+        "reinforce": (ReinforceTrainer, ReinforceConfig),
+    }
+    match = re.search(r"accelerate launch recipes/(\w+)\.py", Path(recipe_path).read_text())
+    return scripts.get(match.group(1)) if match else None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl
+from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl, script_classes
 
 from rlvr.errors import ConfigError
 from rlvr.group_stats import zero_std_fraction
@@ -112,10 +112,31 @@ def test_malformed_yaml_key_exits_with_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("recipe", sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml")))
+RL_RECIPES = sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml") if script_classes(p))
+
+
+def test_every_rl_recipe_is_covered():
+    assert {"recipes/grpo.yaml", "recipes/dapo.yaml", "recipes/reinforce.yaml", "recipes/tiny/rloo.yaml"} <= set(RL_RECIPES)
+
+
+@pytest.mark.parametrize("recipe", RL_RECIPES)
 def test_every_recipe_yaml_validates_without_loading_a_model(recipe, capsys):
-    assert main(["--config", str(REPO / recipe), "--dry_run", "true", "--use_cpu", "true"]) is None
+    """Parsed and validated by the code path of the script its launch line names, with no model download."""
+    trainer_cls, config_cls = script_classes(REPO / recipe)
+    argv = ["--config", str(REPO / recipe), "--dry_run", "true", "--use_cpu", "true"]
+    assert main(argv, trainer_cls=trainer_cls, config_cls=config_cls) is None
     assert "[plan]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("recipe", sorted(r for r in RL_RECIPES if r.startswith("recipes/tiny/")))
+def test_tiny_variant_of_each_algorithm_runs_two_steps(recipe, run_recipe):
+    trainer_cls, config_cls = script_classes(REPO / recipe)
+    trainer, out = run_recipe("--max_steps", "2", recipe=str(REPO / recipe), trainer_cls=trainer_cls, config_cls=config_cls)
+    rows = train_rows(Path(out) / "metrics.jsonl")
+    assert [row["step"] for row in rows] == [1, 2]
+    assert all(key in rows[0] for key in REQUIRED_KEYS)
+    if "dapo" in recipe:
+        assert "dapo/oversampling" in rows[0] or rows[0]["dapo/groups_kept"] == 0
 
 
 def test_wandb_without_login_goes_offline_and_says_so(monkeypatch, tmp_path, capsys):
