@@ -3,8 +3,8 @@
     accelerate launch recipes/reinforce.py --config recipes/reinforce.yaml
 """
 
-from rlvr.algorithms import ReinforceConfig, ReinforceTrainer
+from rlvr.algorithms import SingleRolloutConfig, ReinforceTrainer
 from rlvr.runner import run
 
 if __name__ == "__main__":
-    run(trainer_cls=ReinforceTrainer, config_cls=ReinforceConfig)
+    run(trainer_cls=ReinforceTrainer, config_cls=SingleRolloutConfig)

@@ -56,8 +56,8 @@ class ReinforceTrainer(CustomAdvantageMixin, NoRatioMixin, RLVRGRPOTrainer):
 
 
 @dataclass
-class ReinforceConfig(GRPOConfig):
-    """GRPOConfig that accepts one rollout per prompt.
+class SingleRolloutConfig(GRPOConfig):
+    """GRPOConfig that accepts one rollout per prompt (REINFORCE, PPO).
 
     GRPO rejects `num_generations < 2` because a group of one has no baseline; REINFORCE uses none. Validation
     runs as for a group of two (every other check still applies), then G is set back to what was asked.
@@ -68,7 +68,7 @@ class ReinforceConfig(GRPOConfig):
         if requested == 1:
             self.num_generations = 2
             if self.generation_batch_size is not None and self.generation_batch_size % 2:
-                raise ValueError(f"generation_batch_size ({self.generation_batch_size}) must be even for REINFORCE here")
+                raise ValueError(f"generation_batch_size ({self.generation_batch_size}) must be even with num_generations 1")
         super().__post_init__()
         self.num_generations = requested
         if self.num_generations_eval is None:

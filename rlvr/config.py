@@ -46,6 +46,10 @@ class RecipeArguments(ScriptArguments):
         default=False, metadata={"help": "Build a random-weight tiny Qwen3 at model_name_or_path if nothing is there."}
     )
     dry_run: bool = field(default=False, metadata={"help": "Validate the config, print the batch plan, load nothing."})
+    memory_budget: str = field(
+        default="warn",
+        metadata={"help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."},
+    )
 
 
 @dataclass
@@ -163,9 +167,28 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
+    if args.memory_budget not in ("warn", "stop", "off"):
+        raise ConfigError("memory_budget", f"must be warn, stop or off, got {args.memory_budget!r}")
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)
+
+
+def precision_warning(recipe: Recipe) -> str | None:
+    """Full fine-tuning of bf16/fp16 weights with plain AdamW has no fp32 master copy: an update smaller than about
+    1/256 of a weight rounds away, and at lr 5e-6 most weights never move. DeepSpeed ZeRO keeps fp32 masters; LoRA
+    trains fp32 adapters."""
+    import os
+
+    dtype = str(recipe.model.dtype or "")
+    deepspeed = recipe.training.deepspeed or os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
+    if dtype in ("bfloat16", "float16") and not recipe.model.use_peft and not deepspeed:
+        return (
+            f"warning: dtype {dtype} with full fine-tuning and no DeepSpeed keeps no fp32 master weights, so small "
+            "AdamW updates round away; launch with accelerate_configs/zero2.yaml, or set dtype float32 (bf16 autocast "
+            "stays on), or use_peft true"
+        )
+    return None
 
 
 def batch_plan(recipe: Recipe) -> str:

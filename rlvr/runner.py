@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from rlvr.config import Recipe, batch_plan, parse_args, validate
+from rlvr.config import Recipe, batch_plan, parse_args, precision_warning, validate
 from rlvr.errors import ConfigError
 
 
@@ -76,6 +76,12 @@ def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
     recipe = validate(args, training, model_args)
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
     print(f"[plan] {batch_plan(recipe)}", flush=True)
+    if warning := precision_warning(recipe):
+        print(warning, flush=True)
+    if args.memory_budget != "off":  # on a GPU: planned peak vs free memory, remedies in order of value
+        from rlvr.memory_plan import check_memory_budget
+
+        check_memory_budget(recipe, stop=args.memory_budget == "stop")
     if args.dry_run:
         return recipe, None, None
 

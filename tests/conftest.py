@@ -47,15 +47,17 @@ def script_classes(recipe_path) -> tuple | None:
     """(trainer_cls, config_cls) of the script a recipe YAML names in its `accelerate launch recipes/X.py` line."""
     import re
 
-    from rlvr.algorithms import ReinforceConfig, ReinforceTrainer, RLOOTrainer
+    from rlvr.algorithms import SingleRolloutConfig, ReinforceTrainer, RLOOTrainer
     from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer
+    from rlvr.ppo import PPOConfig, PPOTrainer
     from rlvr.trainer import RLVRGRPOTrainer
 
     scripts = {
         "grpo": (RLVRGRPOTrainer, None),
         "dapo": (DAPOTrainer, DAPOConfig),
         "rloo": (RLOOTrainer, None),
-        "reinforce": (ReinforceTrainer, ReinforceConfig),
+        "reinforce": (ReinforceTrainer, SingleRolloutConfig),
+        "ppo": (PPOTrainer, PPOConfig),
     }
     match = re.search(r"accelerate launch recipes/(\w+)\.py", Path(recipe_path).read_text())
     return scripts.get(match.group(1)) if match else None

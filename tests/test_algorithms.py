@@ -7,7 +7,7 @@ from conftest import FAST_RECIPE
 from trl import GRPOTrainer
 
 from rlvr.advantages import group_mean_baseline, group_zscore, leave_one_out, no_baseline
-from rlvr.algorithms import ReinforceConfig, ReinforceTrainer, RLOOTrainer
+from rlvr.algorithms import SingleRolloutConfig, ReinforceTrainer, RLOOTrainer
 from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer, informative_groups
 from rlvr.runner import prepare
 from rlvr.trainer import RLVRGRPOTrainer
@@ -58,7 +58,7 @@ def test_pure_estimators_match_the_hand_values():
         ("grpo", RLVRGRPOTrainer, None, ["--scale_rewards", "group"]),
         ("drgrpo", RLVRGRPOTrainer, None, ["--scale_rewards", "none"]),
         ("rloo", RLOOTrainer, None, []),
-        ("reinforce", ReinforceTrainer, ReinforceConfig, []),
+        ("reinforce", ReinforceTrainer, SingleRolloutConfig, []),
         ("grpo", DAPOTrainer, DAPOConfig, ["--dynamic_sampling", "false"]),
     ],
 )
@@ -70,7 +70,7 @@ def test_trainer_advantages_on_hand_built_rewards(algorithm, trainer_cls, config
 
 
 def test_reinforce_takes_one_rollout_per_prompt_and_no_baseline(tiny_model_dir, tmp_path, monkeypatch):
-    trainer = build(tiny_model_dir, tmp_path, ReinforceTrainer, ReinforceConfig, "--num_generations", "1")
+    trainer = build(tiny_model_dir, tmp_path, ReinforceTrainer, SingleRolloutConfig, "--num_generations", "1")
     assert trainer.num_generations == 1
     rewards = [[1.0, 1.0], [0.0, 1.0], [1.0, 0.5], [0.25, 0.0], [0.0, 0.0], [1.0, 1.0], [0.5, 1.0], [0.0, 0.5]]
     scripted_rewards(monkeypatch, rewards)
@@ -122,3 +122,15 @@ def test_dynamic_sampling_stops_at_the_cap_and_tops_up(tiny_model_dir, tmp_path,
     assert metrics["dapo/groups_kept"] == [2] and metrics["dapo/groups_topped_up"] == [2] and metrics["dapo/rounds"] == [1.0]
     assert metrics["generation_step"] == [1.0, 1.0]  # extra rounds are not new generation steps ...
     assert metrics["generated_samples"] == [8.0, 16.0]  # ... but every generated sample is counted
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_kl_is_one_yaml_field_and_is_logged(lora, run_recipe):
+    """beta > 0 loads a frozen reference copy, or under LoRA reuses the base model with adapters disabled."""
+    from conftest import read_jsonl
+
+    extra = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "q_proj", "v_proj"] if lora else []
+    trainer, out = run_recipe("--max_steps", "2", "--beta", "0.04", *extra)
+    assert (trainer.ref_model is None) == lora
+    rows = [row for row in read_jsonl(f"{out}/metrics.jsonl") if "loss" in row]
+    assert all("kl" in row for row in rows)

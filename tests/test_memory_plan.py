@@ -1,0 +1,307 @@
+"""The memory planner: its arithmetic against hand computation and against what torch actually keeps (on CPU), the
+pre-flight check, and the shipped configs fitting the 6.9 GiB left on a shared 16 GB card."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from rlvr.errors import ConfigError
+from rlvr.memory_plan import (
+    GIB,
+    KNOWN_SHAPES,
+    LINEAR_MODULES,
+    MARGIN_BYTES,
+    Workload,
+    activation_bytes,
+    check_memory_budget,
+    fused_head_bytes,
+    kv_cache_bytes,
+    launch_shape,
+    layer_activation_bytes,
+    lora_activation_bytes,
+    lora_parameter_count,
+    lora_targets,
+    main,
+    materialized_logits_bytes,
+    parameter_count,
+    plan_memory,
+    remedies,
+    resolve_shape,
+    shape_from_config,
+    training_state_bytes,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+# The tiny model's shape (rlvr.tiny_model defaults): h 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, i 192, V 263.
+TINY = shape_from_config("tiny", json.loads((REPO / "artifacts/tiny-qwen3/config.json").read_text()))
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+
+
+def workload(**changes) -> Workload:
+    base = Workload(shape=TINY, weight_bytes=2, act_bytes=2, micro_batch=2, prompt_tokens=30, completion_tokens=20,
+                    generation_sequences=8, num_generations=4, gradient_checkpointing=True)
+    return replace(base, **changes)
+
+
+# --- Arithmetic, by hand --------------------------------------------------------------------------------------------
+
+
+def test_tiny_shape_by_hand():
+    assert (TINY.hidden, TINY.layers, TINY.q_dim, TINY.kv_dim, TINY.intermediate, TINY.vocab) == (64, 2, 64, 32, 192, 263)
+    # per layer: q 64*64 + k 64*32 + v 64*32 + o 64*64 + 3 MLP 64*192 = 49152; q/k norms 2*16; 2 norms 2*64
+    # model: 2 * 49312 + embedding 263*64 + final norm 64 (LM head tied)
+    assert parameter_count(TINY) == 2 * (49152 + 32 + 128) + 263 * 64 + 64 == 115520
+    # LoRA r=8 on all seven: 8 * (128 + 96 + 96 + 128 + 256 + 256 + 256) per layer
+    assert lora_parameter_count(TINY, 8, LINEAR_MODULES) == 2 * 8 * 1216 == 19456
+    assert lora_parameter_count(TINY, 8, lora_targets(None)) == 2 * 8 * (128 + 96)  # peft's Qwen3 default: q, v
+
+
+def test_activations_by_hand():
+    # full: 8h + 7q + 3kv + 4i = 512 + 448 + 96 + 768 units of 2 bytes; frozen base: 4h + 6q + 2kv + 3i
+    assert layer_activation_bytes(TINY, 2) == 2 * 1824
+    assert layer_activation_bytes(TINY, 2, frozen=True) == 2 * 1280
+    # 100 tokens: every layer + the final norm's 4h ...
+    assert activation_bytes(TINY, 100, 2, checkpointing=False) == 100 * (2 * 3648 + 512)
+    # ... or each layer's input (h) + one layer recomputed + the final norm
+    assert activation_bytes(TINY, 100, 2, checkpointing=True) == 100 * (2 * 128 + 3648 + 512)
+    # LoRA on q and v, no dropout: two 64-wide inputs and two r=8 outputs, 2 bytes each
+    assert lora_activation_bytes(TINY, 8, ("q_proj", "v_proj"), 0.0, 2) == 2 * (128 + 16)
+    assert lora_activation_bytes(TINY, 8, ("q_proj", "v_proj"), 0.1, 2) == 3 * 128 + 2 * 16  # + 1-byte masks
+
+
+def test_cache_head_and_optimizer_by_hand():
+    # 8 sequences x 40 tokens x 2 layers x 2 KV heads x 16 x (K, V) x 4 bytes
+    assert kv_cache_bytes(TINY, 8, 40, 4) == 8 * 40 * 2 * 2 * 16 * 2 * 4 == 163840
+    # fused head, 50 scored tokens: one 50 x 263 tile, fp32 hidden grad, fp32 + 4-byte copy of the 263 x 64 head grad
+    assert fused_head_bytes(TINY, 50, 4, head_trained=True, param_bytes=4) == 50 * 263 * 4 + 50 * 64 * 4 + 263 * 64 * 8
+    assert fused_head_bytes(TINY, 50, 2, head_trained=False, param_bytes=2) == 50 * 263 * 2 + 50 * 64 * 4
+    assert materialized_logits_bytes(TINY, 50) == 3 * 50 * 263 * 4
+    assert training_state_bytes(1000, 2) == (2000, 4000)  # torch AdamW: grads, m, v in bf16
+    assert training_state_bytes(1000, 2, zero_stage=1, world=4) == (2000, 3000)  # fp32 master + m + v, sharded
+    assert training_state_bytes(1000, 2, zero_stage=2, world=4) == (500, 3000)
+    assert training_state_bytes(1000, 4, zero_stage=3, world=2) == (2000, 4000)  # fp32 weights: no master copy
+
+
+def test_recipe_kv_cache_in_gib():
+    # grpo.yaml: 32 sequences x (200 prompt + 512 completion) on Qwen3-1.7B in bf16
+    assert kv_cache_bytes(KNOWN_SHAPES["Qwen/Qwen3-1.7B"], 32, 712, 2) == 32 * 712 * 28 * 8 * 128 * 2 * 2
+
+
+def test_peak_is_always_plus_the_larger_phase():
+    plan = plan_memory(workload())
+    always, train, generate = (plan.phase(p) for p in ("always", "train", "generate"))
+    assert plan.peak == always + max(train, generate)
+    assert {p.name for p in plan.parts if p.phase == "always"} == {"weights", "optimizer states", "margin"}
+    assert plan.phase("always") == parameter_count(TINY) * 2 * 3 + MARGIN_BYTES  # weights + m + v, all bf16
+
+
+# --- Arithmetic, against real models ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(KNOWN_SHAPES))
+def test_parameter_count_matches_transformers(name):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    s = KNOWN_SHAPES[name]
+    config = Qwen3Config(hidden_size=s.hidden, num_hidden_layers=s.layers, num_attention_heads=s.heads,
+                         num_key_value_heads=s.kv_heads, head_dim=s.head_dim, intermediate_size=s.intermediate,
+                         vocab_size=s.vocab, tie_word_embeddings=s.tie_word_embeddings)
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(config)
+    assert parameter_count(s) == sum(p.numel() for p in model.parameters())
+    published = {"Qwen/Qwen3-0.6B": 0.6, "Qwen/Qwen3-1.7B": 1.7, "Qwen/Qwen3-4B": 4.0, "Qwen/Qwen3-8B": 8.2}[name]
+    assert parameter_count(s) / 1e9 == pytest.approx(published, rel=0.03)
+
+
+def _saved_bytes_per_token(model, inner, batch, seq, autocast=False):
+    """Bytes autograd keeps for backward in one decoder layer, per token (parameters and their views excluded)."""
+    from contextlib import nullcontext
+
+    from transformers.masking_utils import create_causal_mask
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(t):
+        key = t.untyped_storage().data_ptr()
+        if key not in params:
+            saved[key] = t.untyped_storage().nbytes()
+        return t
+
+    x = torch.randn(batch, seq, inner.config.hidden_size, dtype=torch.bfloat16, requires_grad=True)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    mask[1, :20] = 0  # left padding, as TRL's batches have
+    position_ids = torch.arange(seq).expand(batch, seq)
+    causal = create_causal_mask(config=inner.config, inputs_embeds=x, attention_mask=mask, cache=None,
+                                position_ids=position_ids)
+    cast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
+    with cast, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        inner.layers[0](x, attention_mask=causal, position_embeddings=inner.rotary_emb(x, position_ids),
+                        position_ids=position_ids)
+    return sum(saved.values()) / (batch * seq)
+
+
+def test_layer_activations_match_what_autograd_keeps():
+    """The per-layer count against saved-tensor hooks on a bf16 Qwen3 (CPU SDPA keeps what CUDA's kernels keep);
+    the few percent over are the mask, RoPE tables and per-row statistics the planner leaves out."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(hidden_size=256, intermediate_size=768, num_hidden_layers=1, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=64, vocab_size=300, attn_implementation="sdpa")
+    shape = shape_from_config("probe", config.to_dict())
+    model = Qwen3ForCausalLM(config).to(torch.bfloat16).train()
+    full = _saved_bytes_per_token(model, model.model, 2, 128)
+    assert 1.0 <= full / layer_activation_bytes(shape, 2) < 1.08
+
+    lora = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=list(LINEAR_MODULES)))
+    measured = _saved_bytes_per_token(lora, lora.get_base_model().model, 2, 128, autocast=True)
+    predicted = layer_activation_bytes(shape, 2, frozen=True) + lora_activation_bytes(shape, 8, LINEAR_MODULES, 0.0, 2)
+    assert 1.0 <= measured / predicted < 1.08
+
+
+def test_kv_cache_matches_dynamic_cache(tmp_path):
+    from rlvr.tiny_model import build_tiny_model
+
+    path = build_tiny_model(tmp_path / "tiny")
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path)
+    out = model(torch.randint(0, 200, (3, 10)), use_cache=True)
+    cache = out.past_key_values
+    measured = sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
+    assert measured == kv_cache_bytes(resolve_shape(str(path)), 3, 10, 4)
+
+
+# --- Plan options -------------------------------------------------------------------------------------------------
+
+
+def names(plan) -> dict:
+    return {part.name: part for part in plan.parts}
+
+
+def test_lora_reference_ppo_and_vllm_parts():
+    full = names(plan_memory(workload(beta=0.04)))
+    assert full["reference model"].bytes == full["weights"].bytes  # beta > 0: a second copy
+    lora = names(plan_memory(workload(beta=0.04, lora_r=8, lora_targets=LINEAR_MODULES)))
+    assert "reference model" not in lora  # adapters disabled = reference
+    assert lora["optimizer states"].bytes == 2 * 19456 * 4  # fp32 m + v of the adapters only
+    ppo = names(plan_memory(workload(ppo=True)))
+    assert {"reference model", "value model", "value model grads + activations", "logits + log-softmax"} <= set(ppo)
+
+    colocate = names(plan_memory(workload(use_vllm=True, total_bytes=16 * GIB)))
+    assert colocate["vLLM pool"].bytes == 0.3 * 16 * GIB and colocate["vLLM pool"].phase == "always"
+    assert "KV cache" not in colocate
+    asleep = names(plan_memory(workload(use_vllm=True, vllm_sleep=True, total_bytes=16 * GIB)))
+    assert asleep["vLLM pool"].phase == "generate"
+    server = names(plan_memory(workload(use_vllm=True, vllm_mode="server")))
+    assert "KV cache" not in server and "vLLM pool" not in server
+    with pytest.raises(ConfigError, match="total_gib"):
+        plan_memory(workload(use_vllm=True))
+
+
+def test_sharding_and_ddp_parts():
+    single = names(plan_memory(workload()))
+    ddp = names(plan_memory(workload(num_processes=4)))
+    assert ddp["DDP gradient buckets"].bytes == single["gradients"].bytes
+    z3 = names(plan_memory(workload(num_processes=4, zero_stage=3)))
+    assert z3["weights"].bytes == single["weights"].bytes / 4
+    assert z3["ZeRO-3 gather to generate"].bytes == single["weights"].bytes * 3 / 4
+    assert "DDP gradient buckets" not in z3
+    offloaded = names(plan_memory(workload(offloaded_cache=True)))
+    assert offloaded["KV cache"].bytes == single["KV cache"].bytes  # the tiny model has 2 layers anyway
+
+
+def test_remedies_follow_the_order_and_never_cut_g():
+    w = workload(beta=0.04, ppo=True, gradient_checkpointing=False, shape=KNOWN_SHAPES["Qwen/Qwen3-1.7B"])
+    fixes = remedies(w)
+    ranks = [int(text.split(".")[0]) for text, _ in fixes]
+    assert ranks == sorted(ranks) and set(ranks) == {1, 2, 3, 4, 5, 6}
+    assert fixes[0][1].shape.name == "Qwen/Qwen3-0.6B"
+    assert all(changed.num_generations == w.num_generations for _, changed in fixes)
+    prompts = next(changed for text, changed in fixes if "prompts per step" in text)
+    assert prompts.generation_sequences % w.num_generations == 0 and prompts.generation_sequences < w.generation_sequences
+    assert all(plan_memory(changed).peak <= plan_memory(w).peak for _, changed in fixes)
+
+
+def test_launch_shape_of_the_accelerate_configs():
+    configs = REPO / "accelerate_configs"
+    assert launch_shape(configs / "single_gpu.yaml") == (1, 0)
+    assert launch_shape(configs / "cpu.yaml") == (1, 0)
+    assert launch_shape(configs / "multi_gpu.yaml") == (8, 0)
+    assert launch_shape(configs / "zero2.yaml") == (8, 2)
+    assert launch_shape(configs / "zero3.yaml") == (8, 3)
+
+
+def test_unknown_model_names_the_field():
+    with pytest.raises(ConfigError, match="model_name_or_path"):
+        resolve_shape("someone/not-a-cached-model")
+
+
+# --- The CLI and the shipped configs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config, fits", [
+    ("recipes/grpo_qwen3_0.6b_full.yaml", True),
+    ("recipes/grpo_qwen3_1.7b_lora.yaml", True),
+    ("recipes/grpo.yaml", False),
+])
+def test_configs_against_the_free_memory_of_the_homework_card(config, fits, capsys):
+    plan = main(["--config", str(REPO / config), "--free_gib", "6.9"])
+    out = capsys.readouterr().out
+    assert (plan.peak <= 6.9 * GIB) == fits
+    assert ("fits," in out) == fits
+    if not fits:
+        assert "remedies" in out and "5. LoRA" in out
+
+
+@pytest.mark.parametrize("config, differences", [
+    ("recipes/grpo_qwen3_0.6b_full.yaml", {"model_name_or_path", "output_dir"}),
+    ("recipes/grpo_qwen3_1.7b_lora.yaml", {"output_dir", "learning_rate", "use_peft", "lora_r", "lora_alpha",
+                                           "lora_dropout", "lora_target_modules"}),
+])
+def test_configs_mirror_the_grpo_recipe(config, differences):
+    base, variant = (yaml.safe_load((REPO / path).read_text()) for path in ("recipes/grpo.yaml", config))
+    assert {key for key in base.keys() | variant.keys() if base.get(key) != variant.get(key)} == differences
+
+
+def test_ppo_marker_in_yaml(tmp_path, capsys):
+    raw = yaml.safe_load((REPO / "recipes/tiny/grpo.yaml").read_text())
+    config = tmp_path / "ppo.yaml"
+    config.write_text(yaml.safe_dump({**raw, "vf_coef": 0.1, "model_name_or_path": str(tmp_path / "m"), "build_tiny_model": True}))
+    plan = main(["--config", str(config)])
+    assert plan.workload.ppo and "value model" in {p.name for p in plan.parts}
+    assert "PPO" in capsys.readouterr().out
+
+
+# --- The pre-flight check -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_recipe(tmp_path_factory):
+    from rlvr.config import parse_args, validate
+
+    path = tmp_path_factory.mktemp("tiny") / "model"  # not built: the planner uses the tiny defaults
+    return validate(*parse_args(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(path),
+                                 "--build_tiny_model", "true"]))
+
+
+def test_check_memory_budget(tiny_recipe, capsys):
+    assert check_memory_budget(tiny_recipe) is None  # a CPU recipe: nothing to compare with
+    plan = check_memory_budget(tiny_recipe, free_bytes=100 * GIB)
+    assert plan.peak < GIB
+    assert check_memory_budget(tiny_recipe, free_bytes=0.1 * GIB, stop=False).peak > 0.1 * GIB
+    assert "remedies" in capsys.readouterr().out
+    with pytest.raises(ConfigError) as err:
+        check_memory_budget(tiny_recipe, free_bytes=0.1 * GIB, stop=True)
+    assert err.value.field == "memory_budget" and "\n" not in str(err.value)
