@@ -17,7 +17,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -380,9 +379,8 @@ def plan_memory(w: Workload) -> MemoryPlan:
     buckets = ddp_bucket_bytes(trainable, param_bytes, world, w.zero_stage)
     if buckets:
         parts.append(Part("DDP gradient buckets", "always", buckets, "the reducer's flat copy"))
-    if (w.beta > 0 or w.ppo) and not lora:
-        why = "PPO's KL reference" if w.ppo else f"beta={w.beta}"
-        parts.append(Part("reference model", "always", total * w.weight_bytes / shard, why))
+    if w.beta > 0 and not lora:  # PPO too loads a reference only for its KL penalty, i.e. when beta > 0
+        parts.append(Part("reference model", "always", total * w.weight_bytes / shard, f"beta={w.beta}"))
     parts.append(Part("gradients", "train", grads, f"{param_bytes} B per trainable weight"))
 
     tokens, scored = w.micro_batch * (w.prompt_tokens + w.completion_tokens), w.micro_batch * w.completion_tokens
@@ -394,11 +392,9 @@ def plan_memory(w: Workload) -> MemoryPlan:
                       f"{ckpt}, {w.micro_batch} x {w.prompt_tokens + w.completion_tokens} tokens; "
                       f"{other / GIB:.2f} GiB {'without' if w.gradient_checkpointing else 'with'}"))
     materialized = materialized_logits_bytes(s, scored)
-    if w.ppo:
-        parts.append(Part("logits + log-softmax", "train", materialized, f"fp32 {s.vocab} x {scored} tokens, 3 buffers"))
-    else:
-        head = fused_head_bytes(s, scored, w.act_bytes, head_trained=not lora, param_bytes=w.weight_bytes)
-        parts.append(Part("LM head (fused)", "train", head, f"{materialized / GIB:.2f} GiB if logits were materialized"))
+    # PPO's policy log-probs go through the same TRL code as GRPO's; its critic's head is a scalar.
+    head = fused_head_bytes(s, scored, w.act_bytes, head_trained=not lora, param_bytes=w.weight_bytes)
+    parts.append(Part("LM head (fused)", "train", head, f"{materialized / GIB:.2f} GiB if logits were materialized"))
     if w.weight_bytes == 4 and w.act_bytes == 2:
         parts.append(Part("autocast weight copies", "train", total * 2, "16-bit casts of fp32 weights in forward"))
     if w.ppo:
@@ -526,14 +522,15 @@ def estimate_prompt_tokens(prompts, model_path: str | None = None) -> int:
 # --- Pre-flight check and CLI --------------------------------------------------------------------------------------
 
 
-def plan_recipe(recipe, *, prompt_tokens=None, **workload_kwargs) -> MemoryPlan:
-    """The plan of a validated `Recipe` (its data gives the prompt length)."""
+def plan_recipe(recipe, *, prompt_tokens=None, ppo=None, **workload_kwargs) -> MemoryPlan:
+    """The plan of a validated `Recipe` (its data gives the prompt length; a PPO config implies the critic)."""
+    ppo = hasattr(recipe.training, "vf_coef") if ppo is None else ppo
     shape = resolve_shape(recipe.model.model_name_or_path, recipe.args.build_tiny_model)
     if prompt_tokens is None:
         built = recipe.args.build_tiny_model or Path(recipe.model.model_name_or_path).is_dir()
         prompts = recipe.dataset[recipe.args.dataset_train_split]["prompt"]
         prompt_tokens = estimate_prompt_tokens(prompts, recipe.model.model_name_or_path if built else None)
-    return plan_memory(workload_from_config(recipe.training, recipe.model, shape, prompt_tokens, **workload_kwargs))
+    return plan_memory(workload_from_config(recipe.training, recipe.model, shape, prompt_tokens, ppo=ppo, **workload_kwargs))
 
 
 def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = False) -> MemoryPlan | None:
@@ -567,21 +564,6 @@ def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = Fa
     return plan
 
 
-def _without_ppo_marker(argv: list[str], folder: str) -> tuple[list[str], bool]:
-    """Drop `vf_coef` (only PPO has a value loss) from the --config YAML, which TRL's GRPO parser would reject; the
-    stripped copy goes to `folder`."""
-    if "--config" not in argv:
-        return argv, False
-    i = argv.index("--config") + 1
-    raw = yaml.safe_load(Path(argv[i]).read_text()) or {}
-    if "vf_coef" not in raw:
-        return argv, False
-    raw.pop("vf_coef")
-    stripped = Path(folder) / Path(argv[i]).name
-    stripped.write_text(yaml.safe_dump(raw))
-    return argv[:i] + [str(stripped)] + argv[i + 1:], True
-
-
 def main(argv: list[str] | None = None) -> MemoryPlan:
     parser = argparse.ArgumentParser(
         description="Estimate a recipe's peak GPU memory, part by part (loads nothing).", allow_abbrev=False,
@@ -591,20 +573,23 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     parser.add_argument("--accelerate_config", help="an accelerate_configs/*.yaml: its processes and ZeRO stage")
     parser.add_argument("--num_processes", type=int, help="processes (GPUs) the run is launched on")
     parser.add_argument("--zero_stage", type=int, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage (0 = DDP/none)")
-    parser.add_argument("--ppo", action="store_true", help="plan PPO (value model); also implied by vf_coef in YAML")
+    parser.add_argument("--ppo", action="store_true", help="plan PPO (value model); implied by a PPO recipe")
     parser.add_argument("--prompt_tokens", type=int, help="longest prompt in tokens (default: from the data)")
     opts, rest = parser.parse_known_args(argv)
 
     import torch
 
+    from trl import GRPOConfig
+
     from rlvr.config import parse_args, validate
+    from rlvr.recipes_index import script_classes
 
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU
     # unless use_cpu is set. The planner loads and trains nothing either way.
-    with tempfile.TemporaryDirectory() as folder:
-        rest, ppo_in_yaml = _without_ppo_marker(rest, folder)
-        args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]))
+    classes = script_classes(rest[rest.index("--config") + 1]) if "--config" in rest[:-1] else None
+    config_cls = (classes[1] if classes else None) or GRPOConfig  # PPO's YAML parses with PPOConfig, etc.
+    args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]), config_cls)
     recipe = validate(args, training, model_args)
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
     free = opts.free_gib * GIB if opts.free_gib is not None else None
@@ -614,7 +599,7 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
         free, total = free if free is not None else cuda_free, total if total is not None else cuda_total
     plan = plan_recipe(recipe, prompt_tokens=opts.prompt_tokens, num_processes=opts.num_processes or processes,
                        zero_stage=opts.zero_stage if opts.zero_stage is not None else stage,
-                       ppo=opts.ppo or ppo_in_yaml, total_bytes=total)
+                       ppo=opts.ppo or None, total_bytes=total)
     print(format_plan(plan, free))
     return plan
 

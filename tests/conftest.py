@@ -11,6 +11,8 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from rlvr.recipes_index import script_classes  # noqa: E402,F401 - re-exported for the tests
+
 REPO = Path(__file__).resolve().parents[1]
 TINY_RECIPE = str(REPO / "recipes" / "tiny" / "grpo.yaml")  # the main job (README's command)
 FAST_RECIPE = str(REPO / "tests" / "recipes" / "tiny_grpo_fast.yaml")  # 16 samples per step, for quick checks
@@ -42,22 +44,3 @@ def run_recipe(tiny_model_dir, tmp_path):
 def read_jsonl(path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
-
-def script_classes(recipe_path) -> tuple | None:
-    """(trainer_cls, config_cls) of the script a recipe YAML names in its `accelerate launch recipes/X.py` line."""
-    import re
-
-    from rlvr.algorithms import SingleRolloutConfig, ReinforceTrainer, RLOOTrainer
-    from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer
-    from rlvr.ppo import PPOConfig, PPOTrainer
-    from rlvr.trainer import RLVRGRPOTrainer
-
-    scripts = {
-        "grpo": (RLVRGRPOTrainer, None),
-        "dapo": (DAPOTrainer, DAPOConfig),
-        "rloo": (RLOOTrainer, None),
-        "reinforce": (ReinforceTrainer, SingleRolloutConfig),
-        "ppo": (PPOTrainer, PPOConfig),
-    }
-    match = re.search(r"accelerate launch recipes/(\w+)\.py", Path(recipe_path).read_text())
-    return scripts.get(match.group(1)) if match else None

@@ -197,7 +197,8 @@ def test_lora_reference_ppo_and_vllm_parts():
     assert "reference model" not in lora  # adapters disabled = reference
     assert lora["optimizer states"].bytes == 2 * 19456 * 4  # fp32 m + v of the adapters only
     ppo = names(plan_memory(workload(ppo=True)))
-    assert {"reference model", "value model", "value model grads + activations", "logits + log-softmax"} <= set(ppo)
+    assert {"value model", "value model grads + activations"} <= set(ppo) and "reference model" not in ppo  # beta 0
+    assert "reference model" in names(plan_memory(workload(ppo=True, beta=0.05)))
 
     colocate = names(plan_memory(workload(use_vllm=True, total_bytes=16 * GIB)))
     assert colocate["vLLM pool"].bytes == 0.3 * 16 * GIB and colocate["vLLM pool"].phase == "always"
@@ -275,11 +276,9 @@ def test_configs_mirror_the_grpo_recipe(config, differences):
     assert {key for key in base.keys() | variant.keys() if base.get(key) != variant.get(key)} == differences
 
 
-def test_ppo_marker_in_yaml(tmp_path, capsys):
-    raw = yaml.safe_load((REPO / "recipes/tiny/grpo.yaml").read_text())
-    config = tmp_path / "ppo.yaml"
-    config.write_text(yaml.safe_dump({**raw, "vf_coef": 0.1, "model_name_or_path": str(tmp_path / "m"), "build_tiny_model": True}))
-    plan = main(["--config", str(config)])
+def test_ppo_recipe_plans_the_critic(tmp_path, capsys):
+    plan = main(["--config", str(REPO / "recipes/tiny/ppo.yaml"), "--model_name_or_path", str(tmp_path / "m"),
+                 "--build_tiny_model", "true"])
     assert plan.workload.ppo and "value model" in {p.name for p in plan.parts}
     assert "PPO" in capsys.readouterr().out
 
