@@ -11,19 +11,21 @@ from pathlib import Path
 
 from rlvr.errors import ConfigError
 
-LAUNCH_LINE = re.compile(r"accelerate launch (recipes/(?:\w+/)*(\w+)\.py)")
+LAUNCH_LINE = re.compile(r"accelerate launch\b[^\n]*?\s(recipes/(?:\w+/)*(\w+)\.py)")  # options may precede the script
+DEFAULT_SCRIPT = "recipes/grpo.py"  # what the runner trains when no script is named (GRPOTrainer, GRPOConfig)
 
 
 def launch_script(recipe_path) -> str:
-    """The script path (relative to the repo root) from the recipe's launch line, e.g. `recipes/grpo.py`."""
+    """The script path (relative to the repo root) from the recipe's launch line, e.g. `recipes/dapo.py`.
+
+    A recipe without one is plain GRPO; a recipe with fields only another script knows then fails validation.
+    """
     try:
         text = Path(recipe_path).read_text()
     except FileNotFoundError:
         raise ConfigError("recipe", f"no such file: {recipe_path}") from None
     match = LAUNCH_LINE.search(text)
-    if not match:
-        raise ConfigError("recipe", f"{recipe_path} has no `accelerate launch recipes/<script>.py` line in its header")
-    return match.group(1)
+    return match.group(1) if match else DEFAULT_SCRIPT
 
 
 def script_classes(recipe_path) -> tuple | None:
@@ -40,7 +42,5 @@ def script_classes(recipe_path) -> tuple | None:
         "reinforce": (ReinforceTrainer, SingleRolloutConfig),
         "ppo": (PPOTrainer, PPOConfig),
     }
-    try:
-        return scripts.get(Path(launch_script(recipe_path)).stem)
-    except ConfigError:
-        return None
+    match = LAUNCH_LINE.search(Path(recipe_path).read_text()) if Path(recipe_path).is_file() else None
+    return scripts.get(match.group(2)) if match else None

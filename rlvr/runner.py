@@ -52,6 +52,26 @@ def build_trainer(recipe: Recipe, trainer_cls):
     )
 
 
+def write_run_config(argv: list[str], recipe: Recipe) -> None:
+    """`<output_dir>/config.yaml`: the recipe YAML with the command-line overrides applied, i.e. what actually ran."""
+    from pathlib import Path
+
+    import yaml
+
+    config = {}
+    if "--config" in argv:
+        config = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text()) or {}
+    parsed = (recipe.args, recipe.training, recipe.model)
+    for token in argv:
+        key = token[2:].replace("-", "_") if token.startswith("--") else None
+        if key and key != "config":
+            config[key] = next((getattr(d, key) for d in parsed if hasattr(d, key)), None)
+    target = Path(recipe.training.output_dir) / "config.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = f"# what ran: {' '.join(['<script>', *argv])}\n"
+    target.write_text(header + yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=120))
+
+
 def resume_checkpoint(value, output_dir: str) -> str | None:
     """`resume_from_checkpoint: true` means the last checkpoint in output_dir (a fresh start if there is none yet)."""
     if value in (None, "", False, "false", "False"):
@@ -85,7 +105,9 @@ def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
     if args.dry_run:
         return recipe, None, None
 
-    # 2. Tracking: wandb falls back to offline instead of prompting for a login.
+    # 2. Records and tracking: the config as run goes beside the metrics; wandb never prompts for a login.
+    if training.process_index == 0:
+        write_run_config(list(sys.argv[1:] if argv is None else argv), recipe)
     configure_wandb(training.report_to)
 
     # 3. Model, tokenizer, rewards and callbacks go into the trainer.

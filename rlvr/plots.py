@@ -1,0 +1,143 @@
+"""Curves of one or more runs, overlaid: rewards, zero-std group fractions and time accounting.
+
+    python -m rlvr.plots runs/tiny-grpo [runs/tiny-rloo ...] --out runs/plots [--x step samples tokens]
+
+Each figure is drawn against optimizer step and against cumulative generated samples (the compute axis), one line per
+run labelled with its directory name. The same series print as a plain-text table for terminals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on servers and CI
+import matplotlib.pyplot as plt
+
+from rlvr.errors import ConfigError
+from rlvr.run_records import (
+    GROUP_SERIES,
+    REWARD_SERIES,
+    TIME_PHASES,
+    X_AXES,
+    X_LABELS,
+    ZERO_STD_SERIES,
+    Run,
+    load_runs,
+    series_table,
+    text_table,
+    time_totals,
+)
+
+DEFAULT_X = ("step", "samples")
+UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_binary", *ZERO_STD_SERIES, *GROUP_SERIES)  # fixed 0..1 axis
+TITLES = {
+    "groups/all_wrong": "groups all wrong (correctness, rollouts)",
+    "groups/all_correct": "groups all correct (correctness, rollouts)",
+    "groups/mixed": "groups with contrast (correctness, rollouts)",
+}
+
+
+def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path | None:
+    """One panel per series, every run overlaid; panels no run has data for are left out."""
+    keys = [k for k in keys if any(run.series(k, x)[0] for run in runs)]
+    if not keys:
+        return None
+    cols = min(3, len(keys))
+    rows = -(-len(keys) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        for run in runs:
+            xs, ys = run.series(key, x)
+            if xs:
+                ax.plot(xs, ys, marker="." if len(xs) < 30 else None, label=run.label)
+        ax.set_title(TITLES.get(key, key), fontsize=10)
+        ax.set_xlabel(X_LABELS[x])
+        if key in UNIT_INTERVAL:
+            ax.set_ylim(-0.05, 1.05)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def time_figure(runs: list[Run], path: Path) -> Path:
+    """Where the seconds went: stacked seconds per phase for each run, and generation's share per step."""
+    fig, (bars, share) = plt.subplots(1, 2, figsize=(11, 3.8))
+    bottoms = [0.0] * len(runs)
+    for phase in TIME_PHASES:
+        seconds = [time_totals(run)[phase] for run in runs]
+        bars.bar([run.label for run in runs], seconds, bottom=bottoms, label=phase)
+        bottoms = [b + s for b, s in zip(bottoms, seconds)]
+    bars.set_ylabel("seconds (summed over steps)")
+    bars.set_title("time per phase")
+    bars.legend(fontsize=8)
+    bars.tick_params(axis="x", labelrotation=20)
+    for run in runs:
+        xs, ys = run.series("time/generation_share", "step")
+        if xs:
+            share.plot(xs, ys, marker="." if len(xs) < 30 else None, label=run.label)
+    share.set_ylim(-0.05, 1.05)
+    share.set_xlabel(X_LABELS["step"])
+    share.set_title("generation share of step time")
+    share.grid(alpha=0.3)
+    share.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
+    """Write every figure into out_dir; returns the PNG paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for x in x_axes:
+        written.append(panel_figure(runs, REWARD_SERIES, x, out / f"rewards_by_{x}.png", "mean reward per component"))
+        written.append(panel_figure(
+            runs, (*ZERO_STD_SERIES, *GROUP_SERIES), x, out / f"zero_std_by_{x}.png",
+            "zero-std groups: no contrast, no gradient",
+        ))
+    written.append(time_figure(runs, out / "time_accounting.png"))
+    return [p for p in written if p is not None]
+
+
+def terminal_tables(runs: list[Run], max_rows: int = 20) -> str:
+    return "\n\n".join(f"== {run.label} ==\n" + text_table(*series_table(run, max_rows)) for run in runs)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
+        raise ConfigError(flag, message)
+
+
+def main(argv: list[str] | None = None) -> list[Path]:
+    parser = _Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dirs", nargs="+", help="run directories (holding metrics.jsonl) or sweep directories")
+    parser.add_argument("--out", required=True, help="folder for the PNGs")
+    parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")
+    parser.add_argument("--max_rows", type=int, default=20, help="rows per run in the printed table")
+    args = parser.parse_args(argv)
+    runs = load_runs(args.run_dirs)
+    paths = plot_runs(runs, args.out, args.x)
+    print(terminal_tables(runs, args.max_rows))
+    print("\n" + "\n".join(f"wrote {p}" for p in paths))
+    return paths
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

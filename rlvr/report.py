@@ -1,0 +1,297 @@
+"""One Markdown page per run or sweep: config, records, curves, zero-std over training, before/after, time.
+
+    python -m rlvr.report runs/tiny-grpo [--before models/tiny-speller] [--config recipes/tiny/grpo.yaml]
+    python -m rlvr.report runs/sweeps/group-size            # a sweep: summary table + overlaid curves
+
+Figures go to `plots/` beside the report (default `<dir>/report.md`), linked relatively so the page travels with
+the folder. A sweep directory also gets `summary.md`, `summary.csv` and `summary.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from rlvr import before_after
+from rlvr.errors import ConfigError
+from rlvr.plots import plot_runs
+from rlvr.run_records import (
+    TIME_PHASES,
+    Run,
+    count,
+    find_run_dirs,
+    last,
+    load_runs,
+    markdown_table,
+    mean,
+    series_table,
+    summarize,
+    summary_table,
+    tail_mean,
+    time_totals,
+    wall_time,
+)
+
+CONFIG_NAME = "config.yaml"  # the recipe a run used, copied beside its records (the sweep writes it)
+SPEC_NAME = "sweep.yaml"
+TRAINING_ARGS_SHOWN = (
+    "learning_rate", "num_generations", "generation_batch_size", "per_device_train_batch_size",
+    "gradient_accumulation_steps", "max_steps", "max_completion_length", "temperature", "top_p", "top_k",
+    "loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "reward_weights", "seed",
+)
+
+
+def config_text(run_dir: Path, config: str | None = None) -> str:
+    """The YAML a run used: its own config.yaml, else `config` (copied in for next time), else training_args.bin."""
+    own = run_dir / CONFIG_NAME
+    if config and not own.exists():
+        if not Path(config).exists():
+            raise ConfigError("--config", f"no such file: {config}")
+        shutil.copyfile(config, own)
+    args = saved_training_args(run_dir)
+    if own.exists():
+        text = own.read_text()
+        return text.rstrip("\n") + "\n" + cli_overrides_note(yaml.safe_load(text) or {}, args)
+    if not args:
+        return "# no config.yaml or training_args.bin in the run directory; pass --config RECIPE.yaml\n"
+    shown = {key: args[key] for key in TRAINING_ARGS_SHOWN if key in args}
+    return ("# from training_args.bin (TRL's arguments only: pass --config RECIPE.yaml for the data spec and rewards)\n"
+            + yaml.safe_dump(shown, sort_keys=False))
+
+
+def saved_training_args(run_dir: Path) -> dict:
+    """TRL's arguments as the trainer saw them (after CLI overrides), from training_args.bin; {} if absent."""
+    path = run_dir / "training_args.bin"
+    if not path.exists():
+        return {}
+    import torch
+
+    return torch.load(path, weights_only=False).to_dict()
+
+
+def cli_overrides_note(recipe: dict, args: dict) -> str:
+    """YAML comments for the scalar fields the run used with another value than the YAML says (CLI overrides)."""
+    scalar = (int, float, str, bool)
+    changed = [f"{key}: {args[key]!r}" for key, value in recipe.items()
+               if isinstance(value, scalar) and isinstance(args.get(key), scalar) and args[key] != value]
+    if not changed:
+        return ""
+    return "# overridden on the command line (training_args.bin): " + ", ".join(changed) + "\n"
+
+
+def link(target: Path, report_dir: Path) -> str:
+    return os.path.relpath(target, report_dir)
+
+
+def images(paths: list[Path], report_dir: Path, names: tuple[str, ...]) -> str:
+    return "\n\n".join(f"![{p.stem}]({link(p, report_dir)})" for p in paths if p.name in names)
+
+
+def zero_std_reading(run: Run, last_k: int = 5) -> str:
+    """A one-paragraph reading of the zero-std curve, numbers first, then what they suggest."""
+    total = run.values("zero_std_frac/total")
+    if not total:
+        return "No zero_std_frac rows were logged."
+    avg = mean(total)
+    parts = [
+        (f"On average {avg:.0%} of prompt groups had zero reward spread (`zero_std_frac/total`: {total[0]:.2f} at "
+         f"the first step, {tail_mean(total, last_k):.2f} over the last {min(last_k, len(total))}). Their G "
+         "completions scored alike, so the group-normalised advantage is 0 and they add no gradient: about "
+         f"{1 - avg:.0%} of the generated groups carried the learning signal.")
+    ]
+    correctness = run.values("zero_std_frac/correctness")
+    if correctness:
+        tied = mean(correctness)
+        from_format = " (so most of the total's contrast came from the format reward)" if tied > avg + 0.05 else ""
+        parts.append(f"On correctness alone {tied:.0%} of groups were tied{from_format}.")
+    wrong, right = run.values("groups/all_wrong"), run.values("groups/all_correct")
+    if wrong:
+        wrong_end, right_end = tail_mean(wrong, last_k), tail_mean(right, last_k)
+        parts.append(f"In the rollouts, {wrong_end:.0%} of the last steps' groups were all wrong and "
+                     f"{right_end:.0%} all correct.")
+        if avg >= 0.99:
+            parts.append("Every group is tied: with G = 1 (REINFORCE) this holds by definition and says nothing; "
+                         "otherwise nothing varies within groups and training has stalled.")
+        elif wrong_end > max(right_end, 0.3):
+            parts.append("Mostly all-wrong groups: the prompts are too hard for the policy. More samples per prompt, "
+                         "a higher temperature, shorter words or DAPO's dynamic sampling buy contrast back.")
+        elif right_end > max(wrong_end, 0.3):
+            parts.append("Mostly all-correct groups: these prompts are solved. Longer words (max_word_len) restore "
+                         "contrast; further steps on this data mostly cost generation time.")
+        else:
+            parts.append("Most groups still mix right and wrong answers: the signal is healthy.")
+    return " ".join(parts)
+
+
+def time_table(runs: list[Run]) -> tuple[list[str], list[list]]:
+    headers = ["run", *(f"{phase}_s" for phase in TIME_PHASES), "step_total_s", "generation_share", "wall_time_s",
+               "s_per_step"]
+    rows = []
+    for run in runs:
+        totals, steps = time_totals(run), count(last(run, "step"))
+        rows.append([run.label, *(totals[p] for p in TIME_PHASES), totals["total"], totals["generation_share"],
+                     wall_time(run), totals["total"] / steps if steps else None])
+    return headers, rows
+
+
+def time_reading(runs: list[Run]) -> str:
+    shares = [(run.label, time_totals(run)["generation_share"]) for run in runs]
+    text = ", ".join(f"{label} {share:.0%}" for label, share in shares if share is not None)
+    if not text:
+        return "No time/* keys were logged."
+    return (f"Generation's share of step time: {text}. Generation is sampling completions; scoring the reward "
+            "functions; logprobs the extra forward passes for old/reference log-probs; optimization the "
+            "forward/backward/step. When generation dominates, the lever for speed is sampling (vLLM, shorter "
+            "max_completion_length), not the optimizer.")
+
+
+def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
+    """summary.json, summary.csv and summary.md: one row per run."""
+    summary = summarize(runs, last_k)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with (out_dir / "summary.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(summary[0]))
+        writer.writeheader()
+        writer.writerows(summary)
+    (out_dir / "summary.md").write_text(markdown_table(*summary_table(summary)) + "\n")
+    return summary
+
+
+def summary_note(last_k: int) -> str:
+    return (f"final_* = mean of the last {last_k} logged generation steps; auc_correctness = trapezoid area under "
+            "avg_correctness over generated samples up to auc_up_to_samples (the budget every run reached), divided "
+            "by that range; mean_zero_std_* = mean over logged steps.")
+
+
+def run_report(run: Run, report_dir: Path, config: str | None, before: str | None, num_prompts: int, last_k: int,
+               max_rows: int) -> str:
+    recipe = config_text(run.path, config)  # first: it copies --config in, which before/after then reads
+    comparison = before_after.load(run.path)
+    if before:
+        if not (run.path / CONFIG_NAME).exists():
+            raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {CONFIG_NAME}")
+        comparison = before_after.compare(before, str(run.path), str(run.path / CONFIG_NAME), num_prompts)
+    pngs = plot_runs([run], report_dir / "plots")
+    summary = summarize([run], last_k)[0]
+    records = [(f"- [metrics.jsonl]({link(run.path / 'metrics.jsonl', report_dir)}): {len(run.rows)} logged steps, "
+                "one JSON row each (the closing row holds train_runtime)")]
+    if (run.path / "rollouts.jsonl").exists():
+        records.append(f"- [rollouts.jsonl]({link(run.path / 'rollouts.jsonl', report_dir)}): "
+                       f"{len(run.rollouts())} rollouts with their reward components")
+    if (run.path / "train.log").exists():
+        records.append(f"- [train.log]({link(run.path / 'train.log', report_dir)}): the full log")
+    return "\n\n".join([
+        f"# Run report: {run.label}",
+        (f"`{run.path}` · {'finished' if run.finished else 'NOT finished'} · {summary['steps']} steps · "
+         f"{summary['generated_samples']} generated samples · {summary['generated_tokens']} completion tokens · "
+         f"wall time {summary['wall_time_s']:.1f} s"),
+        "## Config used",
+        f"```yaml\n{recipe.rstrip()}\n```",
+        "## Records",
+        "\n".join(records),
+        "## Summary",
+        markdown_table(*summary_table([summary])),
+        summary_note(last_k),
+        "## Rewards over training",
+        images(pngs, report_dir, ("rewards_by_step.png", "rewards_by_samples.png")),
+        markdown_table(*series_table(run, max_rows)),
+        "## Zero-std groups over training",
+        images(pngs, report_dir, ("zero_std_by_step.png", "zero_std_by_samples.png")),
+        zero_std_reading(run, last_k),
+        "## Before / after training",
+        before_after.render_markdown(comparison) if comparison else
+        "Not run yet: `python -m rlvr.before_after --before BASE_MODEL --after "
+        f"{run.path} --config {run.path / CONFIG_NAME}` (or `--before BASE_MODEL` here).",
+        "## Time accounting",
+        markdown_table(*time_table([run])),
+        images(pngs, report_dir, ("time_accounting.png",)),
+        time_reading([run]),
+    ])
+
+
+def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int) -> str:
+    runs = load_runs([sweep_dir])
+    pngs = plot_runs(runs, report_dir / "plots")
+    summary = write_summary(runs, sweep_dir, last_k)
+    spec = sweep_dir / SPEC_NAME
+    run_links = [
+        f"- **{run.label}**: " + ", ".join(
+            f"[{name}]({link(run.path / name, report_dir)})" for name in (CONFIG_NAME, "metrics.jsonl", "train.log")
+            if (run.path / name).exists())
+        for run in runs
+    ]
+    return "\n\n".join([
+        f"# Sweep report: {sweep_dir.name}",
+        f"`{sweep_dir}` · {len(runs)} runs",
+        "## Sweep spec",
+        f"```yaml\n{spec.read_text().rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
+        "## Summary",
+        markdown_table(*summary_table(summary)),
+        summary_note(last_k) + f" Also as [summary.csv]({link(sweep_dir / 'summary.csv', report_dir)}) and "
+        f"[summary.json]({link(sweep_dir / 'summary.json', report_dir)}).",
+        "## Curves at equal generation compute (x = generated samples)",
+        images(pngs, report_dir, ("rewards_by_samples.png", "zero_std_by_samples.png")),
+        "## Curves by optimizer step",
+        images(pngs, report_dir, ("rewards_by_step.png", "zero_std_by_step.png")),
+        "## Zero-std groups over training",
+        "\n".join(f"- **{run.label}**: {zero_std_reading(run, last_k)}" for run in runs),
+        "## Time accounting",
+        markdown_table(*time_table(runs)),
+        images(pngs, report_dir, ("time_accounting.png",)),
+        time_reading(runs),
+        "## Runs",
+        "\n".join(run_links),
+    ])
+
+
+def build_report(path, out=None, before: str | None = None, config: str | None = None, num_prompts: int = 32,
+                 last_k: int = 5, max_rows: int = 20) -> Path:
+    """Write the report for a run or sweep directory; returns its path."""
+    path = Path(path)
+    dirs = find_run_dirs(path)
+    out = Path(out or path / "report.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if dirs == [path]:
+        text = run_report(load_runs([path])[0], out.parent, config, before, num_prompts, last_k, max_rows)
+    else:
+        if before:
+            raise ConfigError("--before", "before/after runs per run directory; point the report at one run")
+        text = sweep_report(path, out.parent, last_k)
+    out.write_text(text + "\n")
+    return out
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
+        raise ConfigError(flag, message)
+
+
+def main(argv: list[str] | None = None) -> Path:
+    parser = _Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="a run directory (holding metrics.jsonl) or a sweep directory")
+    parser.add_argument("--out", default=None, help="report file (default <path>/report.md); plots/ goes beside it")
+    parser.add_argument("--config", default=None, help="the recipe YAML, when the run directory has no config.yaml")
+    parser.add_argument("--before", default=None, help="base model: roll out before/after on held-out prompts")
+    parser.add_argument("--num_prompts", type=int, default=32, help="held-out prompts for --before")
+    parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
+    parser.add_argument("--max_rows", type=int, default=20, help="rows of the metrics table")
+    args = parser.parse_args(argv)
+    out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows)
+    print(f"wrote {out}")
+    return out
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

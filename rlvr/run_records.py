@@ -1,0 +1,273 @@
+"""A run's records (metrics.jsonl, rollouts.jsonl) as series and summary numbers: the one loader plots, report and
+sweep share, so a number in a table and the curve in a figure can never disagree.
+
+x axes: `step` (optimizer step), `samples` and `tokens` (cumulative generated completions / completion tokens, the
+compute axis: runs with different G, batch or data compare fairly at equal generation cost).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlvr.errors import ConfigError
+
+X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
+X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
+COMPONENTS = ("correctness", "format", "binary", "total", "penalty")
+REWARD_SERIES = tuple(f"avg_{c}" for c in COMPONENTS)
+ZERO_STD_SERIES = tuple(f"zero_std_frac/{c}" for c in COMPONENTS)
+# From rollouts.jsonl: why a correctness group has no contrast (all wrong = too hard, all correct = solved).
+GROUP_SERIES = ("groups/all_wrong", "groups/all_correct", "groups/mixed")
+TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")
+TABLE_SERIES = ("avg_correctness", "avg_format", "avg_binary", "avg_total", "zero_std_frac/total",
+                "zero_std_frac/correctness", "time/generation_share")
+
+
+def read_jsonl(path) -> list[dict]:
+    """Rows of a JSONL file; a torn last line (a run killed mid-write) is dropped, not fatal."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+@dataclass
+class Run:
+    """One run directory: its training rows (one per log step), the closing row, and its rollouts on demand."""
+
+    path: Path
+    label: str
+    rows: list[dict]
+    final: dict = field(default_factory=dict)  # train_runtime etc.; empty while the run has not finished
+    _group_rows: list[dict] | None = field(default=None, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return "train_runtime" in self.final
+
+    def rollouts(self) -> list[dict]:
+        path = self.path / "rollouts.jsonl"
+        return read_jsonl(path) if path.exists() else []
+
+    def group_rows(self) -> list[dict]:
+        if self._group_rows is None:
+            self._group_rows = group_outcomes(self.rollouts())
+        return self._group_rows
+
+    def series(self, key: str, x: str = "step") -> tuple[list[float], list[float]]:
+        """(xs, ys) of `key` against x axis `x`, skipping rows that do not carry both."""
+        x_key = X_AXES[x]
+        source = self.group_rows() if key.startswith("groups/") else self.rows
+        pairs = [(row[x_key], row[key]) for row in source if row.get(x_key) is not None and row.get(key) is not None]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def values(self, key: str) -> list[float]:
+        return self.series(key)[1]
+
+
+def load_run(path, label: str | None = None) -> Run:
+    path = Path(path)
+    metrics = path / "metrics.jsonl"
+    if not metrics.exists():
+        raise ConfigError("RUN_DIR", f"{path}: no metrics.jsonl here (not a run directory)")
+    rows, final = [], {}
+    for row in read_jsonl(metrics):
+        if "train_runtime" in row:
+            final = row
+        elif "loss" in row or any(key in row for key in REWARD_SERIES):
+            rows.append(row)
+    return Run(path, label or path.name, rows, final)
+
+
+def find_run_dirs(path) -> list[Path]:
+    """A run directory itself, or the run directories one level below it (a sweep)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError("RUN_DIR", f"{path}: no such directory")
+    if (path / "metrics.jsonl").exists():
+        return [path]
+    found = sorted((p for p in path.iterdir() if (p / "metrics.jsonl").exists()), key=natural_key)
+    if not found:
+        raise ConfigError("RUN_DIR", f"{path}: no metrics.jsonl in it or in its subdirectories")
+    return found
+
+
+def natural_key(path: Path) -> list:
+    """`g-2` before `g-16`: numbers in names compare as numbers."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
+
+
+def load_runs(paths) -> list[Run]:
+    """Runs from run or sweep directories; labels are directory names, made unique with the parent's if needed."""
+    dirs = [d for p in paths for d in find_run_dirs(p)]
+    names = [d.name for d in dirs]
+    return [load_run(d, d.name if names.count(d.name) == 1 else f"{d.parent.name}/{d.name}") for d in dirs]
+
+
+def group_outcomes(rollouts: list[dict]) -> list[dict]:
+    """Per optimizer step, the fraction of prompt groups whose correctness is all 0, all 1, or mixed.
+
+    A rollout's `step` is the global step when it was generated, so it is logged at metrics step `step + 1`;
+    `generated_samples` / `generated_tokens` count every rollout up to that step, as the trainer's ledger does.
+    """
+    groups = defaultdict(list)
+    for r in rollouts:
+        groups[(r["step"], r.get("round", 0), r["group"])].append(r.get("correctness"))
+    by_step = defaultdict(list)
+    for (step, _, _), scores in groups.items():
+        by_step[step].append([s for s in scores if s is not None])
+    samples = defaultdict(int)
+    tokens = defaultdict(int)
+    for r in rollouts:
+        samples[r["step"]] += 1
+        tokens[r["step"]] += r.get("completion_tokens") or 0
+    rows, seen_samples, seen_tokens = [], 0, 0
+    for step in sorted(by_step):
+        seen_samples += samples[step]
+        seen_tokens += tokens[step]
+        scored = [s for s in by_step[step] if s]
+        n = len(scored) or 1
+        rows.append({
+            "step": step + 1, "generated_samples": seen_samples, "generated_tokens": seen_tokens,
+            "groups/all_wrong": sum(all(v == 0 for v in s) for s in scored) / n,
+            "groups/all_correct": sum(all(v == 1 for v in s) for s in scored) / n,
+            "groups/mixed": sum(len(set(s)) > 1 for s in scored) / n,
+        })
+    return rows
+
+
+# ---- summary numbers -------------------------------------------------------------------------------------------
+
+def mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def tail_mean(values, last_k: int) -> float | None:
+    """Mean of the last k logged values: a final score less noisy than the last step alone."""
+    return mean(list(values)[-last_k:])
+
+
+def normalized_auc(xs, ys, x_end: float | None = None) -> float | None:
+    """Trapezoid area under y(x) from the first x to `x_end` (default: the last x), divided by that width.
+
+    The result is the curve's average height: 1.0 means correct from the first sample on. Comparing runs at one
+    shared `x_end` (in generated samples) compares them at equal generation compute.
+    """
+    if not xs:
+        return None
+    x_end = xs[-1] if x_end is None else x_end
+    if x_end <= xs[0]:
+        return ys[0]
+    area = 0.0
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x0 >= x_end:
+            break
+        if x1 > x_end:  # cut the last segment at x_end, interpolating y there
+            y1 = y0 + (y1 - y0) * (x_end - x0) / (x1 - x0)
+            x1 = x_end
+        area += (x1 - x0) * (y0 + y1) / 2
+    return area / (min(x_end, xs[-1]) - xs[0])
+
+
+def time_totals(run: Run) -> dict[str, float]:
+    """Seconds per phase summed over the run, the total, and generation's share of it."""
+    totals = {phase: sum(run.values(f"time/{phase}_s")) for phase in TIME_PHASES}
+    totals["total"] = sum(run.values("time/total_s"))
+    totals["generation_share"] = totals["generation"] / totals["total"] if totals["total"] else None
+    return totals
+
+
+def wall_time(run: Run) -> float:
+    """Training wall time: TRL's train_runtime when the run finished, else the summed step times so far."""
+    return run.final.get("train_runtime") or time_totals(run)["total"]
+
+
+def last(run: Run, key: str):
+    values = run.values(key)
+    return values[-1] if values else None
+
+
+def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
+    """One summary row per run. The AUC runs up to the sample budget every run reached, so it is compute-aligned."""
+    ends = [run.series("avg_correctness", "samples")[0][-1:] for run in runs]
+    common_end = min((e[0] for e in ends if e), default=None)
+    rows = []
+    for run in runs:
+        xs, ys = run.series("avg_correctness", "samples")
+        totals = time_totals(run)
+        rows.append({
+            "run": run.label,
+            "finished": run.finished,
+            "steps": count(last(run, "step")),
+            "generated_samples": count(last(run, "generated_samples")),
+            "generated_tokens": count(last(run, "generated_tokens")),
+            "final_correctness": tail_mean(ys, last_k),
+            "final_binary": tail_mean(run.values("avg_binary"), last_k),
+            "auc_correctness": normalized_auc(xs, ys, common_end),
+            "auc_up_to_samples": count(common_end),
+            "mean_zero_std_total": mean(run.values("zero_std_frac/total")),
+            "mean_zero_std_correctness": mean(run.values("zero_std_frac/correctness")),
+            "wall_time_s": wall_time(run),
+            "generation_share": totals["generation_share"],
+        })
+    return rows
+
+
+# ---- tables ----------------------------------------------------------------------------------------------------
+
+def downsample(items: list, max_rows: int) -> list:
+    """At most max_rows items, evenly spaced, always keeping the first and the last."""
+    if max_rows < 2 or len(items) <= max_rows:
+        return list(items)
+    picks = sorted({round(i * (len(items) - 1) / (max_rows - 1)) for i in range(max_rows)})
+    return [items[i] for i in picks]
+
+
+def series_table(run: Run, max_rows: int = 20, keys=TABLE_SERIES) -> tuple[list[str], list[list]]:
+    """(headers, rows): step, samples and `keys` for each logged step, downsampled for reading."""
+    headers = ["step", "samples", *keys]
+    rows = [[count(row.get("step")), count(row.get("generated_samples")), *(row.get(k) for k in keys)] for row in run.rows]
+    return headers, downsample(rows, max_rows)
+
+
+def cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def count(value) -> int | None:
+    """Counters are logged as floats (16.0); tables show them as integers."""
+    return None if value is None else int(value)
+
+
+def text_table(headers: list[str], rows: list[list]) -> str:
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths))
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+
+
+def markdown_table(headers: list[str], rows: list[list]) -> str:
+    escape = lambda v: cell(v).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(escape(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def summary_table(summary: list[dict]) -> tuple[list[str], list[list]]:
+    headers = list(summary[0]) if summary else []
+    return headers, [[row[h] for h in headers] for row in summary]

@@ -1,0 +1,344 @@
+"""Ablation sweeps: one base recipe, one field varied, every value trained in turn and compared at equal compute.
+
+    python -m rlvr.sweep sweeps/group_size.yaml [--max_steps 2] [--out runs/sweeps] [--dry_run] [--any_field value]
+
+A spec (see sweeps/*.yaml):
+
+    name: group-size                        # runs go to <out>/<name>/<label>/
+    base: recipes/tiny/grpo.yaml            # not needed when `recipe` itself is varied
+    vary: {num_generations: [2, 4, 8, 16]}  # ONE field: a recipe key, a dotted path (data.specs.0.config.max_word_len),
+                                            # or `recipe` (a list of recipe YAMLs: algorithm comparisons)
+    fixed: {max_steps: 60}                  # applied to every run (dotted keys allowed)
+    labels: [g2, g4, g8, g16]               # optional run directory names, one per value
+    samples_budget: 7680                    # optional: max_steps per run so each generates this many samples
+
+Every variant is validated before the first one trains (a bad field fails in seconds, naming it). Runs are sequential
+subprocesses of the script the recipe's header names; each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
+`train.log` into its directory. Finished runs are skipped, so rerunning the command resumes a sweep. At the end the
+sweep report (rlvr.report) overlays all runs against generated samples and writes summary.md/.csv/.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rlvr.errors import ConfigError
+from rlvr.recipes_index import launch_script, script_classes
+from rlvr.report import CONFIG_NAME, SPEC_NAME, build_report
+
+SWEEP_RECIPE_NAME = "recipe.yaml"
+from rlvr.run_records import load_run, load_runs, summarize, summary_table, text_table
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget")
+RECIPE_KEY = "recipe"
+LAUNCHERS = ("python", "accelerate", "inprocess")  # inprocess: same interpreter, no log file (tests)
+
+
+@dataclass
+class Spec:
+    name: str
+    key: str  # the varied field
+    values: list
+    base: str | None = None
+    fixed: dict = field(default_factory=dict)
+    labels: list[str] | None = None
+    samples_budget: int | None = None
+    text: str = ""
+
+
+@dataclass
+class Variant:
+    label: str
+    value: object
+    recipe: str  # the YAML the variant starts from: base, or the varied recipe
+    config: dict  # the effective recipe: base + fixed + CLI overrides + the varied value
+    run_dir: Path
+
+    @property
+    def config_path(self) -> Path:
+        """The recipe file the sweep writes and launches; the runner then records what ran as config.yaml."""
+        return self.run_dir / SWEEP_RECIPE_NAME
+
+
+def load_spec(path) -> Spec:
+    """Parse and check a spec; every problem is one line naming the spec field."""
+    try:
+        text = Path(path).read_text()
+        raw = yaml.safe_load(text)
+    except FileNotFoundError:
+        raise ConfigError("SPEC", f"no such file: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError("SPEC", f"invalid YAML in {path}: {' '.join(str(err).split())}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError("SPEC", f"{path} must hold a mapping with name, vary and base")
+    for key in raw:
+        if key not in SPEC_FIELDS:
+            close = difflib.get_close_matches(str(key), SPEC_FIELDS, n=1)
+            raise ConfigError(str(key), f"unknown sweep spec field{f'; did you mean {close[0]!r}?' if close else ''}")
+    if not isinstance(raw.get("name"), str) or not raw["name"].strip():
+        raise ConfigError("name", "the sweep needs a name (its output folder)")
+    vary = raw.get("vary")
+    if not isinstance(vary, dict) or len(vary) != 1:
+        raise ConfigError("vary", "must map exactly one field to its list of values, e.g. {num_generations: [2, 4]}")
+    (key, values), = vary.items()
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"vary.{key}", "needs a non-empty list of values")
+    if key != RECIPE_KEY and not raw.get("base"):
+        raise ConfigError("base", "the recipe every run starts from is required unless `recipe` is varied")
+    if key == RECIPE_KEY and raw.get("base"):
+        raise ConfigError("base", "drop it: the varied `recipe` values are the bases")
+    for recipe in values if key == RECIPE_KEY else [raw["base"]]:
+        if not isinstance(recipe, str) or not Path(recipe).is_file():
+            raise ConfigError(f"vary.{key}" if key == RECIPE_KEY else "base", f"no such recipe file: {recipe!r}")
+    fixed = raw.get("fixed") or {}
+    if not isinstance(fixed, dict):
+        raise ConfigError("fixed", "must be a mapping of field: value")
+    if key in fixed:
+        raise ConfigError(f"fixed.{key}", "is the varied field")
+    labels = raw.get("labels")
+    if labels is not None and (not isinstance(labels, list) or len(labels) != len(values)):
+        raise ConfigError("labels", f"needs one label per value ({len(values)})")
+    budget = raw.get("samples_budget")
+    if budget is not None:
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+            raise ConfigError("samples_budget", f"must be a positive integer, got {budget!r}")
+        if "max_steps" in fixed or key == "max_steps":
+            raise ConfigError("samples_budget", "set either samples_budget or max_steps, not both")
+    return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, text)
+
+
+def set_dotted(config: dict, key: str, value, where: str) -> None:
+    """config[a][b][0][c] = value for key `a.b.0.c`; the path up to the last part must exist in the recipe."""
+    *parents, leaf = key.split(".")
+    node = config
+    for i, part in enumerate(parents):
+        try:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise ConfigError(where, f"{'.'.join(parents[: i + 1])!r} is not in the recipe") from None
+    if isinstance(node, list):
+        try:
+            node[int(leaf)] = value
+        except (IndexError, ValueError):
+            raise ConfigError(where, f"{leaf!r} is not an index of {'.'.join(parents)!r}") from None
+    elif isinstance(node, dict):
+        node[leaf] = value
+    else:
+        raise ConfigError(where, f"{'.'.join(parents)!r} is not a mapping")
+
+
+def label_for(spec: Spec, index: int) -> str:
+    if spec.labels:
+        raw = str(spec.labels[index])
+    elif spec.key == RECIPE_KEY:
+        raw = Path(spec.values[index]).stem
+    elif isinstance(spec.values[index], (dict, list)):
+        raw = f"{spec.key.split('.')[-1]}-{index}"
+    else:
+        raw = f"{spec.key.split('.')[-1]}-{spec.values[index]}"
+    return "".join(c if c.isalnum() or c in "._=-" else "_" for c in raw)
+
+
+def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
+    """The variants' effective recipes, in spec order: base <- fixed <- CLI overrides <- the varied value."""
+    if spec.key in overrides:
+        raise ConfigError(f"--{spec.key}", "is the swept field; change the spec's `vary` instead")
+    if "output_dir" in overrides or "output_dir" in spec.fixed:
+        raise ConfigError("output_dir", "each run's folder is <out>/<name>/<label>; set --out instead")
+    variants = []
+    for index, value in enumerate(spec.values):
+        recipe = value if spec.key == RECIPE_KEY else spec.base
+        config = yaml.safe_load(Path(recipe).read_text())
+        if not isinstance(config, dict):
+            raise ConfigError("base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}", f"{recipe} is not a YAML mapping")
+        for source, entries in (("fixed", spec.fixed), ("--", overrides)):
+            for key, entry in entries.items():
+                set_dotted(config, key, copy.deepcopy(entry), f"{source}.{key}" if source == "fixed" else f"--{key}")
+        if spec.key != RECIPE_KEY:
+            set_dotted(config, spec.key, copy.deepcopy(value), f"vary.{spec.key}")
+        label = label_for(spec, index)
+        run_dir = out / spec.name / label
+        config["output_dir"] = str(run_dir)
+        variants.append(Variant(label, value, recipe, config, run_dir))
+    labels = [v.label for v in variants]
+    if len(set(labels)) != len(labels):
+        raise ConfigError("labels", f"run labels must be unique, got {labels}; set `labels` in the spec")
+    return variants
+
+
+def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
+    """Parse the effective recipe exactly as its script will (no model loaded); apply the samples budget."""
+    from trl import GRPOConfig
+
+    from rlvr.config import parse_args, validate
+
+    config_cls = (script_classes(variant.recipe) or (None, None))[1] or GRPOConfig
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / CONFIG_NAME
+        path.write_text(yaml.safe_dump(variant.config, sort_keys=False))
+        try:
+            recipe = validate(*parse_args(["--config", str(path), "--dry_run", "true"], config_cls))
+        except ConfigError as err:
+            message = err.message.replace(str(path), f"the recipe of sweep run {variant.label!r}")
+            raise ConfigError(err.field, message if message != err.message else f"{message} (sweep run {variant.label!r})") from None
+    if spec.samples_budget and not cli_max_steps:
+        t = recipe.training
+        generations = math.ceil(spec.samples_budget / t.generation_batch_size)
+        variant.config["max_steps"] = math.ceil(
+            generations * t.steps_per_generation * t.num_iterations / t.gradient_accumulation_steps
+        )
+
+
+def render_config(variant: Variant, spec: Spec) -> str:
+    """The recipe file a run trains from: its launch line first, so the script can be read back from it."""
+    varied = f"recipe {variant.value}" if spec.key == RECIPE_KEY else f"{spec.key} = {variant.value!r}"
+    header = (
+        f"# Sweep {spec.name!r}, run {variant.label!r}: {varied} (from {variant.recipe}).\n"
+        f"#   accelerate launch {launch_script(variant.recipe)} --config {variant.config_path}\n"
+    )
+    return header + yaml.safe_dump(variant.config, sort_keys=False, allow_unicode=True)
+
+
+def status(variant: Variant) -> str:
+    """`done` (finished with this very config) or `pending`; a folder holding another config is an error."""
+    if not variant.config_path.exists():
+        return "pending"
+    old = yaml.safe_load(variant.config_path.read_text()) or {}
+    if old != variant.config:
+        changed = next(k for k in {**old, **variant.config} if old.get(k) != variant.config.get(k))
+        raise ConfigError(changed, f"{variant.run_dir} holds a run with {changed}={old.get(changed)!r}, the sweep "
+                                   f"now asks {variant.config.get(changed)!r}: delete that folder or use another --out")
+    if (variant.run_dir / "metrics.jsonl").exists() and load_run(variant.run_dir).finished:
+        return "done"
+    return "pending"
+
+
+def launch(variant: Variant, spec: Spec, launcher: str) -> int:
+    """Train one variant; returns the exit status. Unfinished runs resume from their last checkpoint, if any."""
+    variant.run_dir.mkdir(parents=True, exist_ok=True)
+    variant.config_path.write_text(render_config(variant, spec))
+    if not list(variant.run_dir.glob("checkpoint-*")):
+        stale = variant.run_dir / "rollouts.jsonl"  # a fresh start: earlier rollouts would mix with the new ones
+        if stale.exists():
+            stale.rename(stale.with_name(f"rollouts.{time.strftime('%Y%m%d-%H%M%S')}.jsonl"))
+    args = ["--config", str(variant.config_path), "--resume_from_checkpoint", "true"]
+    if launcher == "inprocess":
+        from rlvr.runner import main
+
+        trainer_cls, config_cls = script_classes(variant.recipe) or (None, None)
+        main(args, trainer_cls=trainer_cls, config_cls=config_cls)
+        return 0
+    script = str(REPO / launch_script(variant.recipe))
+    prefix = [sys.executable] if launcher == "python" else [sys.executable, "-m", "accelerate.commands.launch"]
+    with (variant.run_dir / "train.log").open("a") as log:
+        log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join([*prefix, script, *args])}\n")
+        log.flush()
+        return subprocess.run([*prefix, script, *args], check=False, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launcher: str = "python",
+              dry_run: bool = False, last_k: int = 5) -> dict:
+    """Validate every variant, train the pending ones in order, then write the sweep report.
+
+    Returns {"dir", "status" (label -> done/skipped/failed/planned), "report"}.
+    """
+    if launcher not in LAUNCHERS:
+        raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
+    spec = load_spec(spec_path)
+    overrides = overrides or {}
+    variants = plan(spec, Path(out), overrides)
+    for variant in variants:
+        validate_variant(variant, spec, "max_steps" in overrides)
+    states = {v.label: status(v) for v in variants}
+    sweep_dir = Path(out) / spec.name
+    for v in variants:
+        print(f"[sweep] {v.label}: {launch_script(v.recipe)}, max_steps {v.config.get('max_steps')} -> {v.run_dir} "
+              f"({states[v.label]})", flush=True)
+    if dry_run:
+        return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None}
+
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / SPEC_NAME).write_text(spec.text)
+    results = {}
+    for i, variant in enumerate(variants, 1):
+        if states[variant.label] == "done":
+            results[variant.label] = "skipped"
+            continue
+        print(f"[sweep] {i}/{len(variants)} {variant.label}: training (log {variant.run_dir / 'train.log'})", flush=True)
+        start = time.perf_counter()
+        code = launch(variant, spec, launcher)
+        results[variant.label] = "done" if code == 0 else "failed"
+        print(f"[sweep] {variant.label}: {results[variant.label]} in {time.perf_counter() - start:.0f} s"
+              + (f" (exit {code}; see {variant.run_dir / 'train.log'})" if code else ""), flush=True)
+        if code:
+            print(tail(variant.run_dir / "train.log"), flush=True)
+
+    report = None
+    if any((v.run_dir / "metrics.jsonl").exists() for v in variants):
+        report = build_report(sweep_dir, last_k=last_k)
+        print(text_table(*summary_table(summarize(load_runs([sweep_dir]), last_k))))
+        print(f"[sweep] report: {report}")
+    return {"dir": sweep_dir, "status": results, "report": report}
+
+
+def tail(path: Path, lines: int = 5) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+def parse_overrides(extra: list[str]) -> dict:
+    """`--field value` pairs (or `--field=value`) after the sweep's own flags; values read as YAML (2, true, 0.7)."""
+    pairs, items = {}, list(extra)
+    while items:
+        flag = items.pop(0)
+        if not flag.startswith("--"):
+            raise ConfigError(flag, "expected --field value")
+        if "=" in flag:
+            key, value = flag[2:].split("=", 1)
+        elif items and not items[0].startswith("--"):
+            key, value = flag[2:], items.pop(0)
+        else:
+            raise ConfigError(flag, "needs a value")
+        pairs[key] = yaml.safe_load(value)
+    return pairs
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
+        raise ConfigError(flag, message)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = _Parser(description=__doc__.splitlines()[0], allow_abbrev=False)  # unknown flags are recipe overrides
+    parser.add_argument("spec", help="sweep spec YAML (see sweeps/)")
+    parser.add_argument("--out", default="runs/sweeps", help="runs go to <out>/<name>/<label>/")
+    parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts")
+    parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
+    parser.add_argument("--dry_run", action="store_true", help="validate every variant and print the plan")
+    args, extra = parser.parse_known_args(argv)
+    result = run_sweep(args.spec, args.out, parse_overrides(extra), args.launcher, args.dry_run, args.last_k)
+    if "failed" in result["status"].values():
+        failed = [label for label, state in result["status"].items() if state == "failed"]
+        print(f"error: runs failed: {', '.join(failed)}", file=sys.stderr)
+        sys.exit(1)
+    return result
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

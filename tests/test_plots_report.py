@@ -1,0 +1,191 @@
+"""Plots, tables, report and before/after over KNOWN hand-written records: every number below is worked out by hand."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FAST_RECIPE, REPO
+
+from rlvr import before_after, plots, report
+from rlvr.errors import ConfigError
+from rlvr.run_records import group_outcomes, load_run, load_runs, normalized_auc, summarize
+
+# Four logged steps of 16 samples each, then TRL's closing row.
+CORRECTNESS = [0.0, 0.25, 0.5, 0.5]
+ZERO_STD_TOTAL = [0.5, 0.25, 0.25, 0.0]
+
+
+def metric_rows(samples_per_step=16, correctness=CORRECTNESS, zero_std=ZERO_STD_TOTAL, runtime=12.5):
+    rows = []
+    for i, (corr, zstd) in enumerate(zip(correctness, zero_std), start=1):
+        rows.append({
+            "step": i, "epoch": i / 100, "time": 1000.0 + 4 * i, "loss": 0.01,
+            "avg_correctness": corr, "avg_format": 0.5 + corr / 2, "avg_binary": corr / 2,
+            "avg_total": corr + 0.5 * (0.5 + corr / 2), "avg_penalty": 0.0,
+            "zero_std_frac/total": zstd, "zero_std_frac/correctness": 1.0 - corr, "zero_std_frac/format": 0.5,
+            "zero_std_frac/penalty": 1.0, "zero_std_frac/binary": 1.0,
+            "generation_step": float(i), "generated_samples": float(samples_per_step * i),
+            "generated_tokens": float(100 * i),
+            "time/generation_s": 2.0, "time/scoring_s": 0.5, "time/logprobs_s": 0.5, "time/optimization_s": 1.0,
+            "time/total_s": 4.0, "time/generation_share": 0.5,
+        })
+    rows.append({"step": len(correctness), "epoch": 0.04, "time": 1020.0, "train_runtime": runtime, "train_loss": 0.01})
+    return rows
+
+
+# Two steps, two groups of G = 2: step 0 has one all-wrong and one mixed group; step 1 one all-correct, one all-wrong.
+ROLLOUT_CORRECTNESS = {(0, 0): [0.0, 0.0], (0, 1): [1.0, 0.0], (1, 0): [1.0, 1.0], (1, 1): [0.0, 0.0]}
+
+
+def rollout_rows():
+    return [
+        {"step": step, "round": 0, "group": group, "question": "Spell this word backward: cat", "answer": "tac",
+         "difficulty": 3, "completion": "<think>t a c</think><answer>tac</answer>", "completion_tokens": 10,
+         "correctness": c, "format": 1.0, "penalty": 0.0, "total": c + 0.5, "binary": c}
+        for (step, group), scores in ROLLOUT_CORRECTNESS.items() for c in scores
+    ]
+
+
+def write_run(path: Path, rows, rollouts=None, config_text="# a recipe\nnum_generations: 2\n") -> Path:
+    path.mkdir(parents=True)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    if rollouts is not None:
+        (path / "rollouts.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rollouts))
+    if config_text:
+        (path / "config.yaml").write_text(config_text)
+    return path
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    return write_run(tmp_path / "known-run", metric_rows(), rollout_rows())
+
+
+def test_summary_numbers_match_hand_computation(run_dir):
+    (row,) = summarize([load_run(run_dir)], last_k=2)
+    # trapezoids over samples 16..64: 16*(0+.25)/2 + 16*(.25+.5)/2 + 16*(.5+.5)/2 = 2 + 6 + 8 = 16; / 48 = 1/3
+    assert row["auc_correctness"] == pytest.approx(1 / 3)
+    assert row["auc_up_to_samples"] == 64
+    assert row["final_correctness"] == pytest.approx(0.5)  # mean of the last 2
+    assert row["final_binary"] == pytest.approx(0.25)
+    assert row["mean_zero_std_total"] == pytest.approx(0.25)  # (.5 + .25 + .25 + 0) / 4
+    assert row["mean_zero_std_correctness"] == pytest.approx(0.6875)  # (1 + .75 + .5 + .5) / 4
+    assert row["generation_share"] == pytest.approx(0.5)  # 8 s of 16 s
+    assert row["wall_time_s"] == 12.5 and row["finished"]
+    assert (row["steps"], row["generated_samples"], row["generated_tokens"]) == (4, 64, 400)
+
+
+def test_auc_is_cut_at_a_shared_budget_by_interpolation():
+    xs, ys = [16, 32, 48, 64], CORRECTNESS
+    # up to 40: 16*(0+.25)/2 = 2, then y(40) = .375 and 8*(.25+.375)/2 = 2.5; (2 + 2.5) / 24
+    assert normalized_auc(xs, ys, 40) == pytest.approx(4.5 / 24)
+    assert normalized_auc([16], [0.7]) == 0.7
+
+
+def test_group_outcomes_split_zero_std_groups_into_all_wrong_and_all_correct():
+    rows = group_outcomes(rollout_rows())
+    assert [row["step"] for row in rows] == [1, 2]  # generated at global step 0 -> logged at step 1
+    assert [row["generated_samples"] for row in rows] == [4, 8]
+    assert [row["groups/all_wrong"] for row in rows] == [0.5, 0.5]
+    assert [row["groups/all_correct"] for row in rows] == [0.0, 0.5]
+    assert [row["groups/mixed"] for row in rows] == [0.5, 0.0]
+
+
+def test_plots_cli_writes_pngs_and_prints_the_series_table(run_dir, tmp_path, capsys):
+    out = tmp_path / "plots"
+    paths = plots.main([str(run_dir), "--out", str(out), "--x", "step", "samples", "tokens"])
+    names = {p.name for p in paths}
+    for x in ("step", "samples", "tokens"):
+        assert {f"rewards_by_{x}.png", f"zero_std_by_{x}.png"} <= names
+    assert "time_accounting.png" in names
+    assert all((out / name).stat().st_size > 1000 for name in names)
+    printed = capsys.readouterr().out
+    for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "time/generation_share"):
+        assert series in printed
+    assert "0.250" in printed and "known-run" in printed
+
+
+def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir):
+    path = report.build_report(run_dir, last_k=2)
+    text = path.read_text()
+    assert "num_generations: 2" in text  # the config used
+    for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "zero_std_frac/correctness"):
+        assert series in text
+    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.333 | 64 | 0.250 | 0.688 | 12.500 | 0.500 |" in text
+    assert "On average 25% of prompt groups had zero reward spread" in text
+    assert "50% of the last steps' groups were all wrong and 25% all correct" in text
+    assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 |" in text  # time table
+    assert "Not run yet: `python -m rlvr.before_after" in text
+    for image in ("rewards_by_step", "rewards_by_samples", "zero_std_by_step", "zero_std_by_samples", "time_accounting"):
+        assert f"![{image}](plots/{image}.png)" in text
+        assert (run_dir / "plots" / f"{image}.png").exists()
+
+
+def test_sweep_report_compares_runs_at_the_budget_both_reached(tmp_path):
+    sweep = tmp_path / "sweep"
+    write_run(sweep / "g-2", metric_rows())
+    write_run(sweep / "g-16", metric_rows(samples_per_step=8, correctness=[0.5, 0.5, 0.5, 1.0]))  # reaches 32 only
+    (sweep / "sweep.yaml").write_text("name: sweep\n")
+    text = report.build_report(sweep, last_k=2).read_text()
+    with (sweep / "summary.csv").open() as f:
+        rows = {row["run"]: row for row in csv.DictReader(f)}
+    assert list(rows) == ["g-2", "g-16"]  # numbers sort as numbers
+    # g-2 up to 32 samples: 16*(0+.25)/2 / 16 = .125; g-16 over 8..32: (8*.5 + 8*.5 + 8*.75) / 24
+    assert float(rows["g-2"]["auc_correctness"]) == pytest.approx(0.125)
+    assert float(rows["g-16"]["auc_correctness"]) == pytest.approx(14 / 24)
+    assert rows["g-2"]["auc_up_to_samples"] == rows["g-16"]["auc_up_to_samples"] == "32"
+    assert json.loads((sweep / "summary.json").read_text())[1]["final_correctness"] == pytest.approx(0.75)
+    assert "| g-16 |" in (sweep / "summary.md").read_text()
+    assert "# Sweep report: sweep" in text and "name: sweep" in text
+    assert "![rewards_by_samples](plots/rewards_by_samples.png)" in text
+    assert (sweep / "plots" / "zero_std_by_samples.png").exists()
+
+
+def test_unfinished_run_and_torn_last_line_are_read(tmp_path):
+    path = write_run(tmp_path / "crashed", metric_rows()[:2])
+    with (path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 3, "avg_corr')
+    run = load_run(path)
+    assert not run.finished and [row["step"] for row in run.rows] == [1, 2]
+    assert "NOT finished" in report.build_report(path).read_text()
+
+
+def test_bad_input_is_one_line_naming_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="RUN_DIR"):
+        load_runs([tmp_path / "missing"])
+    with pytest.raises(ConfigError, match="no metrics.jsonl"):
+        load_runs([tmp_path])
+    result = subprocess.run([sys.executable, "-m", "rlvr.plots", str(tmp_path / "missing"), "--out", str(tmp_path)],
+                            check=False, cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"error: RUN_DIR: {tmp_path / 'missing'}: no such directory"]
+
+
+def test_before_after_pairs_prompts_and_goes_into_the_report(tiny_model_dir, run_dir):
+    (run_dir / "config.yaml").write_text(Path(FAST_RECIPE).read_text())
+    comparison = before_after.main(["--before", tiny_model_dir, "--after", tiny_model_dir, "--config", FAST_RECIPE,
+                                    "--num_prompts", "3", "--k", "1", "2", "--out", str(run_dir / "before_after")])
+    assert len(comparison["prompts"]) == 3
+    first = comparison["prompts"][0]
+    assert {"question", "answer", "difficulty", "before", "after"} <= set(first)
+    assert {"completion", "correctness", "format", "binary", "mean_correctness"} <= set(first["before"])
+    assert sum(before_after.changes(comparison["prompts"]).values()) == 3
+    text = report.build_report(run_dir).read_text()
+    assert "## Before / after training" in text and "pass@2 before" in text and "pass@2 after" in text
+    assert f"`{first['answer']}`" in text
+
+
+def test_before_after_rejects_a_missing_model(tmp_path):
+    with pytest.raises(ConfigError, match="--before"):
+        before_after.main(["--before", str(tmp_path), "--after", str(tmp_path), "--config", FAST_RECIPE])
+
+
+def test_cli_overrides_are_flagged_against_the_recipe_yaml():
+    recipe = {"max_steps": 100, "output_dir": "runs/x", "report_to": "none", "data": {"size": 10}, "seed": 42}
+    args = {"max_steps": 2, "output_dir": "runs/x", "report_to": [], "seed": 42}
+    assert report.cli_overrides_note(recipe, args) == (
+        "# overridden on the command line (training_args.bin): max_steps: 2\n")
+    assert report.cli_overrides_note(recipe, {}) == ""

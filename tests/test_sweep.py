@@ -1,0 +1,138 @@
+"""Sweeps: spec checks name the field, variants are planned as base <- fixed <- CLI <- varied value, runs land in
+<out>/<name>/<label>/, finished runs are skipped, and the sweep ends with the summary and overlaid plots."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FAST_RECIPE, REPO, read_jsonl
+
+from rlvr.errors import ConfigError
+from rlvr.recipes_index import launch_script
+from rlvr.sweep import load_spec, main, parse_overrides, plan, run_sweep
+
+
+def write_spec(tmp_path, **fields) -> str:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"name": "demo", "base": FAST_RECIPE, **fields}, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize(("fields", "field", "message"), [
+    ({"varry": {"temperature": [1.0]}}, "varry", "did you mean 'vary'"),
+    ({}, "vary", "exactly one field"),
+    ({"vary": {"temperature": [0.5], "top_p": [0.9]}}, "vary", "exactly one field"),
+    ({"vary": {"temperature": []}}, "vary.temperature", "non-empty list"),
+    ({"vary": {"temperature": [1.0]}, "base": "nope.yaml"}, "base", "no such recipe file"),
+    ({"vary": {"recipe": [FAST_RECIPE, "nope.yaml"]}, "base": None}, "vary.recipe", "no such recipe file"),
+    ({"vary": {"temperature": [1.0]}, "labels": ["a", "b"]}, "labels", "one label per value"),
+    ({"vary": {"temperature": [1.0]}, "fixed": {"temperature": 0.5}}, "fixed.temperature", "is the varied field"),
+    ({"vary": {"temperature": [1.0]}, "samples_budget": 64, "fixed": {"max_steps": 2}}, "samples_budget", "not both"),
+])
+def test_bad_spec_fields_are_named(tmp_path, fields, field, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_spec(write_spec(tmp_path, **fields))
+    assert err.value.field == field
+
+
+def test_plan_layers_base_fixed_cli_and_varied_value(tmp_path):
+    spec = load_spec(write_spec(tmp_path, vary={"data.specs.0.config.max_word_len": [4, 5]},
+                                fixed={"max_steps": 7, "temperature": 0.7}))
+    variants = plan(spec, tmp_path / "out", {"temperature": 0.9, "data.size": 300})
+    assert [v.label for v in variants] == ["max_word_len-4", "max_word_len-5"]
+    assert [v.config["data"]["specs"][0]["config"]["max_word_len"] for v in variants] == [4, 5]
+    assert all(v.config["temperature"] == 0.9 and v.config["max_steps"] == 7 for v in variants)  # CLI beats fixed
+    assert variants[0].config["data"]["size"] == 300
+    assert variants[1].run_dir == tmp_path / "out" / "demo" / "max_word_len-5"
+    assert variants[1].config["output_dir"] == str(variants[1].run_dir)
+    with pytest.raises(ConfigError, match="is not in the recipe") as err:
+        plan(load_spec(write_spec(tmp_path, vary={"data.specs.3.config.max_word_len": [4]})), tmp_path, {})
+    assert err.value.field == "vary.data.specs.3.config.max_word_len"
+    with pytest.raises(ConfigError, match="swept field"):
+        plan(spec, tmp_path, {"data.specs.0.config.max_word_len": 6})
+
+
+def test_recipe_variants_are_labelled_by_file_and_launch_their_own_script(tmp_path):
+    spec = load_spec(write_spec(tmp_path, base=None, vary={"recipe": ["recipes/tiny/rloo.yaml", "recipes/tiny/dapo.yaml"]}))
+    variants = plan(spec, tmp_path, {})
+    assert [v.label for v in variants] == ["rloo", "dapo"]
+    assert [launch_script(v.recipe) for v in variants] == ["recipes/rloo.py", "recipes/dapo.py"]
+    assert variants[1].config["dynamic_sampling"] is True
+
+
+def test_cli_overrides_parse_as_yaml_values():
+    assert parse_overrides(["--max_steps", "2", "--build_tiny_model=true", "--temperature", "0.7"]) == {
+        "max_steps": 2, "build_tiny_model": True, "temperature": 0.7}
+    with pytest.raises(ConfigError, match="needs a value"):
+        parse_overrides(["--max_steps"])
+
+
+def test_a_bad_recipe_field_fails_before_any_training(tmp_path):
+    spec = write_spec(tmp_path, vary={"temprature": [0.5, 1.0]})
+    with pytest.raises(ConfigError, match="did you mean 'temperature'") as err:
+        run_sweep(spec, tmp_path / "out")
+    assert err.value.field == "temprature"
+    assert not (tmp_path / "out").exists()
+    result = subprocess.run([sys.executable, "-m", "rlvr.sweep", write_spec(tmp_path, vary={"temperature": [1]},
+                                                                            varry=1)],
+                            check=False, cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == "error: varry: unknown sweep spec field; did you mean 'vary'?"
+
+
+def test_samples_budget_sets_max_steps_per_run(tmp_path):
+    spec = write_spec(tmp_path, vary={"num_generations": [2, 4]}, samples_budget=40,
+                      fixed={"generation_batch_size": 8, "per_device_train_batch_size": 8})
+    result = run_sweep(spec, tmp_path / "out", {"model_name_or_path": str(tmp_path / "m")}, dry_run=True)
+    assert result["status"] == {"num_generations-2": "planned", "num_generations-4": "planned"}
+    # 40 samples at 8 per generation step -> 5 steps; a CLI --max_steps wins over the budget
+    run = plan(load_spec(spec), tmp_path / "out", {})[0]
+    from rlvr.sweep import validate_variant
+
+    validate_variant(run, load_spec(spec), cli_max_steps=False)
+    assert run.config["max_steps"] == 5
+
+
+def test_two_variants_two_steps_in_process_then_skipped_on_rerun(tmp_path, tiny_model_dir):
+    spec = write_spec(tmp_path, vary={"num_generations": [2, 4]}, fixed={"max_steps": 2, "print_rollouts": False})
+    overrides = {"model_name_or_path": tiny_model_dir}
+    result = run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1)
+    sweep = tmp_path / "out" / "demo"
+    assert result["status"] == {"num_generations-2": "done", "num_generations-4": "done"}
+    for g in (2, 4):
+        run = sweep / f"num_generations-{g}"
+        recipe = (run / "recipe.yaml").read_text()
+        assert recipe.startswith("# Sweep 'demo'") and "accelerate launch recipes/grpo.py" in recipe
+        assert yaml.safe_load(recipe)["num_generations"] == g
+        assert yaml.safe_load((run / "config.yaml").read_text())["num_generations"] == g  # what the runner ran
+        assert [row["generated_samples"] for row in read_jsonl(run / "metrics.jsonl") if "loss" in row] == [16, 32]
+    with (sweep / "summary.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [row["run"] for row in rows] == ["num_generations-2", "num_generations-4"]
+    assert all(row["generated_samples"] == "32" and row["finished"] == "True" for row in rows)
+    assert (sweep / "sweep.yaml").exists() and (sweep / "plots" / "rewards_by_samples.png").exists()
+    assert "# Sweep report: demo" in Path(result["report"]).read_text()
+
+    again = run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess")
+    assert again["status"] == {"num_generations-2": "skipped", "num_generations-4": "skipped"}
+    with pytest.raises(ConfigError, match="delete that folder") as err:
+        run_sweep(spec, tmp_path / "out", {**overrides, "max_steps": 3}, launcher="inprocess")
+    assert err.value.field == "max_steps"
+
+
+@pytest.mark.slow
+def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_model_dir):
+    rloo = tmp_path / "rloo_fast.yaml"
+    rloo.write_text("# accelerate launch recipes/rloo.py --config rloo_fast.yaml\n" + Path(FAST_RECIPE).read_text())
+    spec = write_spec(tmp_path, base=None, vary={"recipe": [FAST_RECIPE, str(rloo)]}, labels=["grpo", "rloo"])
+    main([spec, "--out", str(tmp_path / "out"), "--max_steps", "2", "--model_name_or_path", tiny_model_dir,
+          "--print_rollouts", "false"])
+    sweep = tmp_path / "out" / "demo"
+    for label in ("grpo", "rloo"):
+        assert "train_runtime" in (sweep / label / "metrics.jsonl").read_text()
+        assert (sweep / label / "train.log").exists() and (sweep / label / "model.safetensors").exists()
+    assert "accelerate launch recipes/rloo.py" in (sweep / "rloo" / "config.yaml").read_text()
+    assert (sweep / "report.md").exists()
