@@ -65,7 +65,8 @@ def write_run_config(argv: list[str], recipe: Recipe) -> None:
     for token in argv:
         key = token[2:].replace("-", "_") if token.startswith("--") else None
         if key and key != "config":
-            config[key] = next((getattr(d, key) for d in parsed if hasattr(d, key)), None)
+            value = next((getattr(d, key) for d in parsed if hasattr(d, key)), None)
+            config[key] = getattr(value, "value", value)  # enums (save_strategy, ...) as their YAML string
     target = Path(recipe.training.output_dir) / "config.yaml"
     target.parent.mkdir(parents=True, exist_ok=True)
     header = f"# what ran: {' '.join(['<script>', *argv])}\n"
