@@ -13,21 +13,15 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 from data.generate import build_dataset, dataset_card
 from data.spec import DataSpec
 from rlvr.errors import ConfigError
+from rlvr.yaml_input import load_yaml_mapping
 
 
 def read_spec(path: str) -> DataSpec:
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError("--config", f"cannot read {path}: {' '.join(str(err).split())}") from None
-    if isinstance(raw, dict) and "data" in raw:
-        raw = raw["data"]
-    return DataSpec.from_dict(raw)
+    raw = load_yaml_mapping(path, "--config")
+    return DataSpec.from_dict(raw.get("data", raw))
 
 
 def push_to_hub(dataset, spec: DataSpec, repo_id: str, private: bool) -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, cli
 from rlvr.run_records import markdown_table, text_table
 
 OUT_SUBDIR = "before_after"
@@ -160,8 +159,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

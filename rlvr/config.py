@@ -7,17 +7,16 @@ task options) fails here with one line naming the field, before any model or tok
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, fields
 
-import yaml
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from data.generate import build_dataset, load_task_dataset
 from data.spec import DataSpec
 from rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.errors import ConfigError
+from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
 
 
 @dataclass
@@ -86,21 +85,8 @@ def check_config_file(argv: list[str], dataclass_types) -> None:
     if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
         return
     path = argv[argv.index("--config") + 1]
-    try:
-        with open(path) as f:
-            raw = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise ConfigError("--config", f"no such file: {path}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError("--config", f"invalid YAML: {' '.join(str(err).split())}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError("--config", f"{path} must hold a YAML mapping of field: value")
-    known = {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}
-    for key in raw:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(str(key), f"unknown config field in {path}{hint}")
+    raw = load_yaml_mapping(path, "--config")
+    reject_unknown_keys(raw, {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}, f"config field in {path}")
 
 
 def parse_args(argv: list[str] | None, config_cls=GRPOConfig):

@@ -8,3 +8,14 @@ class ConfigError(ValueError):
         self.field = field
         self.message = " ".join(str(message).split())  # never more than one line
         super().__init__(f"{field}: {self.message}")
+
+
+def cli(main, *args, **kwargs):
+    """Run a command-line `main`: bad input ends the process with one line on stderr and exit status 2."""
+    import sys
+
+    try:
+        return main(*args, **kwargs)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

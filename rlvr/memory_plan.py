@@ -16,13 +16,12 @@ import argparse
 import json
 import math
 import os
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, cli
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
@@ -578,7 +577,6 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     opts, rest = parser.parse_known_args(argv)
 
     import torch
-
     from trl import GRPOConfig
 
     from rlvr.config import parse_args, validate
@@ -605,8 +603,4 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

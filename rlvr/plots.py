@@ -9,7 +9,6 @@ run labelled with its directory name. The same series print as a plain-text tabl
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -17,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt
 
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, cli
 from rlvr.run_records import (
     GROUP_SERIES,
     REWARD_SERIES,
@@ -136,8 +135,4 @@ def main(argv: list[str] | None = None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

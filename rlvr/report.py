@@ -14,13 +14,12 @@ import csv
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import yaml
 
 from rlvr import before_after
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, cli
 from rlvr.plots import plot_runs
 from rlvr.run_records import (
     TIME_PHASES,
@@ -290,8 +289,4 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

@@ -9,7 +9,7 @@ import os
 import sys
 
 from rlvr.config import Recipe, batch_plan, parse_args, precision_warning, validate
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, cli
 
 
 def callbacks_for(recipe: Recipe) -> list:
@@ -130,8 +130,4 @@ def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> ob
 
 def run(trainer_cls=None, config_cls=None) -> None:
     """Console entry point: bad input ends the process with one line on stderr and exit status 2."""
-    try:
-        main(sys.argv[1:], trainer_cls=trainer_cls, config_cls=config_cls)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main, sys.argv[1:], trainer_cls=trainer_cls, config_cls=config_cls)

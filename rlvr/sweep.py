@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import difflib
 import math
 import subprocess
 import sys
@@ -33,9 +32,10 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, cli
 from rlvr.recipes_index import launch_script, script_classes
 from rlvr.report import CONFIG_NAME, SPEC_NAME, build_report
+from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
 
 SWEEP_RECIPE_NAME = "recipe.yaml"
 from rlvr.run_records import load_run, load_runs, summarize, summary_table, text_table
@@ -74,19 +74,9 @@ class Variant:
 
 def load_spec(path) -> Spec:
     """Parse and check a spec; every problem is one line naming the spec field."""
-    try:
-        text = Path(path).read_text()
-        raw = yaml.safe_load(text)
-    except FileNotFoundError:
-        raise ConfigError("SPEC", f"no such file: {path}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError("SPEC", f"invalid YAML in {path}: {' '.join(str(err).split())}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError("SPEC", f"{path} must hold a mapping with name, vary and base")
-    for key in raw:
-        if key not in SPEC_FIELDS:
-            close = difflib.get_close_matches(str(key), SPEC_FIELDS, n=1)
-            raise ConfigError(str(key), f"unknown sweep spec field{f'; did you mean {close[0]!r}?' if close else ''}")
+    raw = load_yaml_mapping(path, "SPEC", "a mapping with name, vary and base")
+    text = Path(path).read_text()
+    reject_unknown_keys(raw, SPEC_FIELDS, "sweep spec field")
     if not isinstance(raw.get("name"), str) or not raw["name"].strip():
         raise ConfigError("name", "the sweep needs a name (its output folder)")
     vary = raw.get("vary")
@@ -337,8 +327,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)
