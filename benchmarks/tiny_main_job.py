@@ -1,0 +1,104 @@
+"""Benchmark the tiny main job end to end: evaluate the warm start, run GRPO, evaluate the result.
+
+    HF_HUB_OFFLINE=1 WANDB_MODE=disabled python benchmarks/tiny_main_job.py [--output_dir runs/bench-tiny]
+
+Prints the wall time of each phase, held-out correctness before and after, generated samples per second, and the
+share of GRPO's wall time spent in generation, scoring, log-prob passes and optimisation (from `metrics.jsonl`'s
+`time/*` keys). Every ratio comes from this one run; CPU timings move with whatever else the machine is doing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import mean
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
+
+from rlvr.evaluate import evaluate
+
+PHASES = ("generation", "scoring", "logprobs", "optimization")
+
+
+def grpo_time_split(metrics_path: Path) -> dict:
+    """Seconds per phase summed over the run's log rows, the final sample count, and the zero-std trajectory."""
+    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    train_rows = [row for row in rows if "time/total_s" in row]
+    split = {phase: sum(row.get(f"time/{phase}_s") or 0.0 for row in train_rows) for phase in PHASES}
+    split["total"] = sum(row["time/total_s"] for row in train_rows)
+    samples = max((row.get("generated_samples") or 0 for row in train_rows), default=0)
+    zero_std = [row.get("zero_std_frac/correctness") for row in train_rows]
+    return {"seconds": split, "generated_samples": int(samples), "zero_std_frac/correctness": zero_std}
+
+
+def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
+    """The main command, as a user types it; returns its wall time in seconds."""
+    prefix = ["accelerate", "launch"] if launcher == "accelerate" else [sys.executable]
+    command = [*prefix, "recipes/grpo.py", "--config", config, "--output_dir", str(output_dir), *extra]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    print("$", " ".join(command), flush=True)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, cwd=Path(__file__).resolve().parents[1])
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="recipes/tiny/grpo.yaml")
+    parser.add_argument("--output_dir", default="runs/bench-tiny")
+    parser.add_argument("--num_samples", type=int, default=8, help="evaluation samples per held-out prompt")
+    parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
+    args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
+    out = Path(args.output_dir)
+    start = time.perf_counter()
+
+    def held_out(model: str | None, name: str) -> dict:
+        t0 = time.perf_counter()
+        summary = evaluate(args.config, model_path=model, num_samples=args.num_samples, ks=(1, args.num_samples),
+                           output=str(out / f"eval_{name}.json"))
+        summary["wall_s"] = time.perf_counter() - t0
+        return summary
+
+    before = held_out(None, "before")
+    grpo_s = run_grpo(args.config, out / "grpo", args.launcher, extra)
+    after = held_out(str(out / "grpo"), "after")
+    total_s = time.perf_counter() - start
+    split = grpo_time_split(out / "grpo" / "metrics.jsonl")
+
+    k = f"pass@{args.num_samples}"
+    report = {
+        "wall_s": {"total": total_s, "eval_before": before["wall_s"], "grpo": grpo_s, "eval_after": after["wall_s"]},
+        "before": {key: before["overall"][key] for key in ("exact_match", "mean_correctness", k)},
+        "after": {key: after["overall"][key] for key in ("exact_match", "mean_correctness", k)},
+        "generated_samples": split["generated_samples"],
+        "samples_per_s": split["generated_samples"] / grpo_s,
+        "grpo_seconds": split["seconds"],
+        "zero_std_frac/correctness": split["zero_std_frac/correctness"],
+    }
+    (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
+
+    seconds = split["seconds"]
+    print(f"\nwall time: {total_s:.0f} s (eval before {before['wall_s']:.0f} s, GRPO {grpo_s:.0f} s, "
+          f"eval after {after['wall_s']:.0f} s)")
+    for name in ("before", "after"):
+        r = report[name]
+        print(f"held-out {name:6s}: exact match {r['exact_match']:.3f}  mean correctness {r['mean_correctness']:.3f}  "
+              f"{k} {r[k]:.3f}")
+    print(f"GRPO: {split['generated_samples']} samples generated, {report['samples_per_s']:.1f} samples/s of wall time")
+    print("GRPO wall-time share: " + "  ".join(f"{p} {seconds[p] / grpo_s:.0%}" for p in PHASES)
+          + f"  other {1 - seconds['total'] / grpo_s:.0%} (start-up, logging, saving)")
+    zero_std = [z for z in split["zero_std_frac/correctness"] if z is not None]
+    window = max(1, len(zero_std) // 10)
+    print(f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
+          f"{mean(zero_std[-window:]):.2f} over the last {window}")
+    print(f"report: {out / 'benchmark.json'}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The tiny main job's pieces: the committed warm-start checkpoint, the SFT target format, and the evaluator."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlvr.errors import ConfigError
+from rlvr.evaluate import evaluate, pass_at_k
+from rlvr.sft_data import sft_dataset, spelled_completion, to_sft_row
+from rlvr.tiny_model import TAG_TOKENS
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SPELLER = REPO_ROOT / "models" / "tiny-speller"
+RECIPE = str(REPO_ROOT / "recipes" / "tiny" / "grpo.yaml")
+OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+
+
+def test_committed_checkpoint_loads_and_keeps_the_tags_as_single_tokens():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(SPELLER)
+    tokenizer = AutoTokenizer.from_pretrained(SPELLER)
+    assert model.config.model_type == "qwen3"
+    assert sum(p.numel() for p in model.parameters()) < 5_000_000
+    for tag in TAG_TOKENS:
+        ids = tokenizer.encode(tag, add_special_tokens=False)
+        assert len(ids) == 1, tag
+        assert tokenizer.decode(ids, skip_special_tokens=True) == tag  # TRL decodes this way: tags must survive
+    assert tokenizer.eos_token == "<|im_end|>" and model.generation_config.eos_token_id == tokenizer.eos_token_id
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (8, 2, 1, 0.25),  # pass@1 = c / n
+        (8, 2, 4, 1 - 15 / 70),  # 1 - C(6,4)/C(8,4)
+        (4, 1, 2, 0.5),  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+        (8, 0, 8, 0.0),
+        (8, 1, 8, 1.0),  # fewer wrong samples than k: some k-subset always holds the right one
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+    ],
+)
+def test_pass_at_k_matches_hand_computed_values(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+def test_pass_at_k_rejects_k_above_n():
+    with pytest.raises(ValueError):
+        pass_at_k(4, 1, 5)
+
+
+def test_sft_target_is_the_rewarded_format_with_a_letter_by_letter_think():
+    from rewards.functions import binary, format
+
+    assert spelled_completion("nus") == "<think>s u n -> n u s</think><answer>nus</answer>"
+    row = {"prompt": [{"role": "user", "content": "Spell this word backward (example: sun -> nus): was"}],
+           "question": "Spell this word backward (example: sun -> nus): was", "answer": "saw",
+           "metadata": json.dumps({"source_dataset": "spell_backward", "word": "was"})}
+    sft_row = to_sft_row(row)
+    assert sft_row["prompt"] == row["prompt"]
+    assert sft_row["completion"] == [{"role": "assistant", "content": "<think>w a s -> s a w</think><answer>saw</answer>"}]
+    completion = [sft_row["completion"]]
+    assert format(completion) == [1.0]
+    assert binary(completion, [row["answer"]], [row["metadata"]]) == [1.0]
+
+
+def test_sft_rows_use_the_grpo_prompt_as_a_chat_prefix_and_drop_held_out_words():
+    from datasets import Dataset
+
+    from data.generate import make_prompt, resolve_system_prompt
+    from rlvr.tiny_model import build_tokenizer
+
+    words = ["sun", "cat", "lamp"]
+    prompt = lambda w: make_prompt(f"Spell: {w}", resolve_system_prompt("tiny"))
+    rows = Dataset.from_list([{"prompt": prompt(w), "question": f"Spell: {w}", "answer": w[::-1]} for w in words])
+    sft = sft_dataset(rows, exclude_questions={"Spell: cat"})
+    assert len(sft) == 2 and sft.column_names == ["prompt", "completion"]
+    tokenizer = build_tokenizer()
+    prompt_text = tokenizer.apply_chat_template(sft[0]["prompt"], tokenize=False, add_generation_prompt=True)
+    full_text = tokenizer.apply_chat_template(sft[0]["prompt"] + sft[0]["completion"], tokenize=False)
+    assert full_text.startswith(prompt_text)  # SFT trains on exactly the context GRPO samples from
+    assert full_text[len(prompt_text):].startswith("<think>s u n -> n u s</think><answer>nus</answer><|im_end|>")
+
+
+def test_evaluate_writes_the_summary_with_a_by_length_breakdown(tmp_path):
+    summary = evaluate(RECIPE, model_path=str(SPELLER), num_prompts=6, num_samples=2, ks=(1, 2),
+                       output=str(tmp_path / "eval.json"))
+    saved = json.loads((tmp_path / "eval.json").read_text())
+    assert saved["num_samples"] == 2 and saved["k"] == [1, 2]
+    assert saved["sampling"]["temperature"] == 1.0  # taken from the recipe
+    keys = {"prompts", "samples", "exact_match", "mean_correctness", "mean_format", "mean_binary", "pass@1", "pass@2"}
+    assert keys <= set(saved["overall"])
+    assert saved["overall"]["prompts"] == 6 and saved["overall"]["samples"] == 12
+    assert saved["by_length"] and all(keys <= set(block) for block in saved["by_length"].values())
+    assert sum(block["prompts"] for block in saved["by_length"].values()) == 6
+    assert saved["overall"]["pass@1"] == pytest.approx(saved["overall"]["exact_match"])
+    rollouts = [json.loads(line) for line in Path(summary["files"]["rollouts"]).read_text().splitlines()]
+    assert len(rollouts) == 12
+    assert {"completion", "correctness", "format", "binary", "exact", "difficulty"} <= set(rollouts[0])
+
+
+def test_evaluate_rejects_k_above_the_sample_count(tmp_path):
+    with pytest.raises(ConfigError, match=r"^--k: "):
+        evaluate(RECIPE, model_path=str(SPELLER), num_prompts=1, num_samples=2, ks=(1, 4), output=str(tmp_path / "e.json"))
+
+
+def test_evaluate_cli_names_a_missing_model(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "rlvr.evaluate", "--config", RECIPE, "--model", str(tmp_path / "nothing")],
+        check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --model: no model at")
+
+
+@pytest.mark.slow
+def test_sft_recipe_writes_a_loadable_checkpoint(tmp_path):
+    out = tmp_path / "speller"
+    result = subprocess.run(
+        [sys.executable, "recipes/tiny/sft.py", "--config", "recipes/tiny/sft.yaml", "--output_dir", str(out),
+         "--max_steps", "2", "--logging_steps", "1"],
+        check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+
+
+def _sft_recipe_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tiny_sft", REPO_ROOT / "recipes" / "tiny" / "sft.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [(["--stop_at_exact_match", "1.5"], "stop_at_exact_match"), (["--probe_steps", "0"], "probe_steps")],
+)
+def test_sft_recipe_rejects_bad_stop_rules_naming_the_field(override, field):
+    sft = _sft_recipe_module()
+    with pytest.raises(ConfigError, match=rf"^{field}: "):
+        sft.parse(["--config", str(REPO_ROOT / "recipes" / "tiny" / "sft.yaml"), *override])
+
+
+def test_sft_recipe_rejects_an_unknown_model_shape_field():
+    sft = _sft_recipe_module()
+    with pytest.raises(ConfigError, match=r"^model_shape\.hidden: "):
+        sft.model_shape({"hidden": 64})
