@@ -1,7 +1,6 @@
 """The memory planner: its arithmetic against hand computation and against what torch actually keeps (on CPU), the
 pre-flight check, and the shipped configs fitting the 6.9 GiB left on a shared 16 GB card."""
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,7 +36,17 @@ from rlvr.memory_plan import (
 
 REPO = Path(__file__).resolve().parents[1]
 # The tiny model's shape (rlvr.tiny_model defaults): h 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, i 192, V 263.
-TINY = shape_from_config("tiny", json.loads((REPO / "artifacts/tiny-qwen3/config.json").read_text()))
+def _tiny_config() -> dict:
+    """The config.json `build_tiny_model` would write, without writing it (a clean clone has no artifacts/)."""
+    from dataclasses import asdict
+
+    from rlvr.tiny_model import TinyModelConfig, build_tokenizer
+
+    shape = {k: v for k, v in asdict(TinyModelConfig()).items() if k != "seed"}
+    return {**shape, "vocab_size": len(build_tokenizer()), "tie_word_embeddings": True, "model_type": "qwen3"}
+
+
+TINY = shape_from_config("tiny", _tiny_config())
 
 
 @pytest.fixture(autouse=True)
