@@ -9,11 +9,10 @@ comparison measures exactly what training optimised. Output (default `<after>/be
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-from rlvr.errors import ConfigError, cli
+from rlvr.errors import ArgumentParser, ConfigError, cli
 from rlvr.run_records import markdown_table, text_table
 
 OUT_SUBDIR = "before_after"
@@ -130,14 +129,8 @@ def _clip(text: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width - width // 2):]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag.split("/")[0], message)
-
-
 def main(argv: list[str] | None = None) -> dict:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="model folder before training (e.g. models/tiny-speller)")
     parser.add_argument("--after", required=True, help="model folder after training (a run's output_dir)")
     parser.add_argument("--config", required=True, help="recipe YAML: held-out split and sampling settings")

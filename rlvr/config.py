@@ -15,7 +15,7 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 from data.generate import build_dataset, load_task_dataset
 from data.spec import DataSpec
 from rewards.registry import RewardSet, resolve_reward_funcs
-from rlvr.errors import ConfigError
+from rlvr.errors import ConfigError, flag_in_message
 from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
 
 
@@ -67,8 +67,7 @@ class RecipeParser(TrlParser):
     """TrlParser whose errors are `ConfigError`s (one line, field named) instead of argparse's usage dump."""
 
     def error(self, message):
-        match = re.search(r"argument (--\w+)", message)
-        raise ConfigError(match.group(1) if match else "arguments", message)
+        raise ConfigError(flag_in_message(message), message)
 
 
 def _field_named_in(message: str, dataclass_types) -> str:

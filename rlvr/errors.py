@@ -1,5 +1,7 @@
 """The one error type for bad user input: it names the field, so a one-line message is enough."""
 
+import argparse
+
 
 class ConfigError(ValueError):
     """Bad input in a config, dataset or CLI flag. `str()` is a single line: `<field>: <what is wrong>`."""
@@ -19,3 +21,15 @@ def cli(main, *args, **kwargs):
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+
+
+def flag_in_message(message: str) -> str:
+    flag = next((word.strip("',:") for word in message.split() if word.startswith("--")), "arguments")
+    return flag.split("/")[0]
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are `ConfigError`s naming the flag, instead of a usage dump and exit."""
+
+    def error(self, message):
+        raise ConfigError(flag_in_message(message), message)

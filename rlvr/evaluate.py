@@ -10,7 +10,6 @@ unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(n, k); pass@1 eq
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -18,7 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from rlvr.errors import ConfigError
+from rlvr.errors import ArgumentParser, ConfigError
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -191,14 +190,8 @@ def evaluate(
     return summary
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line naming the flag, like the recipes' ConfigError
-        flag = next((word.strip("',:") for word in message.split() if word.startswith("--")), "arguments")
-        raise ConfigError(flag.split("/")[0], message)
-
-
 def main(argv: list[str] | None = None) -> dict:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="recipe YAML: its data spec and sampling settings are used")
     parser.add_argument("--model", default=None, help="checkpoint folder (default: the recipe's model_name_or_path)")
     parser.add_argument("--split", default="test")
