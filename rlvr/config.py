@@ -116,7 +116,11 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
 
     if will_build or os.path.isdir(name_or_path) or not constants.HF_HUB_OFFLINE:
         return
-    if not isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
+    try:
+        cached = try_to_load_from_cache(name_or_path, "config.json")
+    except ValueError:  # HFValidationError: not even a valid repo id (e.g. a missing absolute path)
+        cached = None
+    if not isinstance(cached, str):
         raise ConfigError(
             "model_name_or_path", f"{name_or_path!r} is not a local folder and not in the HF cache (HF_HUB_OFFLINE=1)"
         )
