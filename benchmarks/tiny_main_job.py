@@ -20,7 +20,7 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
-from rlvr.evaluate import evaluate
+from rlvr.analysis.evaluate import evaluate
 
 PHASES = ("generation", "scoring", "logprobs", "optimization")
 

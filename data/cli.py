@@ -1,7 +1,7 @@
 """Write a task dataset to disk and/or push it to the Hub.
 
-    python -m data.cli --config recipes/grpo.yaml --output_dir artifacts/spell_backward
-    python -m data.cli --config recipes/grpo.yaml --push_to_hub you/spell-backward-3to10
+    python -m rlvr data --config recipes/grpo.yaml --output_dir artifacts/spell_backward
+    python -m rlvr data --config recipes/grpo.yaml --push_to_hub you/spell-backward-3to10
 
 `--config` takes a recipe YAML (its `data:` block is used) or a bare spec file. Without network a push fails with
 one line, after the local copy (if asked for) is already written.
@@ -9,18 +9,16 @@ one line, after the local copy (if asked for) is already written.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from data.generate import build_dataset, dataset_card
-from data.spec import DataSpec
-from rlvr.errors import ConfigError
-from rlvr.yaml_input import load_yaml_mapping
+from rlvr.cli import ArgumentParser, ConfigError, load_recipe_yaml
+from rlvr.data.generate import build_dataset, dataset_card
+from rlvr.data.spec import DataSpec
 
 
 def read_spec(path: str) -> DataSpec:
-    raw = load_yaml_mapping(path, "--config")
+    raw = load_recipe_yaml(path)  # a recipe's `base:` chain is followed, so tiny variants have their data block
     return DataSpec.from_dict(raw.get("data", raw))
 
 
@@ -37,15 +35,15 @@ def push_to_hub(dataset, spec: DataSpec, repo_id: str, private: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", required=True, help="recipe YAML with a `data:` block, or a bare data spec")
     parser.add_argument("--output_dir", help="save_to_disk folder (a README.md card is written beside the data)")
     parser.add_argument("--push_to_hub", metavar="REPO_ID", help="Hub dataset id to push to")
     parser.add_argument("--private", action="store_true")
     parser.add_argument("--seed", type=int, help="override data.seed")
     parser.add_argument("--size", type=int, help="override data.size")
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         spec = read_spec(args.config)
         if args.seed is not None or args.size is not None:
             overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}

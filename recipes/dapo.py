@@ -1,10 +1,10 @@
-"""DAPO: GRPO + clip-higher, token-level loss, overlong penalty and dynamic sampling (drop all-0/all-1 groups, resample).
+"""DAPO: GRPO + clip-higher, token-level loss, overlong penalty and dynamic sampling (drop zero-variance groups,
+resample).
 
-    accelerate launch recipes/dapo.py --config recipes/dapo.yaml
+    accelerate launch recipes/dapo.py --config recipes/dapo.yaml        # or recipes/tiny/dapo.yaml on a CPU
 """
 
-from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer
-from rlvr.runner import run
+from rlvr.training.runner import run
 
 if __name__ == "__main__":
-    run(trainer_cls=DAPOTrainer, config_cls=DAPOConfig)
+    run("dapo")

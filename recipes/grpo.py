@@ -1,10 +1,9 @@
-"""GRPO and the variants TRL expresses with config alone: Dr. GRPO, GSPO, CISPO, SAPO.
+"""GRPO: group z-score advantage (r - mean) / std, PPO-clip, per-sequence token mean.
 
-    accelerate launch recipes/grpo.py --config recipes/grpo.yaml     # or drgrpo / gspo / cispo / sapo .yaml
+    accelerate launch recipes/grpo.py --config recipes/grpo.yaml        # or recipes/tiny/grpo.yaml on a CPU
 """
 
-from rlvr.runner import run
-from rlvr.trainer import RLVRGRPOTrainer
+from rlvr.training.runner import run
 
 if __name__ == "__main__":
-    run(trainer_cls=RLVRGRPOTrainer)
+    run("grpo")

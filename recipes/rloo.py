@@ -1,10 +1,9 @@
-"""RLOO: leave-one-out baseline K/(K-1) * (r - group mean), REINFORCE-style loss without ratio.
+"""RLOO: leave-one-out baseline n/(n-1) * (r - group mean), REINFORCE-style loss without ratio.
 
-    accelerate launch recipes/rloo.py --config recipes/rloo.yaml
+    accelerate launch recipes/rloo.py --config recipes/rloo.yaml        # or recipes/tiny/rloo.yaml on a CPU
 """
 
-from rlvr.algorithms import RLOOTrainer
-from rlvr.runner import run
+from rlvr.training.runner import run
 
 if __name__ == "__main__":
-    run(trainer_cls=RLOOTrainer)
+    run("rloo")

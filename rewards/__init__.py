@@ -1,6 +1,6 @@
 """Reward functions and the registry that maps the names in YAML (`reward_funcs: [correctness, format]`) to them."""
 
-from rewards.functions import binary, correctness, format, overlong_penalty
-from rewards.registry import REWARD_REGISTRY, resolve_reward_funcs
+from rlvr.rewards.functions import binary, correctness, format, overlong_penalty
+from rlvr.rewards.registry import REWARD_REGISTRY, resolve_reward_funcs
 
 __all__ = ["REWARD_REGISTRY", "binary", "correctness", "format", "overlong_penalty", "resolve_reward_funcs"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from rewards.text import completion_text, extract_last_answer
+from rlvr.rewards.text import completion_text, extract_last_answer
 
 FORMAT_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rewards.functions import correctness, format, overlong_penalty
-from rlvr.errors import ConfigError
+from rlvr.rewards.functions import correctness, format, overlong_penalty
+from rlvr.cli import ConfigError
 
 REWARD_REGISTRY: dict[str, Callable] = {"correctness": correctness, "format": format}
 ALWAYS_MEASURED = ("correctness", "format")

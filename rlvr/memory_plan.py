@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.errors import ConfigError, cli
+from rlvr.cli import ConfigError, cli
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
@@ -94,7 +94,7 @@ def resolve_shape(name_or_path: str, build_tiny_model: bool = False) -> ModelSha
     if build_tiny_model:
         from dataclasses import asdict
 
-        from rlvr.tiny_model import TinyModelConfig, build_tokenizer
+        from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer
 
         tiny = {k: v for k, v in asdict(TinyModelConfig()).items() if k not in ("seed", "max_position_embeddings")}
         return shape_from_config(name_or_path, {**tiny, "vocab_size": len(build_tokenizer()),
@@ -577,17 +577,14 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     opts, rest = parser.parse_known_args(argv)
 
     import torch
-    from trl import GRPOConfig
 
-    from rlvr.config import parse_args, validate
-    from rlvr.recipes_index import script_classes
+    from rlvr.training.config import parse_args, validate
 
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU
     # unless use_cpu is set. The planner loads and trains nothing either way.
-    classes = script_classes(rest[rest.index("--config") + 1]) if "--config" in rest[:-1] else None
-    config_cls = (classes[1] if classes else None) or GRPOConfig  # PPO's YAML parses with PPOConfig, etc.
-    args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]), config_cls)
+    # The recipe's `algorithm:` picks its config class (PPO's YAML parses with PPOConfig, etc.).
+    args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]))
     recipe = validate(args, training, model_args)
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
     free = opts.free_gib * GIB if opts.free_gib is not None else None

@@ -11,8 +11,6 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from rlvr.recipes_index import script_classes  # noqa: E402,F401 - re-exported for the tests
-
 REPO = Path(__file__).resolve().parents[1]
 TINY_RECIPE = str(REPO / "recipes" / "tiny" / "grpo.yaml")  # the main job (README's command)
 FAST_RECIPE = str(REPO / "tests" / "recipes" / "tiny_grpo_fast.yaml")  # 16 samples per step, for quick checks
@@ -20,7 +18,7 @@ FAST_RECIPE = str(REPO / "tests" / "recipes" / "tiny_grpo_fast.yaml")  # 16 samp
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
-    from rlvr.tiny_model import build_tiny_model
+    from rlvr.recipes.tiny.model import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
@@ -28,15 +26,15 @@ def tiny_model_dir(tmp_path_factory) -> str:
 @pytest.fixture
 def run_recipe(tiny_model_dir, tmp_path):
     """Run a recipe in-process on the random tiny model; returns (trainer, output_dir)."""
-    from rlvr.runner import main
+    from rlvr.training.runner import main
 
-    def _run(*overrides, recipe=FAST_RECIPE, output_dir=None, trainer_cls=None, config_cls=None):
+    def _run(*overrides, recipe=FAST_RECIPE, output_dir=None, algorithm=None):
         output_dir = str(output_dir or tmp_path / "run")
         argv = [
             "--config", recipe, "--output_dir", output_dir, "--model_name_or_path", tiny_model_dir,
             "--report_to", "none", "--print_rollouts", "false", *overrides,
         ]
-        return main(argv, trainer_cls=trainer_cls, config_cls=config_cls), output_dir
+        return main(argv, algorithm=algorithm), output_dir
 
     return _run
 

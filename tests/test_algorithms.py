@@ -1,16 +1,16 @@
 """Each algorithm's advantages through the real trainer path, on hand-built rewards; DAPO's dynamic sampling on a
-scripted reward sequence; REINFORCE's update uses no baseline and no ratio."""
+scripted reward sequence; REINFORCE's update uses no baseline and no ratio; MaxRL and RLOO on unscorable rows."""
 
 import pytest
 import torch
 from conftest import FAST_RECIPE
 from trl import GRPOTrainer
 
-from rlvr.advantages import group_mean_baseline, group_zscore, leave_one_out, no_baseline
-from rlvr.algorithms import SingleRolloutConfig, ReinforceTrainer, RLOOTrainer
-from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer, informative_groups
-from rlvr.runner import prepare
-from rlvr.trainer import RLVRGRPOTrainer
+from rlvr.cli import ConfigError
+from rlvr.training.advantages import group_mean_baseline, group_zscore, leave_one_out, maxrl, no_baseline
+from rlvr.training.algorithms import ALGORITHMS, compute_advantages
+from rlvr.training.dapo import informative_groups
+from rlvr.training.runner import prepare
 
 # Two prompts, G = 4; columns: correctness, format. total = correctness + 0.5 * format.
 CORRECTNESS = [1.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.5, 0.5]
@@ -22,14 +22,22 @@ HAND = {
     "drgrpo": [0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125],
     "rloo": [x * 4 / 3 for x in (0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125)],
     "reinforce": TOTAL,
+    # binary = correctness * (format == 1) = [1, 0, 0, 1, 0.5, 0, 0.5, 0]: means 0.5 and 0.25.
+    "maxrl": [1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0],
+}
+ALGORITHM_FLAGS = {  # what each algorithm's recipe sets on top of the fast GRPO test recipe
+    "grpo": ["--scale_rewards", "group"],
+    "drgrpo": ["--scale_rewards", "none", "--loss_type", "dr_grpo"],
+    "rloo": [], "reinforce": [], "maxrl": [],
+    "dapo": ["--dynamic_sampling", "false"],
 }
 
 
-def build(tiny_model_dir, tmp_path, trainer_cls=RLVRGRPOTrainer, config_cls=None, *overrides):
+def build(tiny_model_dir, tmp_path, algorithm="grpo", *overrides):
     argv = ["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path / "o"),
             "--report_to", "none", "--print_rollouts", "false", "--generation_batch_size", "8",
-            "--per_device_train_batch_size", "8", *overrides]
-    _, trainer, _ = prepare(argv, trainer_cls, config_cls)
+            "--per_device_train_batch_size", "8", "--algorithm", algorithm, *overrides]
+    _, trainer, _ = prepare(argv)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop, read by the loss
     return trainer
@@ -50,27 +58,49 @@ def test_pure_estimators_match_the_hand_values():
     total = torch.tensor(TOTAL)
     for name, fn in [("grpo", group_zscore), ("drgrpo", group_mean_baseline), ("rloo", leave_one_out), ("reinforce", no_baseline)]:
         assert fn(total, 4).tolist() == pytest.approx(HAND[name], abs=1e-5), name
+    binary = torch.tensor([c * (f == 1.0) for c, f in zip(CORRECTNESS, FORMAT)])
+    assert maxrl(binary, 4).tolist() == pytest.approx(HAND["maxrl"])
 
 
-@pytest.mark.parametrize(
-    "algorithm, trainer_cls, config_cls, overrides",
-    [
-        ("grpo", RLVRGRPOTrainer, None, ["--scale_rewards", "group"]),
-        ("drgrpo", RLVRGRPOTrainer, None, ["--scale_rewards", "none"]),
-        ("rloo", RLOOTrainer, None, []),
-        ("reinforce", ReinforceTrainer, SingleRolloutConfig, []),
-        ("grpo", DAPOTrainer, DAPOConfig, ["--dynamic_sampling", "false"]),
-    ],
-)
-def test_trainer_advantages_on_hand_built_rewards(algorithm, trainer_cls, config_cls, overrides, tiny_model_dir, tmp_path, monkeypatch):
-    trainer = build(tiny_model_dir, tmp_path, trainer_cls, config_cls, *overrides)
+def test_maxrl_is_zero_for_unsolved_groups_and_scales_by_the_success_rate():
+    # Group 1 never solved: mean 0, advantage 0 (not NaN). Group 2: p = 1/4, so A = (b - 1/4) / (1/4) = 3 or -1.
+    binary = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    assert maxrl(binary, 4).tolist() == [0.0, 0.0, 0.0, 0.0, 3.0, -1.0, -1.0, -1.0]
+    assert maxrl(torch.ones(4), 4).tolist() == [0.0] * 4  # all solved: no contrast
+
+
+def test_unscorable_rows_leave_the_rest_of_the_group_its_signal():
+    """A None reward (NaN) drops that row as TRL's GRPO does: advantage 0, and the group's baseline is the mean of
+    the scorable rows, so RLOO's leave-one-out runs over the n = 3 others."""
+    total = torch.tensor([1.0, float("nan"), 0.0, 0.5])
+    components = {"total": total, "binary": torch.tensor([1.0, float("nan"), 0.0, 0.0])}
+    rloo = compute_advantages("rloo", components, 4)
+    assert rloo.tolist() == pytest.approx([(1.0 - 0.5) * 3 / 2, 0.0, (0.0 - 0.5) * 3 / 2, 0.0])
+    assert compute_advantages("maxrl", components, 4).tolist() == pytest.approx([2.0, 0.0, -1.0, -1.0])
+    assert compute_advantages("reinforce", components, 4).tolist() == pytest.approx([1.0, 0.0, 0.0, 0.5])
+    lonely = compute_advantages("rloo", {"total": torch.tensor([1.0, float("nan")])}, 2)
+    assert lonely.tolist() == [0.0, 0.0]  # one scorable row has no leave-one-out baseline
+    assert compute_advantages("grpo", components, 4) is None  # TRL's own advantage
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "drgrpo", "rloo", "reinforce", "maxrl", "dapo"])
+def test_trainer_advantages_on_hand_built_rewards(algorithm, tiny_model_dir, tmp_path, monkeypatch):
+    trainer = build(tiny_model_dir, tmp_path, algorithm, *ALGORITHM_FLAGS[algorithm])
+    assert type(trainer) is ALGORITHMS[algorithm].trainer
     scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
     output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
-    assert output["advantages"].tolist() == pytest.approx(HAND[algorithm], abs=1e-4)
+    expected = HAND["grpo" if algorithm == "dapo" else algorithm]
+    assert output["advantages"].tolist() == pytest.approx(expected, abs=1e-4)
+
+
+def test_an_algorithm_whose_defining_field_disagrees_fails_before_the_model(tiny_model_dir, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        build(tiny_model_dir, tmp_path, "drgrpo", "--scale_rewards", "group", "--loss_type", "dr_grpo")
+    assert err.value.field == "scale_rewards" and "drgrpo" in err.value.message
 
 
 def test_reinforce_takes_one_rollout_per_prompt_and_no_baseline(tiny_model_dir, tmp_path, monkeypatch):
-    trainer = build(tiny_model_dir, tmp_path, ReinforceTrainer, SingleRolloutConfig, "--num_generations", "1")
+    trainer = build(tiny_model_dir, tmp_path, "reinforce", "--num_generations", "1")
     assert trainer.num_generations == 1
     rewards = [[1.0, 1.0], [0.0, 1.0], [1.0, 0.5], [0.25, 0.0], [0.0, 0.0], [1.0, 1.0], [0.5, 1.0], [0.0, 0.5]]
     scripted_rewards(monkeypatch, rewards)
@@ -81,12 +111,12 @@ def test_reinforce_takes_one_rollout_per_prompt_and_no_baseline(tiny_model_dir, 
 
 def test_no_ratio_loss_ignores_old_logprobs(tiny_model_dir, tmp_path, monkeypatch):
     """-A * log pi: stale old log-probs (which would clip a PPO ratio) do not change the loss or its gradient."""
-    trainer = build(tiny_model_dir, tmp_path, RLOOTrainer)
+    trainer = build(tiny_model_dir, tmp_path, "rloo")
     scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
     batch = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
     stale = {**batch, "old_per_token_logps": torch.full(batch["completion_mask"].shape, -30.0)}
     assert trainer._compute_loss(trainer.model, stale).item() == pytest.approx(trainer._compute_loss(trainer.model, batch).item())
-    grpo = build(tiny_model_dir, tmp_path, RLVRGRPOTrainer)  # the clipped PPO surrogate does notice them
+    grpo = build(tiny_model_dir, tmp_path, "grpo")  # the clipped PPO surrogate does notice them
     assert grpo._compute_loss(grpo.model, stale).item() != pytest.approx(grpo._compute_loss(grpo.model, batch).item())
 
 
@@ -102,7 +132,7 @@ def dapo_round(flags):
 
 
 def test_dynamic_sampling_resamples_until_full(tiny_model_dir, tmp_path, monkeypatch):
-    trainer = build(tiny_model_dir, tmp_path, DAPOTrainer, DAPOConfig, "--num_generations", "2", "--max_resample_rounds", "4")
+    trainer = build(tiny_model_dir, tmp_path, "dapo", "--num_generations", "2", "--max_resample_rounds", "4")
     queue = scripted_rewards(monkeypatch, dapo_round("0i10"), dapo_round("ii01"), dapo_round("1iii"), dapo_round("iiii"))
     output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
     assert len(queue) == 1  # three rounds: 1 + 2 + 3 informative groups >= 4 needed
@@ -114,7 +144,7 @@ def test_dynamic_sampling_resamples_until_full(tiny_model_dir, tmp_path, monkeyp
 
 
 def test_dynamic_sampling_stops_at_the_cap_and_tops_up(tiny_model_dir, tmp_path, monkeypatch):
-    trainer = build(tiny_model_dir, tmp_path, DAPOTrainer, DAPOConfig, "--num_generations", "2", "--max_resample_rounds", "1")
+    trainer = build(tiny_model_dir, tmp_path, "dapo", "--num_generations", "2", "--max_resample_rounds", "1")
     queue = scripted_rewards(monkeypatch, dapo_round("0i10"), dapo_round("i001"), dapo_round("iiii"))
     output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
     assert len(queue) == 1 and output["advantages"].shape[0] == 8

@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.group_stats import group_summary
+from rlvr.metrics.components import group_summary
 
 CONFIGS = REPO / "accelerate_configs"
 
@@ -30,7 +30,7 @@ def test_zero_configs_reach_deepspeed_as_accelerate_launch_passes_them(config, s
     from accelerate.utils.launch import prepare_deepspeed_cmd_env
     from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
 
-    from rlvr.config import parse_args
+    from rlvr.training.config import parse_args
 
     args, defaults, mixed_precision_from_config = launch_args(config, "--num_processes", "2")
     assert args.use_deepspeed and args.num_processes == 2 and args.mixed_precision == "bf16"

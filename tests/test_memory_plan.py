@@ -8,7 +8,7 @@ import pytest
 import torch
 import yaml
 
-from rlvr.errors import ConfigError
+from rlvr.cli import ConfigError
 from rlvr.memory_plan import (
     GIB,
     KNOWN_SHAPES,
@@ -35,12 +35,12 @@ from rlvr.memory_plan import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-# The tiny model's shape (rlvr.tiny_model defaults): h 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, i 192, V 263.
+# The tiny model's shape (rlvr.recipes.tiny.model defaults): h 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, i 192, V 263.
 def _tiny_config() -> dict:
     """The config.json `build_tiny_model` would write, without writing it (a clean clone has no artifacts/)."""
     from dataclasses import asdict
 
-    from rlvr.tiny_model import TinyModelConfig, build_tokenizer
+    from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer
 
     shape = {k: v for k, v in asdict(TinyModelConfig()).items() if k != "seed"}
     return {**shape, "vocab_size": len(build_tokenizer()), "tie_word_embeddings": True, "model_type": "qwen3"}
@@ -180,7 +180,7 @@ def test_layer_activations_match_what_autograd_keeps():
 
 
 def test_kv_cache_matches_dynamic_cache(tmp_path):
-    from rlvr.tiny_model import build_tiny_model
+    from rlvr.recipes.tiny.model import build_tiny_model
 
     path = build_tiny_model(tmp_path / "tiny")
     from transformers import AutoModelForCausalLM
@@ -281,7 +281,9 @@ def test_configs_against_the_free_memory_of_the_homework_card(config, fits, caps
                                            "lora_dropout", "lora_target_modules"}),
 ])
 def test_configs_mirror_the_grpo_recipe(config, differences):
-    base, variant = (yaml.safe_load((REPO / path).read_text()) for path in ("recipes/grpo.yaml", config))
+    from rlvr.cli import load_recipe_yaml
+
+    base, variant = (load_recipe_yaml(REPO / path) for path in ("recipes/grpo.yaml", config))
     assert {key for key in base.keys() | variant.keys() if base.get(key) != variant.get(key)} == differences
 
 
@@ -297,7 +299,7 @@ def test_ppo_recipe_plans_the_critic(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def tiny_recipe(tmp_path_factory):
-    from rlvr.config import parse_args, validate
+    from rlvr.training.config import parse_args, validate
 
     path = tmp_path_factory.mktemp("tiny") / "model"  # not built: the planner uses the tiny defaults
     return validate(*parse_args(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(path),

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import FAST_RECIPE, REPO
 
-from rlvr import before_after, plots, report
-from rlvr.errors import ConfigError
-from rlvr.run_records import group_outcomes, load_run, load_runs, normalized_auc, summarize
+from rlvr.analysis import before_after, plots, report
+from rlvr.cli import ConfigError
+from rlvr.analysis.records import group_outcomes, load_run, load_runs, normalized_auc, summarize
 
 # Four logged steps of 16 samples each, then TRL's closing row.
 CORRECTNESS = [0.0, 0.25, 0.5, 0.5]
@@ -118,7 +118,7 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     assert "On average 25% of prompt groups had zero reward spread" in text
     assert "50% of the last steps' groups were all wrong and 25% all correct" in text
     assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 |" in text  # time table
-    assert "Not run yet: `python -m rlvr.before_after" in text
+    assert "Not run yet: `python -m rlvr.analysis.before_after" in text
     for image in ("rewards_by_step", "rewards_by_samples", "zero_std_by_step", "zero_std_by_samples", "time_accounting"):
         assert f"![{image}](plots/{image}.png)" in text
         assert (run_dir / "plots" / f"{image}.png").exists()
@@ -158,7 +158,7 @@ def test_bad_input_is_one_line_naming_the_field(tmp_path):
         load_runs([tmp_path / "missing"])
     with pytest.raises(ConfigError, match="no metrics.jsonl"):
         load_runs([tmp_path])
-    result = subprocess.run([sys.executable, "-m", "rlvr.plots", str(tmp_path / "missing"), "--out", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "rlvr.analysis.plots", str(tmp_path / "missing"), "--out", str(tmp_path)],
                             check=False, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: RUN_DIR: {tmp_path / 'missing'}: no such directory"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import REPO, read_jsonl
 
-from rlvr.ppo import PPOConfig, PPOTrainer, generalized_advantages, masked_whiten, sequence_reward_on_last_token
+from rlvr.training.ppo import PPOTrainer, generalized_advantages, masked_whiten, sequence_reward_on_last_token
 
 
 def test_gae_by_hand():
@@ -42,7 +42,7 @@ def test_two_ppo_steps_change_policy_and_critic(run_recipe, tiny_model_dir):
     recipe = str(REPO / "recipes" / "tiny" / "ppo.yaml")
     trainer, out = run_recipe(
         "--max_steps", "2", "--generation_batch_size", "8", "--per_device_train_batch_size", "8", "--beta", "0.05",
-        recipe=recipe, trainer_cls=PPOTrainer, config_cls=PPOConfig,
+        recipe=recipe,
     )
     critic_before = PPOTrainer._build_value_model(trainer, None)[0].state_dict()  # fresh init from the same weights
     critic_after = trainer.accelerator.unwrap_model(trainer.value_model).state_dict()

@@ -6,8 +6,8 @@ import reasoning_gym
 from reasoning_gym.utils import extract_answer
 
 from rewards import binary, correctness, format, overlong_penalty, resolve_reward_funcs
-from rewards.text import completion_text, extract_last_answer
-from rlvr.errors import ConfigError
+from rlvr.rewards.text import completion_text, extract_last_answer
+from rlvr.cli import ConfigError
 
 ANSWER = "nus"
 META = json.dumps({"source_dataset": "spell_backward", "word": "sun", "word_len": 3})
@@ -89,7 +89,7 @@ def test_qwen3_response_parser_output_keeps_the_tags():
     """What TRL 1.16 + transformers 5 hand a reward when the tokenizer has Qwen3's response template."""
     from trl.chat_template_utils import parse_response, qwen3_template
 
-    from rlvr.tiny_model import build_tokenizer
+    from rlvr.recipes.tiny.model import build_tokenizer
 
     tokenizer = build_tokenizer()
     tokenizer.response_template = qwen3_template

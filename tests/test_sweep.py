@@ -10,9 +10,8 @@ import pytest
 import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.errors import ConfigError
-from rlvr.recipes_index import launch_script
-from rlvr.sweep import load_spec, main, parse_overrides, plan, run_sweep
+from rlvr.cli import ConfigError
+from rlvr.analysis.sweep import load_spec, main, parse_overrides, plan, run_sweep
 
 
 def write_spec(tmp_path, **fields) -> str:
@@ -59,7 +58,7 @@ def test_recipe_variants_are_labelled_by_file_and_launch_their_own_script(tmp_pa
     spec = load_spec(write_spec(tmp_path, base=None, vary={"recipe": ["recipes/tiny/rloo.yaml", "recipes/tiny/dapo.yaml"]}))
     variants = plan(spec, tmp_path, {})
     assert [v.label for v in variants] == ["rloo", "dapo"]
-    assert [launch_script(v.recipe) for v in variants] == ["recipes/rloo.py", "recipes/dapo.py"]
+    assert [v.script for v in variants] == ["recipes/rloo.py", "recipes/dapo.py"]
     assert variants[1].config["dynamic_sampling"] is True
 
 
@@ -76,7 +75,7 @@ def test_a_bad_recipe_field_fails_before_any_training(tmp_path):
         run_sweep(spec, tmp_path / "out")
     assert err.value.field == "temprature"
     assert not (tmp_path / "out").exists()
-    result = subprocess.run([sys.executable, "-m", "rlvr.sweep", write_spec(tmp_path, vary={"temperature": [1]},
+    result = subprocess.run([sys.executable, "-m", "rlvr.analysis.sweep", write_spec(tmp_path, vary={"temperature": [1]},
                                                                             varry=1)],
                             check=False, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 2
@@ -90,7 +89,7 @@ def test_samples_budget_sets_max_steps_per_run(tmp_path):
     assert result["status"] == {"num_generations-2": "planned", "num_generations-4": "planned"}
     # 40 samples at 8 per generation step -> 5 steps; a CLI --max_steps wins over the budget
     run = plan(load_spec(spec), tmp_path / "out", {})[0]
-    from rlvr.sweep import validate_variant
+    from rlvr.analysis.sweep import validate_variant
 
     validate_variant(run, load_spec(spec), cli_max_steps=False)
     assert run.config["max_steps"] == 5

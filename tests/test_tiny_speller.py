@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.errors import ConfigError
-from rlvr.evaluate import evaluate, pass_at_k
-from rlvr.sft_data import sft_dataset, spelled_completion, to_sft_row
-from rlvr.tiny_model import TAG_TOKENS
+from rlvr.cli import ConfigError
+from rlvr.analysis.evaluate import evaluate, pass_at_k
+from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
+from rlvr.recipes.tiny.model import TAG_TOKENS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPELLER = REPO_ROOT / "models" / "tiny-speller"
@@ -54,7 +54,7 @@ def test_pass_at_k_rejects_k_above_n():
 
 
 def test_sft_target_is_the_rewarded_format_with_a_letter_by_letter_think():
-    from rewards.functions import binary, format
+    from rlvr.rewards.functions import binary, format
 
     assert spelled_completion("nus") == "<think>s u n -> n u s</think><answer>nus</answer>"
     row = {"prompt": [{"role": "user", "content": "Spell this word backward (example: sun -> nus): was"}],
@@ -71,8 +71,8 @@ def test_sft_target_is_the_rewarded_format_with_a_letter_by_letter_think():
 def test_sft_rows_use_the_grpo_prompt_as_a_chat_prefix_and_drop_held_out_words():
     from datasets import Dataset
 
-    from data.generate import make_prompt, resolve_system_prompt
-    from rlvr.tiny_model import build_tokenizer
+    from rlvr.data.generate import make_prompt, resolve_system_prompt
+    from rlvr.recipes.tiny.model import build_tokenizer
 
     words = ["sun", "cat", "lamp"]
     prompt = lambda w: make_prompt(f"Spell: {w}", resolve_system_prompt("tiny"))
@@ -110,7 +110,7 @@ def test_evaluate_rejects_k_above_the_sample_count(tmp_path):
 
 def test_evaluate_cli_names_a_missing_model(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "rlvr.evaluate", "--config", RECIPE, "--model", str(tmp_path / "nothing")],
+        [sys.executable, "-m", "rlvr.analysis.evaluate", "--config", RECIPE, "--model", str(tmp_path / "nothing")],
         check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 2

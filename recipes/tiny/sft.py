@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script 
 from transformers import TrainerCallback
 from trl import SFTConfig
 
-from rlvr.config import RecipeParser
-from rlvr.errors import ConfigError
-from rlvr.tiny_model import TinyModelConfig
+from rlvr.training.config import RecipeParser
+from rlvr.cli import ConfigError
+from rlvr.recipes.tiny.model import TinyModelConfig
 
 
 @dataclass
@@ -78,8 +78,8 @@ def model_shape(raw: dict | None) -> TinyModelConfig:
 
 def heldout(recipe: str) -> tuple[set[str], dict]:
     """The GRPO recipe's test questions (regenerated from its spec) and its sampling settings."""
-    from rlvr.config import parse_args, validate
-    from rlvr.evaluate import sampling_settings
+    from rlvr.training.config import parse_args, validate
+    from rlvr.analysis.evaluate import sampling_settings
 
     args, training, model = parse_args(["--config", recipe, "--build_tiny_model", "true"])  # no model needed yet
     grpo = validate(args, training, model)
@@ -99,7 +99,7 @@ class ExactMatchStop(TrainerCallback):
             return
         import torch
 
-        from rlvr.evaluate import generate, score, summarize
+        from rlvr.analysis.evaluate import generate, score, summarize
 
         model.eval()
         with torch.random.fork_rng():  # the probe must not move the training run's random stream
@@ -117,10 +117,10 @@ def main(argv: list[str] | None = None) -> Path:
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
-    from data.generate import build_dataset
-    from data.spec import DataSpec
-    from rlvr.sft_data import sft_dataset
-    from rlvr.tiny_model import build_tiny_model, build_tokenizer
+    from rlvr.data.generate import build_dataset
+    from rlvr.data.spec import DataSpec
+    from rlvr.recipes.tiny.sft_data import sft_dataset
+    from rlvr.recipes.tiny.model import build_tiny_model, build_tokenizer
 
     args, training = parse(argv)
     shape = model_shape(args.model_shape)

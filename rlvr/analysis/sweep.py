@@ -1,6 +1,6 @@
 """Ablation sweeps: one base recipe, one field varied, every value trained in turn and compared at equal compute.
 
-    python -m rlvr.sweep sweeps/group_size.yaml [--max_steps 2] [--out runs/sweeps] [--dry_run] [--any_field value]
+    python -m rlvr.analysis.sweep sweeps/group_size.yaml [--max_steps 2] [--out runs/sweeps] [--dry_run] [--any_field value]
 
 A spec (see sweeps/*.yaml):
 
@@ -13,14 +13,13 @@ A spec (see sweeps/*.yaml):
     samples_budget: 7680                    # optional: max_steps per run so each generates this many samples
 
 Every variant is validated before the first one trains (a bad field fails in seconds, naming it). Runs are sequential
-subprocesses of the script the recipe's header names; each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
+subprocesses of the script of the recipe's `algorithm:` (recipes/<algorithm>.py); each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
 `train.log` into its directory. Finished runs are skipped, so rerunning the command resumes a sweep. At the end the
-sweep report (rlvr.report) overlays all runs against generated samples and writes summary.md/.csv/.json.
+sweep report (rlvr.analysis.report) overlays all runs against generated samples and writes summary.md/.csv/.json.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import math
 import subprocess
@@ -32,15 +31,12 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.errors import ConfigError, cli
-from rlvr.recipes_index import launch_script, script_classes
-from rlvr.report import CONFIG_NAME, SPEC_NAME, build_report
-from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
+from rlvr.analysis.records import load_run, load_runs, summarize, summary_table, text_table
+from rlvr.analysis.report import CONFIG_NAME, SPEC_NAME, build_report
+from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
 
 SWEEP_RECIPE_NAME = "recipe.yaml"
-from rlvr.run_records import load_run, load_runs, summarize, summary_table, text_table
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget")
 RECIPE_KEY = "recipe"
 LAUNCHERS = ("python", "accelerate", "inprocess")  # inprocess: same interpreter, no log file (tests)
@@ -65,6 +61,11 @@ class Variant:
     recipe: str  # the YAML the variant starts from: base, or the varied recipe
     config: dict  # the effective recipe: base + fixed + CLI overrides + the varied value
     run_dir: Path
+
+    @property
+    def script(self) -> str:
+        """The per-algorithm script that trains this variant (relative to the repo root)."""
+        return f"recipes/{self.config.get('algorithm', 'grpo')}.py"
 
     @property
     def config_path(self) -> Path:
@@ -150,9 +151,7 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
     variants = []
     for index, value in enumerate(spec.values):
         recipe = value if spec.key == RECIPE_KEY else spec.base
-        config = yaml.safe_load(Path(recipe).read_text())
-        if not isinstance(config, dict):
-            raise ConfigError("base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}", f"{recipe} is not a YAML mapping")
+        config = load_recipe_yaml(recipe, "base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}")  # `base:` resolved
         for source, entries in (("fixed", spec.fixed), ("--", overrides)):
             for key, entry in entries.items():
                 set_dotted(config, key, copy.deepcopy(entry), f"{source}.{key}" if source == "fixed" else f"--{key}")
@@ -170,16 +169,13 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
 
 def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
     """Parse the effective recipe exactly as its script will (no model loaded); apply the samples budget."""
-    from trl import GRPOConfig
+    from rlvr.training.config import parse_args, validate
 
-    from rlvr.config import parse_args, validate
-
-    config_cls = (script_classes(variant.recipe) or (None, None))[1] or GRPOConfig
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / CONFIG_NAME
         path.write_text(yaml.safe_dump(variant.config, sort_keys=False))
         try:
-            recipe = validate(*parse_args(["--config", str(path), "--dry_run", "true"], config_cls))
+            recipe = validate(*parse_args(["--config", str(path), "--dry_run", "true"]))
         except ConfigError as err:
             message = err.message.replace(str(path), f"the recipe of sweep run {variant.label!r}")
             raise ConfigError(err.field, message if message != err.message else f"{message} (sweep run {variant.label!r})") from None
@@ -196,7 +192,7 @@ def render_config(variant: Variant, spec: Spec) -> str:
     varied = f"recipe {variant.value}" if spec.key == RECIPE_KEY else f"{spec.key} = {variant.value!r}"
     header = (
         f"# Sweep {spec.name!r}, run {variant.label!r}: {varied} (from {variant.recipe}).\n"
-        f"#   accelerate launch {launch_script(variant.recipe)} --config {variant.config_path}\n"
+        f"#   accelerate launch {variant.script} --config {variant.config_path}\n"
     )
     return header + yaml.safe_dump(variant.config, sort_keys=False, allow_unicode=True)
 
@@ -225,12 +221,11 @@ def launch(variant: Variant, spec: Spec, launcher: str) -> int:
             stale.rename(stale.with_name(f"rollouts.{time.strftime('%Y%m%d-%H%M%S')}.jsonl"))
     args = ["--config", str(variant.config_path), "--resume_from_checkpoint", "true"]
     if launcher == "inprocess":
-        from rlvr.runner import main
+        from rlvr.training.runner import main
 
-        trainer_cls, config_cls = script_classes(variant.recipe) or (None, None)
-        main(args, trainer_cls=trainer_cls, config_cls=config_cls)
+        main(args)
         return 0
-    script = str(REPO / launch_script(variant.recipe))
+    script = str(REPO / variant.script)
     prefix = [sys.executable] if launcher == "python" else [sys.executable, "-m", "accelerate.commands.launch"]
     with (variant.run_dir / "train.log").open("a") as log:
         log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join([*prefix, script, *args])}\n")
@@ -254,7 +249,7 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
     states = {v.label: status(v) for v in variants}
     sweep_dir = Path(out) / spec.name
     for v in variants:
-        print(f"[sweep] {v.label}: {launch_script(v.recipe)}, max_steps {v.config.get('max_steps')} -> {v.run_dir} "
+        print(f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} "
               f"({states[v.label]})", flush=True)
     if dry_run:
         return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None}
@@ -304,14 +299,8 @@ def parse_overrides(extra: list[str]) -> dict:
     return pairs
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag, message)
-
-
 def main(argv: list[str] | None = None) -> dict:
-    parser = _Parser(description=__doc__.splitlines()[0], allow_abbrev=False)  # unknown flags are recipe overrides
+    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)  # unknown flags are recipe overrides
     parser.add_argument("spec", help="sweep spec YAML (see sweeps/)")
     parser.add_argument("--out", default="runs/sweeps", help="runs go to <out>/<name>/<label>/")
     parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts")

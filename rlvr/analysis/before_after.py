@@ -1,8 +1,8 @@
 """The same held-out prompts rolled out before and after training, side by side, with pass@k by word length.
 
-    python -m rlvr.before_after --before models/tiny-speller --after runs/tiny-grpo --config recipes/tiny/grpo.yaml
+    python -m rlvr.analysis.before_after --before models/tiny-speller --after runs/tiny-grpo --config recipes/tiny/grpo.yaml
 
-Sampling, scoring and pass@k are `rlvr.evaluate`'s (the recipe's own sampling settings and reward functions), so the
+Sampling, scoring and pass@k are `rlvr.analysis.evaluate`'s (the recipe's own sampling settings and reward functions), so the
 comparison measures exactly what training optimised. Output (default `<after>/before_after/`): `before.json`,
 `after.json` and their rollouts JSONL from the evaluator, `before_after.json` (the pairing) and `before_after.md`.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rlvr.errors import ArgumentParser, ConfigError, cli
-from rlvr.run_records import markdown_table, text_table
+from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.analysis.records import markdown_table, text_table
 
 OUT_SUBDIR = "before_after"
 SIDES = ("before", "after")
@@ -22,7 +22,7 @@ SIDES = ("before", "after")
 def compare(before: str, after: str, config: str, num_prompts: int = 32, num_samples: int | None = None,
             ks=(1, 4, 8), seed: int = 0, out_dir=None) -> dict:
     """Evaluate both models on the first `num_prompts` test prompts and pair their rollouts prompt by prompt."""
-    from rlvr.evaluate import evaluate
+    from rlvr.analysis.evaluate import evaluate
 
     out = Path(out_dir or Path(after) / OUT_SUBDIR)
     summaries, records = {}, {}

@@ -14,18 +14,33 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvr.errors import ConfigError
+from rlvr.cli import ConfigError
+from rlvr.metrics.keys import REWARD_PREFIX, STEP_PREFIX, TIME_PHASES, components_in, ordered, reward_key, zero_std_key
 
 X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
 X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
-COMPONENTS = ("correctness", "format", "binary", "total", "penalty")
-REWARD_SERIES = tuple(f"avg_{c}" for c in COMPONENTS)
-ZERO_STD_SERIES = tuple(f"zero_std_frac/{c}" for c in COMPONENTS)
 # From rollouts.jsonl: why a correctness group has no contrast (all wrong = too hard, all correct = solved).
 GROUP_SERIES = ("groups/all_wrong", "groups/all_correct", "groups/mixed")
-TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")
-TABLE_SERIES = ("avg_correctness", "avg_format", "avg_binary", "avg_total", "zero_std_frac/total",
-                "zero_std_frac/correctness", "time/generation_share")
+
+
+def reward_series(runs) -> list[str]:
+    """`avg_<component>` for every component any of the runs logged (custom rewards included)."""
+    return [reward_key(c) for c in ordered(c for run in runs for c in run.components)]
+
+
+def zero_std_series(runs) -> list[str]:
+    return [zero_std_key(c) for c in ordered(c for run in runs for c in run.components)]
+
+
+def step_metric_series(runs) -> list[str]:
+    """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order."""
+    return list(dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX)))
+
+
+def table_series(run) -> list[str]:
+    """The columns of a run's printed table: every reward component, zero-std on total and correctness, time share."""
+    zero_std = [zero_std_key(c) for c in ("total", "correctness") if c in run.components]
+    return [*reward_series([run]), *zero_std, "time/generation_share"]
 
 
 def read_jsonl(path) -> list[dict]:
@@ -48,6 +63,11 @@ class Run:
     rows: list[dict]
     final: dict = field(default_factory=dict)  # train_runtime etc.; empty while the run has not finished
     _group_rows: list[dict] | None = field(default=None, repr=False)
+
+    @property
+    def components(self) -> list[str]:
+        """The reward components this run logged (its recipe's rewards plus total, binary, penalty)."""
+        return components_in(self.rows)
 
     @property
     def finished(self) -> bool:
@@ -82,7 +102,7 @@ def load_run(path, label: str | None = None) -> Run:
     for row in read_jsonl(metrics):
         if "train_runtime" in row:
             final = row
-        elif "loss" in row or any(key in row for key in REWARD_SERIES):
+        elif "loss" in row or any(key.startswith(REWARD_PREFIX) for key in row):
             rows.append(row)
     return Run(path, label or path.name, rows, final)
 
@@ -218,6 +238,8 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             "mean_zero_std_correctness": mean(run.values("zero_std_frac/correctness")),
             "wall_time_s": wall_time(run),
             "generation_share": totals["generation_share"],
+            **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
+               for c in run.components if c not in ("correctness", "binary", "format", "total", "penalty")},
         })
     return rows
 
@@ -232,8 +254,9 @@ def downsample(items: list, max_rows: int) -> list:
     return [items[i] for i in picks]
 
 
-def series_table(run: Run, max_rows: int = 20, keys=TABLE_SERIES) -> tuple[list[str], list[list]]:
-    """(headers, rows): step, samples and `keys` for each logged step, downsampled for reading."""
+def series_table(run: Run, max_rows: int = 20, keys=None) -> tuple[list[str], list[list]]:
+    """(headers, rows): step, samples and `keys` (default: `table_series`) for each logged step, downsampled."""
+    keys = table_series(run) if keys is None else keys
     headers = ["step", "samples", *keys]
     rows = [[count(row.get("step")), count(row.get("generated_samples")), *(row.get(k) for k in keys)] for row in run.rows]
     return headers, downsample(rows, max_rows)

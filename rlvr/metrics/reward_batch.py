@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import TrainerCallback
 
-from rlvr.group_stats import reward_components
+from rlvr.metrics.components import reward_components
 
 
 @dataclass

@@ -16,16 +16,16 @@ import random
 from dataclasses import dataclass, field
 
 import torch
-from trl import GRPOConfig
 
-from rlvr.trainer import RLVRGRPOTrainer
+from rlvr.training.config import RLVRConfig
+from rlvr.training.trainer import RLVRTrainer
 
 LEFT_PADDED = ("prompt_ids", "prompt_mask")
 
 
 @dataclass
-class DAPOConfig(GRPOConfig):
-    """GRPOConfig plus dynamic sampling."""
+class DAPOConfig(RLVRConfig):
+    """RLVRConfig plus dynamic sampling."""
 
     dynamic_sampling: bool = field(default=True, metadata={"help": "Drop groups whose correctness is all 0 or all 1."})
     max_resample_rounds: int = field(default=4, metadata={"help": "Extra generation rounds per step before topping up."})
@@ -69,7 +69,7 @@ def select_rows(outputs: list[tuple[dict, torch.Tensor]], pad_values: dict[str, 
     return merged
 
 
-class DAPOTrainer(RLVRGRPOTrainer):
+class DAPOTrainer(RLVRTrainer):
     """GRPOTrainer with DAPO dynamic sampling."""
 
     def __init__(self, *args, **kwargs):

@@ -1,7 +1,7 @@
 """One Markdown page per run or sweep: config, records, curves, zero-std over training, before/after, time.
 
-    python -m rlvr.report runs/tiny-grpo [--before models/tiny-speller] [--config recipes/tiny/grpo.yaml]
-    python -m rlvr.report runs/sweeps/group-size            # a sweep: summary table + overlaid curves
+    python -m rlvr.analysis.report runs/tiny-grpo [--before models/tiny-speller] [--config recipes/tiny/grpo.yaml]
+    python -m rlvr.analysis.report runs/sweeps/group-size            # a sweep: summary table + overlaid curves
 
 Figures go to `plots/` beside the report (default `<dir>/report.md`), linked relatively so the page travels with
 the folder. A sweep directory also gets `summary.md`, `summary.csv` and `summary.json`.
@@ -9,7 +9,6 @@ the folder. A sweep directory also gets `summary.md`, `summary.csv` and `summary
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -18,10 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from rlvr import before_after
-from rlvr.errors import ConfigError, cli
-from rlvr.plots import plot_runs
-from rlvr.run_records import (
+from rlvr.analysis import before_after
+from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.analysis.plots import plot_runs
+from rlvr.analysis.records import (
     TIME_PHASES,
     Run,
     count,
@@ -206,7 +205,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         zero_std_reading(run, last_k),
         "## Before / after training",
         before_after.render_markdown(comparison) if comparison else
-        "Not run yet: `python -m rlvr.before_after --before BASE_MODEL --after "
+        "Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
         f"{run.path} --config {run.path / CONFIG_NAME}` (or `--before BASE_MODEL` here).",
         "## Time accounting",
         markdown_table(*time_table([run])),
@@ -267,14 +266,8 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     return out
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag, message)
-
-
 def main(argv: list[str] | None = None) -> Path:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="a run directory (holding metrics.jsonl) or a sweep directory")
     parser.add_argument("--out", default=None, help="report file (default <path>/report.md); plots/ goes beside it")
     parser.add_argument("--config", default=None, help="the recipe YAML, when the run directory has no config.yaml")

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rlvr.algorithms import SingleRolloutConfig
-from rlvr.group_stats import reward_components
-from rlvr.trainer import RLVRGRPOTrainer
+from rlvr.training.config import SingleRolloutConfig
+from rlvr.metrics.components import reward_components
+from rlvr.training.trainer import RLVRTrainer
 
 VALUE_STATE = "value_state.safetensors"
 
@@ -73,8 +73,8 @@ def generalized_advantages(rewards, values, mask, gamma: float, lam: float) -> t
     return advantages, (advantages + values) * mask
 
 
-class PPOTrainer(RLVRGRPOTrainer):
-    """RLVRGRPOTrainer + value model, GAE advantages, KL-in-reward and the clipped value loss."""
+class PPOTrainer(RLVRTrainer):
+    """RLVRTrainer + value model, GAE advantages, KL-in-reward and the clipped value loss."""
 
     def __init__(self, *args, peft_config=None, **kwargs):
         super().__init__(*args, peft_config=peft_config, **kwargs)

@@ -9,15 +9,19 @@ from pathlib import Path
 
 from transformers.trainer_callback import ExportableState
 
-from rlvr.group_stats import group_summary
-from rlvr.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.metrics.components import group_summary
+from rlvr.metrics.keys import COUNTERS, ordered
+from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.metrics.step_metrics import compute_step_metrics
 
 
 class GroupStatsCallback(RewardBatchCallback):
-    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward, binary and penalty, every step."""
+    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward, binary and penalty, every step, plus
+    every registered `step/*` metric (`rlvr/metrics/step_metrics.py`)."""
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
-        return group_summary(batch.rewards_per_func, batch.names, batch.weights, batch.num_generations)
+        summary = group_summary(batch.rewards_per_func, batch.names, batch.weights, batch.num_generations)
+        return {**summary, **compute_step_metrics(batch)}
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):
@@ -25,8 +29,6 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
     These are the compute axis: runs with different G or batch sizes compare fairly at equal generated samples.
     """
-
-    LAST_VALUE_KEYS = ("generation_step", "generated_samples", "generated_tokens")
 
     def __init__(self):
         self.generation_step = 0
@@ -39,10 +41,10 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
         self.generation_step += batch.round == 0
         self.generated_samples += batch.size
         self.generated_tokens += int(sum(batch.completion_lengths))
-        return {key: float(getattr(self, key)) for key in self.LAST_VALUE_KEYS}
+        return {key: float(getattr(self, key)) for key in COUNTERS}
 
     def state(self) -> dict:
-        return {"args": {}, "attributes": {key: getattr(self, key) for key in self.LAST_VALUE_KEYS}}
+        return {"args": {}, "attributes": {key: getattr(self, key) for key in COUNTERS}}
 
 
 class RolloutLogCallback(RewardBatchCallback):
@@ -79,10 +81,12 @@ class RolloutLogCallback(RewardBatchCallback):
         return None
 
 
+ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "completion", "completion_tokens")
+
+
 def format_rollout(record: dict) -> str:
-    scores = "  ".join(
-        f"{k}={record[k]:.2f}" for k in ("correctness", "format", "penalty", "total", "binary") if record.get(k) is not None
-    )
+    components = [key for key in record if key not in ROLLOUT_FIELDS]
+    scores = "  ".join(f"{k}={record[k]:.2f}" for k in ordered(components) if record.get(k) is not None)
     return (
         f"── rollout · step {record['step']} ──\n"
         f"question:   {record['question']}\n"

@@ -1,6 +1,10 @@
 """The shared runner behind every recipe script: parse, validate, load, train, in numbered steps.
 
     accelerate launch recipes/grpo.py --config recipes/grpo.yaml [--any_field value ...]
+    accelerate launch recipes/train.py --config any_recipe.yaml     # the recipe's `algorithm:` picks the trainer
+
+A per-algorithm script passes its algorithm's name; the registry (`rlvr/training/algorithms.py`) gives the trainer
+and config classes, and a recipe of another algorithm is refused in one line.
 """
 
 from __future__ import annotations
@@ -8,12 +12,12 @@ from __future__ import annotations
 import os
 import sys
 
-from rlvr.config import Recipe, batch_plan, parse_args, precision_warning, validate
-from rlvr.errors import ConfigError, cli
+from rlvr.training.config import Recipe, batch_plan, parse_args, precision_warning, read_config_arg, validate
+from rlvr.cli import ConfigError, cli
 
 
 def callbacks_for(recipe: Recipe) -> list:
-    from rlvr.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
+    from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
 
     return [
         GroupStatsCallback(),
@@ -23,11 +27,12 @@ def callbacks_for(recipe: Recipe) -> list:
     ]
 
 
-def build_trainer(recipe: Recipe, trainer_cls):
+def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
-    from rlvr.tiny_model import ensure_tiny_model
+    from rlvr.recipes.tiny.model import ensure_tiny_model
+    from rlvr.training.algorithms import ALGORITHMS
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
     if args.build_tiny_model:
@@ -41,7 +46,7 @@ def build_trainer(recipe: Recipe, trainer_cls):
     }
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
-    return trainer_cls(
+    return ALGORITHMS[training.algorithm].trainer(
         model=model_args.model_name_or_path,
         reward_funcs=recipe.rewards.funcs,
         args=training,
@@ -58,9 +63,9 @@ def write_run_config(argv: list[str], recipe: Recipe) -> None:
 
     import yaml
 
-    config = {}
-    if "--config" in argv:
-        config = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text()) or {}
+    config = read_config_arg(argv)  # `base:` chain resolved: the file holds every field that ran
+    config.pop("__path__", None)
+    config["algorithm"] = recipe.training.algorithm
     parsed = (recipe.args, recipe.training, recipe.model)
     for token in argv:
         key = token[2:].replace("-", "_") if token.startswith("--") else None
@@ -86,14 +91,14 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
     return value
 
 
-def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
-    """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run."""
-    from trl import GRPOConfig
+def prepare(argv: list[str] | None = None, algorithm: str | None = None):
+    """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run.
 
-    from rlvr.tracking import configure_wandb
+    `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
+    from rlvr.training.tracking import configure_wandb
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model.
-    args, training, model_args = parse_args(argv, config_cls or GRPOConfig)
+    args, training, model_args = parse_args(argv, algorithm)
     recipe = validate(args, training, model_args)
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
     print(f"[plan] {batch_plan(recipe)}", flush=True)
@@ -111,15 +116,13 @@ def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
         write_run_config(list(sys.argv[1:] if argv is None else argv), recipe)
     configure_wandb(training.report_to)
 
-    # 3. Model, tokenizer, rewards and callbacks go into the trainer.
-    if trainer_cls is None:
-        from rlvr.trainer import RLVRGRPOTrainer as trainer_cls
-    return recipe, build_trainer(recipe, trainer_cls), checkpoint
+    # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer.
+    return recipe, build_trainer(recipe), checkpoint
 
 
-def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> object | None:
+def main(argv: list[str] | None = None, algorithm: str | None = None) -> object | None:
     """Run a recipe. Returns the trainer (None for a dry run). Raises ConfigError on bad input."""
-    recipe, trainer, checkpoint = prepare(argv, trainer_cls, config_cls)
+    recipe, trainer, checkpoint = prepare(argv, algorithm)
     if trainer is None:
         return None
     # 4. Train (resuming if asked), then save the final policy beside the checkpoints.
@@ -128,6 +131,6 @@ def main(argv: list[str] | None = None, trainer_cls=None, config_cls=None) -> ob
     return trainer
 
 
-def run(trainer_cls=None, config_cls=None) -> None:
-    """Console entry point: bad input ends the process with one line on stderr and exit status 2."""
-    cli(main, sys.argv[1:], trainer_cls=trainer_cls, config_cls=config_cls)
+def run(algorithm: str | None = None) -> None:
+    """Console entry point of a recipe script: bad input ends the process with one line on stderr and exit status 2."""
+    cli(main, sys.argv[1:], algorithm=algorithm)

@@ -4,7 +4,7 @@ The tokenizer has one token per byte, so any text round-trips, plus Qwen's chat 
 single tokens. The tags are *not* special tokens: TRL decodes completions with `skip_special_tokens=True`, which
 would otherwise delete them before the format reward sees them.
 
-    python -m rlvr.tiny_model --output_dir artifacts/tiny-qwen3
+    python -m rlvr.recipes.tiny.model --output_dir artifacts/tiny-qwen3
 """
 
 from __future__ import annotations

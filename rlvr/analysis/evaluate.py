@@ -1,6 +1,6 @@
 """Evaluate any checkpoint on a recipe's held-out prompts: pass@k, exact match and mean reward, by word length.
 
-    python -m rlvr.evaluate --model models/tiny-speller --config recipes/tiny/grpo.yaml --k 1 4 8 --output eval.json
+    python -m rlvr.analysis.evaluate --model models/tiny-speller --config recipes/tiny/grpo.yaml --k 1 4 8 --output eval.json
 
 The data spec and the sampling settings (temperature, top_p, top_k, min_p, repetition_penalty, max_completion_length)
 come from the recipe YAML, so "before" and "after" are measured exactly as GRPO samples; flags override them.
@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from rlvr.errors import ArgumentParser, ConfigError
+from rlvr.cli import ArgumentParser, ConfigError
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -74,7 +74,7 @@ def generate(model, tokenizer, prompts: list, num_samples: int, settings: dict) 
 
 def score(rows: list[dict], completions: list[list[str]]) -> list[dict]:
     """One record per rollout with its reward components, from the trainer's own reward functions."""
-    from rewards.functions import binary, correctness, format
+    from rlvr.rewards.functions import binary, correctness, format
 
     records = []
     for prompt_id, (row, samples) in enumerate(zip(rows, completions)):
@@ -142,7 +142,7 @@ def evaluate(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr.config import parse_args, validate
+    from rlvr.training.config import parse_args, validate
 
     args, training, model_args = parse_args(["--config", config])
     model_path = model_path or model_args.model_name_or_path

@@ -1,6 +1,9 @@
-"""GRPOTrainer plus one hook: every scored generation batch goes to the `RewardBatchCallback`s.
+"""TRL's GRPOTrainer plus what every algorithm of the registry shares: the reward-batch hook (every scored generation
+batch goes to the `RewardBatchCallback`s), time accounting, verbatim completions, and the algorithm dispatch.
 
-Everything else (sampling, advantages, loss, logging) is TRL's. Algorithm variants subclass this trainer.
+The dispatch reads `args.algorithm`: an algorithm with its own advantage estimator (RLOO, REINFORCE, MaxRL) gets its
+advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
+else (sampling, TRL's advantages, loss, logging) is TRL's. DAPO and PPO subclass this trainer.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ from collections import defaultdict
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
-from rewards.text import completion_text
-from rlvr.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.rewards.text import completion_text
+from rlvr.metrics.components import reward_components
+from rlvr.metrics.keys import COUNTERS
+from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
 
@@ -24,9 +29,6 @@ class RewardHooksMixin:
     `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs, and
     `optimization` the forward/backward/step on the buffered batch. `time/generation_share` is generation's share.
     """
-
-    # Cumulative counters: a log window keeps their last value instead of averaging them.
-    last_value_metrics = ("generation_step", "generated_samples", "generated_tokens")
 
     def _timed(self, account: str, fn, *args, **kwargs):
         start = time.perf_counter()
@@ -94,7 +96,7 @@ class RewardHooksMixin:
 
     def log(self, logs, start_time=None):
         for metrics in self._metrics.values():
-            for name in self.last_value_metrics:
+            for name in COUNTERS:  # cumulative: a log window keeps the last value, not the mean
                 if metrics.get(name):
                     metrics[name] = metrics[name][-1:]
         if self.model.training:
@@ -119,5 +121,30 @@ class RawCompletionsMixin:
                     setattr(self._tokenizer, attribute, None)
 
 
-class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting and verbatim completions."""
+class AlgorithmMixin:
+    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py)."""
+
+    def _generate_and_score_completions(self, inputs):
+        from rlvr.training.algorithms import compute_advantages
+
+        output = super()._generate_and_score_completions(inputs)
+        num_generations = self.num_generations if self.model.training else self.num_generations_eval
+        components = reward_components(self._scored_rewards, self.reward_func_names, self.reward_weights)
+        advantages = compute_advantages(self.args.algorithm, components, num_generations)
+        if advantages is not None:  # gathered over processes: keep this process's rows
+            start = self.accelerator.process_index * len(inputs)
+            output["advantages"] = advantages[start : start + len(inputs)].to(output["advantages"].device)
+        return output
+
+    def _compute_loss(self, model, inputs):
+        from rlvr.training.algorithms import ALGORITHMS
+
+        if not ALGORITHMS[self.args.algorithm].ratio:
+            # With old log-probs = current log-probs (detached), TRL's clipped surrogate reduces to exactly
+            # -A * grad log pi, whatever the clip range.
+            inputs = {key: value for key, value in inputs.items() if key != "old_per_token_logps"}
+        return super()._compute_loss(model, inputs)
+
+
+class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, RawCompletionsMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions and the algorithm dispatch."""

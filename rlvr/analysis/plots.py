@@ -1,6 +1,6 @@
 """Curves of one or more runs, overlaid: rewards, zero-std group fractions and time accounting.
 
-    python -m rlvr.plots runs/tiny-grpo [runs/tiny-rloo ...] --out runs/plots [--x step samples tokens]
+    python -m rlvr.analysis.plots runs/tiny-grpo [runs/tiny-rloo ...] --out runs/plots [--x step samples tokens]
 
 Each figure is drawn against optimizer step and against cumulative generated samples (the compute axis), one line per
 run labelled with its directory name. The same series print as a plain-text table for terminals.
@@ -8,7 +8,6 @@ run labelled with its directory name. The same series print as a plain-text tabl
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -16,23 +15,24 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt
 
-from rlvr.errors import ConfigError, cli
-from rlvr.run_records import (
+from rlvr.analysis.records import (
     GROUP_SERIES,
-    REWARD_SERIES,
-    TIME_PHASES,
     X_AXES,
     X_LABELS,
-    ZERO_STD_SERIES,
     Run,
     load_runs,
+    reward_series,
     series_table,
+    step_metric_series,
     text_table,
     time_totals,
+    zero_std_series,
 )
+from rlvr.cli import ArgumentParser, cli
+from rlvr.metrics.keys import TIME_PHASES, ZERO_STD_PREFIX
 
 DEFAULT_X = ("step", "samples")
-UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_binary", *ZERO_STD_SERIES, *GROUP_SERIES)  # fixed 0..1 axis
+UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
 TITLES = {
     "groups/all_wrong": "groups all wrong (correctness, rollouts)",
     "groups/all_correct": "groups all correct (correctness, rollouts)",
@@ -55,7 +55,7 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
                 ax.plot(xs, ys, marker="." if len(xs) < 30 else None, label=run.label)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel(X_LABELS[x])
-        if key in UNIT_INTERVAL:
+        if key in UNIT_INTERVAL or key.startswith(ZERO_STD_PREFIX):
             ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
@@ -101,11 +101,12 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for x in x_axes:
-        written.append(panel_figure(runs, REWARD_SERIES, x, out / f"rewards_by_{x}.png", "mean reward per component"))
+        written.append(panel_figure(runs, reward_series(runs), x, out / f"rewards_by_{x}.png", "mean reward per component"))
         written.append(panel_figure(
-            runs, (*ZERO_STD_SERIES, *GROUP_SERIES), x, out / f"zero_std_by_{x}.png",
+            runs, (*zero_std_series(runs), *GROUP_SERIES), x, out / f"zero_std_by_{x}.png",
             "zero-std groups: no contrast, no gradient",
         ))
+        written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
     written.append(time_figure(runs, out / "time_accounting.png"))
     return [p for p in written if p is not None]
 
@@ -114,14 +115,8 @@ def terminal_tables(runs: list[Run], max_rows: int = 20) -> str:
     return "\n\n".join(f"== {run.label} ==\n" + text_table(*series_table(run, max_rows)) for run in runs)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag, message)
-
-
 def main(argv: list[str] | None = None) -> list[Path]:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", help="run directories (holding metrics.jsonl) or sweep directories")
     parser.add_argument("--out", required=True, help="folder for the PNGs")
     parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from trl.trainer.utils import nanstd
 
+from rlvr.metrics.keys import reward_key, zero_std_key
+
 TOTAL, BINARY, PENALTY = "total", "binary", "penalty"
 
 
@@ -47,6 +49,6 @@ def group_summary(
     """`avg_<component>` and `zero_std_frac/<component>` for every component of one generation batch."""
     metrics = {}
     for name, values in reward_components(rewards_per_func, names, weights).items():
-        metrics[f"avg_{name}"] = torch.nanmean(values).item()
-        metrics[f"zero_std_frac/{name}"] = zero_std_fraction(values, num_generations)
+        metrics[reward_key(name)] = torch.nanmean(values).item()
+        metrics[zero_std_key(name)] = zero_std_fraction(values, num_generations)
     return metrics

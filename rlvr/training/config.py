@@ -1,23 +1,24 @@
-"""Recipe configuration: our dataclass beside TRL's, parsed from YAML with CLI overrides, validated up front.
+"""Recipe configuration: our dataclasses beside TRL's, parsed from YAML with CLI overrides, validated up front.
 
 `TrlParser` reads `--config recipe.yaml` as defaults and lets any `--field value` override it, exactly like TRL's
-own `trl/scripts/grpo.py`. Everything that can be wrong in a config (unknown keys, bad rewards, batch arithmetic,
-task options) fails here with one line naming the field, before any model or tokenizer is loaded.
+own `trl/scripts/grpo.py`. Two additions: a recipe may start from another with `base: other.yaml` (its fields, then
+this file's on top), and its `algorithm:` field picks the trainer and config class from the registry
+(`rlvr/training/algorithms.py`). Everything that can be wrong in a config (unknown keys, bad rewards, batch
+arithmetic, task options) fails here with one line naming the field, before any model or tokenizer is loaded.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from data.generate import build_dataset, load_task_dataset
-from data.spec import DataSpec
-from rewards.registry import RewardSet, resolve_reward_funcs
-from rlvr.errors import ConfigError, flag_in_message
-from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
-
+from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
+from rlvr.data.generate import build_dataset, load_task_dataset
+from rlvr.data.spec import DataSpec
+from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -52,11 +53,42 @@ class RecipeArguments(ScriptArguments):
 
 
 @dataclass
+class RLVRConfig(GRPOConfig):
+    """GRPOConfig plus the one field every recipe has: which algorithm of the registry it trains."""
+
+    algorithm: str = field(
+        default="grpo",
+        metadata={"help": "The algorithm (rlvr/training/algorithms.py): grpo, drgrpo, dapo, rloo, reinforce, maxrl, "
+                  "gspo, cispo, sapo, ppo. It picks the trainer, the config class and the advantage estimator."},
+    )
+
+
+@dataclass
+class SingleRolloutConfig(RLVRConfig):
+    """RLVRConfig that accepts one rollout per prompt (REINFORCE, PPO).
+
+    GRPO rejects `num_generations < 2` because a group of one has no baseline; REINFORCE uses none. Validation
+    runs as for a group of two (every other check still applies), then G is set back to what was asked.
+    """
+
+    def __post_init__(self):
+        requested = self.num_generations
+        if requested == 1:
+            self.num_generations = 2
+            if self.generation_batch_size is not None and self.generation_batch_size % 2:
+                raise ValueError(f"generation_batch_size ({self.generation_batch_size}) must be even with num_generations 1")
+        super().__post_init__()
+        self.num_generations = requested
+        if self.num_generations_eval is None:
+            self.num_generations_eval = requested
+
+
+@dataclass
 class Recipe:
     """A validated recipe: parsed arguments plus what validation already built (data and rewards)."""
 
     args: RecipeArguments
-    training: GRPOConfig
+    training: RLVRConfig
     model: ModelConfig
     rewards: RewardSet
     dataset: object  # datasets.DatasetDict
@@ -64,10 +96,36 @@ class Recipe:
 
 
 class RecipeParser(TrlParser):
-    """TrlParser whose errors are `ConfigError`s (one line, field named) instead of argparse's usage dump."""
+    """TrlParser whose errors are `ConfigError`s (one line, field named) and whose `--config` may name a `base:`."""
 
     def error(self, message):
         raise ConfigError(flag_in_message(message), message)
+
+    def parse_args_and_config(self, args=None, **kwargs):
+        args = list(args)
+        if "--config" in args:
+            at = args.index("--config")
+            config = read_config_arg(args)
+            path = config.pop("__path__")
+            del args[at : at + 2]
+            for key, value in (config.pop("env", None) or {}).items():  # TRL's `env:` block, as its parser does
+                os.environ[key] = str(value)
+            reject_unknown_keys(config, {action.dest for action in self._actions}, f"config field in {path}")
+            self.set_defaults_with_config(**config)
+        return self.parse_args_into_dataclasses(args=args)
+
+
+def read_config_arg(argv: list[str]) -> dict:
+    """The merged recipe mapping that `--config PATH` names (base chain resolved); {} without --config."""
+    if "--config" not in argv:
+        return {}
+    at = argv.index("--config")
+    if at + 1 >= len(argv) or argv[at + 1].startswith("--"):
+        raise ConfigError("--config", "needs the path of a recipe YAML file")
+    config = load_recipe_yaml(argv[at + 1])
+    if not isinstance(config.get("env", {}), dict):
+        raise ConfigError("env", "must be a mapping of environment variable: value")
+    return {**config, "__path__": argv[at + 1]}
 
 
 def _field_named_in(message: str, dataclass_types) -> str:
@@ -79,25 +137,51 @@ def _field_named_in(message: str, dataclass_types) -> str:
     return "config"
 
 
-def check_config_file(argv: list[str], dataclass_types) -> None:
-    """Unknown or misspelled YAML keys fail first, before the configs' own checks can hide them."""
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        return
-    path = argv[argv.index("--config") + 1]
-    raw = load_yaml_mapping(path, "--config")
-    reject_unknown_keys(raw, {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}, f"config field in {path}")
+def requested_algorithm(argv: list[str], script_algorithm: str | None = None) -> str:
+    """Which algorithm a command line trains: `--algorithm`, else the recipe's `algorithm:`, else the script's.
+
+    A per-algorithm script (`recipes/dapo.py`) refuses a recipe of another algorithm in one line, so a DAPO YAML can
+    never be trained silently by GRPO's trainer.
+    """
+    from rlvr.training.algorithms import ALGORITHMS
+
+    config = read_config_arg(argv)
+    path = config.get("__path__", "the recipe")
+    cli_value = argv[argv.index("--algorithm") + 1] if "--algorithm" in argv[:-1] else None
+    name = cli_value or config.get("algorithm") or script_algorithm or "grpo"
+    if name not in ALGORITHMS:
+        raise ConfigError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
+    if script_algorithm is not None and name != script_algorithm:
+        raise ConfigError(
+            "algorithm",
+            f"{path} is a {name!r} recipe; run it with recipes/{name}.py (or recipes/train.py), not recipes/{script_algorithm}.py",
+        )
+    return name
 
 
-def parse_args(argv: list[str] | None, config_cls=GRPOConfig):
-    """Parse YAML + CLI into (RecipeArguments, config_cls, ModelConfig); every failure is a `ConfigError`."""
+def dry_run_requested(argv: list[str]) -> bool:
+    if "--dry_run" in argv[:-1]:
+        return argv[argv.index("--dry_run") + 1].lower() in ("true", "1", "yes")
+    return "--dry_run" in argv or read_config_arg(argv).get("dry_run") is True
+
+
+def parse_args(argv: list[str] | None, script_algorithm: str | None = None):
+    """Parse YAML + CLI into (RecipeArguments, the algorithm's config, ModelConfig); every failure is a `ConfigError`."""
     import sys
 
+    from rlvr.training.algorithms import ALGORITHMS
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    dataclass_types = (RecipeArguments, config_cls, ModelConfig)
-    check_config_file(argv, dataclass_types)
+    algorithm = ALGORITHMS[requested_algorithm(argv, script_algorithm)]
+    if dry_run_requested(argv) and "--use_cpu" not in argv:
+        import torch
+
+        if not torch.cuda.is_available():  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
+            argv += ["--use_cpu", "true"]
+    dataclass_types = (RecipeArguments, algorithm.config, ModelConfig)
     parser = RecipeParser(dataclass_types)
     try:
-        return parser.parse_args_and_config(argv)
+        args, training, model_args = parser.parse_args_and_config(argv)
     except ConfigError:
         raise
     except ValueError as err:
@@ -106,6 +190,8 @@ def parse_args(argv: list[str] | None, config_cls=GRPOConfig):
         if unknown:
             raise ConfigError(unknown.group(1), "unknown command-line field") from None
         raise ConfigError(_field_named_in(message, dataclass_types), message) from None
+    training.algorithm = algorithm.name
+    return args, training, model_args
 
 
 def check_model_reachable(name_or_path: str, will_build: bool) -> None:
@@ -126,10 +212,13 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
         )
 
 
-def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) -> Recipe:
+def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) -> Recipe:
     """Checks that need more than one field; builds the data and the reward set (both cheap, no model)."""
+    from rlvr.training.algorithms import check_algorithm_config
+
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
+    check_algorithm_config(training)
     rewards = resolve_reward_funcs(
         args.reward_funcs, training.reward_weights, args.overlong_max_length, args.overlong_cache_length
     )

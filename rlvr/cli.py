@@ -1,0 +1,98 @@
+"""The one error path for bad user input, shared by every command: a `ConfigError` names the field, `cli()` turns it
+into one stderr line `error: <field>: ...` and exit status 2, and the readers below turn a bad YAML file into one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+from pathlib import Path
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """Bad input in a config, dataset or CLI flag. `str()` is a single line: `<field>: <what is wrong>`."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = " ".join(str(message).split())  # never more than one line
+        super().__init__(f"{field}: {self.message}")
+
+
+def cli(main, *args, **kwargs):
+    """Run a command-line `main`: bad input ends the process with one line on stderr and exit status 2."""
+    import sys
+
+    try:
+        return main(*args, **kwargs)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+def flag_in_message(message: str) -> str:
+    flag = next((word.strip("',:") for word in message.split() if word.startswith("--")), "arguments")
+    return flag.split("/")[0]
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are `ConfigError`s naming the flag, instead of a usage dump and exit."""
+
+    def error(self, message):
+        raise ConfigError(flag_in_message(message), message)
+
+def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field: value") -> dict:
+    """The mapping in `path`; errors name `field` (the flag or spec entry that gave the path)."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(field, f"no such file: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(field, f"invalid YAML in {path}: {' '.join(str(err).split())}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(field, f"{path} must hold {expected}")
+    return raw
+
+
+def reject_unknown_keys(raw: dict, known, what: str) -> None:
+    """The first key of `raw` not in `known` fails, with the closest known key as a hint."""
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            raise ConfigError(str(key), f"unknown {what}{f'; did you mean {close[0]!r}?' if close else ''}")
+
+
+BASE_KEY = "base"  # `base: recipes/tiny/grpo.yaml`: start from that recipe, override with this file's fields
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    """Mappings merge key by key (a child's `data: {size: 100}` keeps the base's specs); anything else replaces."""
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = _deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
+
+
+def load_recipe_yaml(path, field_name: str = "--config", _seen: tuple = ()) -> dict:
+    """A recipe file as one mapping, with its `base:` chain resolved (paths relative to the file, then to the cwd)."""
+    if os.path.isdir(path):
+        raise ConfigError(field_name, f"{path} is a directory, not a recipe YAML file")
+    try:
+        raw = load_yaml_mapping(path, field_name)
+    except UnicodeDecodeError:
+        raise ConfigError(field_name, f"{path} is not a text YAML file") from None
+    base = raw.pop(BASE_KEY, None)
+    if base is None:
+        return raw
+    if not isinstance(base, str):
+        raise ConfigError(BASE_KEY, f"must be the path of another recipe YAML, got {base!r} in {path}")
+    candidates = [Path(path).parent / base, Path(base)]
+    base_path = next((c for c in candidates if c.is_file()), None)
+    if base_path is None:
+        raise ConfigError(BASE_KEY, f"no such recipe file: {base!r} (from {path})")
+    if base_path.resolve() in _seen:
+        raise ConfigError(BASE_KEY, f"{path} inherits from itself through {base!r}")
+    parent = load_recipe_yaml(base_path, BASE_KEY, (*_seen, Path(path).resolve(), base_path.resolve()))
+    return _deep_merge(parent, raw)

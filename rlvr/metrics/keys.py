@@ -1,0 +1,41 @@
+"""Every metric key this repo writes, named once: the trainer logs them, the records, plots, report and sweep read them.
+
+The reward components are not a fixed list: a run's components are its recipe's reward names (custom dotted-path
+rewards included, under their function name) plus the derived `total`, `binary` and `penalty`
+(`rlvr/metrics/components.py`). Readers therefore discover them from a run's own rows (`components_in`), so a new
+reward shows up in every curve, table and summary without touching this file.
+
+Why our own keys beside TRL's `rewards/<name>/mean` and `frac_reward_zero_std`: `avg_<component>` are the names the
+homework uses, `binary` and `total` are not TRL reward functions, and `zero_std_frac/<component>` is per group for
+every component (TRL's is for the total only, and all-or-nothing under `scale_rewards: batch`).
+"""
+
+from __future__ import annotations
+
+REWARD_PREFIX = "avg_"  # avg_<component>: batch mean of the component
+ZERO_STD_PREFIX = "zero_std_frac/"  # zero_std_frac/<component>: fraction of prompt groups with no contrast on it
+STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics/step_metrics.py)
+KNOWN_ORDER = ("correctness", "format", "binary", "total", "penalty")  # how the built-in components are listed
+
+# Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
+COUNTERS = ("generation_step", "generated_samples", "generated_tokens")
+TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
+
+
+def reward_key(component: str) -> str:
+    return f"{REWARD_PREFIX}{component}"
+
+
+def zero_std_key(component: str) -> str:
+    return f"{ZERO_STD_PREFIX}{component}"
+
+
+def ordered(components) -> list[str]:
+    """Built-in components first in their usual order, then any others (custom rewards) as they came."""
+    components = list(dict.fromkeys(components))
+    return [c for c in KNOWN_ORDER if c in components] + [c for c in components if c not in KNOWN_ORDER]
+
+
+def components_in(rows) -> list[str]:
+    """The reward components a run logged, discovered from its `avg_<component>` keys."""
+    return ordered(key[len(REWARD_PREFIX):] for row in rows for key in row if key.startswith(REWARD_PREFIX))

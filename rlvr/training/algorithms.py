@@ -1,0 +1,72 @@
+"""The algorithm registry: a recipe's `algorithm:` field names one entry, and the entry says everything the runner
+needs to train it (trainer class, config class, advantage estimator, loss form, the config it requires).
+
+Like rlhf-book's `loss:` field with one `compute_advantages` dispatch: an algorithm that differs from GRPO only in
+its advantage is one function in `advantages.py` plus one line here (and a recipe YAML with `base:` + `algorithm:`).
+The variants TRL expresses with config alone (Dr. GRPO, GSPO, CISPO, SAPO) use TRL's own advantage and loss; their
+entry lists the fields that define them, so `algorithm: drgrpo` with `scale_rewards: group` fails up front instead
+of silently training GRPO.
+
+    ratio=False: the loss is the plain policy gradient -A * log pi (no importance ratio, no clip), because each batch
+    is used for exactly the gradient it was sampled for (RLOO, REINFORCE and MaxRL as upstream writes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from rlvr.cli import ConfigError
+from rlvr.training import advantages
+from rlvr.training.config import RLVRConfig, SingleRolloutConfig
+from rlvr.training.dapo import DAPOConfig, DAPOTrainer
+from rlvr.training.ppo import PPOConfig, PPOTrainer
+from rlvr.training.trainer import RLVRTrainer
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    summary: str
+    trainer: type = RLVRTrainer
+    config: type = RLVRConfig
+    advantage: Callable[[torch.Tensor, int], torch.Tensor] | None = None  # None: TRL's own (`scale_rewards`)
+    advantage_reward: str = "total"  # the reward component the advantage is computed from
+    ratio: bool = True  # False: -A * log pi, no importance ratio
+    requires: dict = field(default_factory=dict)  # config values that define the algorithm
+
+
+ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm("grpo", "group z-score (r - mean) / std, PPO-clip"),
+    Algorithm("drgrpo", "r - group mean, no std, no length normalisation", requires={"scale_rewards": "none", "loss_type": "dr_grpo"}),
+    Algorithm("dapo", "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling", DAPOTrainer, DAPOConfig),
+    Algorithm("rloo", "leave-one-out baseline, no ratio", advantage=advantages.leave_one_out, ratio=False),
+    Algorithm("reinforce", "raw reward, no baseline, no ratio", config=SingleRolloutConfig, advantage=advantages.no_baseline, ratio=False),
+    Algorithm("maxrl", "binary reward over the group success rate, no ratio", advantage=advantages.maxrl, advantage_reward="binary", ratio=False),
+    Algorithm("gspo", "sequence-level importance ratio, tight clip", requires={"importance_sampling_level": "sequence"}),
+    Algorithm("cispo", "clipped stop-gradient importance weight", requires={"loss_type": "cispo"}),
+    Algorithm("sapo", "soft temperature gate instead of a clip", requires={"loss_type": "sapo"}),
+    Algorithm("ppo", "learned critic, GAE over tokens, KL in the reward", PPOTrainer, PPOConfig),
+)}
+
+
+def check_algorithm_config(training) -> None:
+    """The fields that define the recipe's algorithm have the values it needs (one line naming the field)."""
+    algorithm = ALGORITHMS[training.algorithm]
+    for key, wanted in algorithm.requires.items():
+        value = getattr(training, key)
+        value = getattr(value, "value", value)
+        if value != wanted:
+            raise ConfigError(key, f"algorithm {algorithm.name!r} needs {key}: {wanted}, the recipe sets {value!r}")
+
+
+def compute_advantages(name: str, components: dict[str, torch.Tensor], num_generations: int) -> torch.Tensor | None:
+    """The one dispatch: advantages of algorithm `name` from the batch's reward components, or None when the
+    algorithm uses TRL's own. Unscorable rows (NaN) get advantage 0 and never touch their group's baseline."""
+    algorithm = ALGORITHMS[name]
+    if algorithm.advantage is None:
+        return None
+    rewards = components[algorithm.advantage_reward]
+    return torch.nan_to_num(algorithm.advantage(rewards, num_generations), nan=0.0).masked_fill(torch.isnan(rewards), 0.0)
