@@ -2,6 +2,7 @@
 <out>/<name>/<label>/, finished runs are skipped, and the sweep ends with the summary and overlaid plots."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -122,10 +123,36 @@ def test_two_variants_two_steps_in_process_then_skipped_on_rerun(tmp_path, tiny_
     assert err.value.field == "max_steps"
 
 
+def test_seeds_only_and_held_out_evaluation(tmp_path, tiny_model_dir):
+    """Each value trains once per seed (<label>-s<seed>), --only picks a setting, and `evaluate:` scores the base
+    model once and every finished run on the held-out split; the report averages the seeds of each setting."""
+    spec = write_spec(tmp_path, vary={"temperature": [0.7, 1.0]}, labels=["cold", "hot"], seeds=[1, 2],
+                      fixed={"max_steps": 1, "print_rollouts": False},
+                      evaluate={"num_samples": 2, "k": [1, 2], "num_prompts": 3})
+    overrides = {"model_name_or_path": tiny_model_dir}
+    result = run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1, only=["hot"])
+    assert result["status"] == {"hot-s1": "done", "hot-s2": "done"}
+    sweep = tmp_path / "out" / "demo"
+    assert [yaml.safe_load((sweep / f"hot-s{s}" / "config.yaml").read_text())["seed"] for s in (1, 2)] == [1, 2]
+    before = json.loads((sweep / "eval" / "before.json").read_text())
+    after = json.loads((sweep / "hot-s1" / "eval" / "after.json").read_text())
+    assert before["overall"]["prompts"] == after["overall"]["prompts"] == 3 and "pass@2" in after["overall"]
+    report = Path(result["report"]).read_text()
+    assert "## Settings (mean ± spread over seeds)" in report and "| hot | 2 |" in report
+    with open(sweep / "summary.csv") as f:
+        assert all(row["heldout_exact_match_before"] for row in csv.DictReader(f))
+    with pytest.raises(ConfigError) as err:
+        run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", only=["warm"])
+    assert err.value.field == "--only"
+    with pytest.raises(ConfigError) as err:
+        load_spec(write_spec(tmp_path, vary={"temperature": [1.0]}, seeds=[1, 1]))
+    assert err.value.field == "seeds"
+
+
 @pytest.mark.slow
 def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_model_dir):
     rloo = tmp_path / "rloo_fast.yaml"
-    rloo.write_text("# accelerate launch recipes/rloo.py --config rloo_fast.yaml\n" + Path(FAST_RECIPE).read_text())
+    rloo.write_text(f"base: {FAST_RECIPE}\nalgorithm: rloo\n")
     spec = write_spec(tmp_path, base=None, vary={"recipe": [FAST_RECIPE, str(rloo)]}, labels=["grpo", "rloo"])
     main([spec, "--out", str(tmp_path / "out"), "--max_steps", "2", "--model_name_or_path", tiny_model_dir,
           "--print_rollouts", "false"])
@@ -133,5 +160,6 @@ def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_mode
     for label in ("grpo", "rloo"):
         assert "train_runtime" in (sweep / label / "metrics.jsonl").read_text()
         assert (sweep / label / "train.log").exists() and (sweep / label / "model.safetensors").exists()
-    assert "accelerate launch recipes/rloo.py" in (sweep / "rloo" / "config.yaml").read_text()
+    assert "accelerate launch recipes/rloo.py" in (sweep / "rloo" / "recipe.yaml").read_text()
+    assert yaml.safe_load((sweep / "rloo" / "config.yaml").read_text())["algorithm"] == "rloo"
     assert (sweep / "report.md").exists()

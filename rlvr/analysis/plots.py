@@ -22,6 +22,7 @@ from rlvr.analysis.records import (
     Run,
     load_runs,
     reward_series,
+    seed_group,
     series_table,
     step_metric_series,
     text_table,
@@ -48,11 +49,16 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
     cols = min(3, len(keys))
     rows = -(-len(keys) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+    colours = {group: f"C{i % 10}" for i, group in enumerate(dict.fromkeys(seed_group(run.label) for run in runs))}
     for ax, key in zip(axes.flat, keys):
-        for run in runs:
+        labelled = set()
+        for run in runs:  # the seeds of one setting share a colour and one legend entry
             xs, ys = run.series(key, x)
+            group = seed_group(run.label)
             if xs:
-                ax.plot(xs, ys, marker="." if len(xs) < 30 else None, label=run.label)
+                ax.plot(xs, ys, marker="." if len(xs) < 30 else None, color=colours[group], alpha=0.85,
+                        label=None if group in labelled else group)
+                labelled.add(group)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel(X_LABELS[x])
         if key in UNIT_INTERVAL or key.startswith(ZERO_STD_PREFIX):

@@ -69,6 +69,14 @@ class Run:
         """The reward components this run logged (its recipe's rewards plus total, binary, penalty)."""
         return components_in(self.rows)
 
+    def held_out(self, name: str = "after") -> dict:
+        """The overall block of a held-out evaluation the sweep wrote (`eval/after.json`; the base model's
+        `eval/before.json` sits in the sweep folder above); {} when there is none."""
+        for path in (self.path / "eval" / f"{name}.json", self.path.parent / "eval" / f"{name}.json"):
+            if path.exists():
+                return json.loads(path.read_text()).get("overall", {})
+        return {}
+
     @property
     def finished(self) -> bool:
         return "train_runtime" in self.final
@@ -216,6 +224,18 @@ def last(run: Run, key: str):
     return values[-1] if values else None
 
 
+def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
+    """Generated samples when avg_correctness, averaged over `window` logged steps, first reaches `threshold`."""
+    xs, ys = run.series("avg_correctness", "samples")
+    for i in range(len(ys)):
+        if mean(ys[max(0, i - window + 1) : i + 1]) >= threshold:
+            return count(xs[i])
+    return None
+
+
+REACH_CORRECTNESS = 0.85  # the fixed correctness level whose samples-to-reach the summaries report
+
+
 def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
     """One summary row per run. The AUC runs up to the sample budget every run reached, so it is compute-aligned."""
     ends = [run.series("avg_correctness", "samples")[0][-1:] for run in runs]
@@ -234,13 +254,48 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             "final_binary": tail_mean(run.values("avg_binary"), last_k),
             "auc_correctness": normalized_auc(xs, ys, common_end),
             "auc_up_to_samples": count(common_end),
+            f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
             "mean_zero_std_total": mean(run.values("zero_std_frac/total")),
             "mean_zero_std_correctness": mean(run.values("zero_std_frac/correctness")),
             "wall_time_s": wall_time(run),
             "generation_share": totals["generation_share"],
             **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
                for c in run.components if c not in ("correctness", "binary", "format", "total", "penalty")},
+            **held_out_columns(run),
         })
+    return rows
+
+
+def held_out_columns(run: Run) -> dict:
+    """Held-out exact match, mean correctness and pass@k before -> after, when the sweep evaluated the run."""
+    columns = {}
+    for name in ("before", "after"):
+        block = run.held_out(name)
+        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith("pass@"))):
+            if key in block:
+                columns[f"heldout_{key}_{name}"] = block[key]
+    return columns
+
+
+def seed_group(label: str) -> str:
+    """`grpo-s2` -> `grpo`: the runs of one setting that differ only in their seed."""
+    return re.sub(r"-s\d+$", "", label)
+
+
+def aggregate(summary: list[dict], keys=None) -> list[dict]:
+    """One row per setting: every numeric column as mean and spread (half the min-max range) over its seeds."""
+    groups = defaultdict(list)
+    for row in summary:
+        groups[seed_group(row["run"])].append(row)
+    keys = keys or [k for k in summary[0] if isinstance(summary[0][k], (int, float)) and not isinstance(summary[0][k], bool)]
+    rows = []
+    for label, members in groups.items():
+        row = {"setting": label, "seeds": len(members)}
+        for key in keys:
+            values = [m[key] for m in members if isinstance(m.get(key), (int, float))]
+            row[key] = mean(values)
+            row[f"{key}_spread"] = (max(values) - min(values)) / 2 if len(values) > 1 else None
+        rows.append(row)
     return rows
 
 

@@ -22,13 +22,16 @@ from rlvr.cli import ArgumentParser, ConfigError, cli
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import (
     TIME_PHASES,
+    REACH_CORRECTNESS,
     Run,
+    aggregate,
     count,
     find_run_dirs,
     last,
     load_runs,
     markdown_table,
     mean,
+    seed_group,
     series_table,
     summarize,
     summary_table,
@@ -162,6 +165,30 @@ def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
     return summary
 
 
+SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
+                   "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
+                   "generated_samples", "wall_time_s")
+
+
+def settings_section(summary: list[dict]) -> list[str]:
+    """With seeds: one row per setting, mean ± spread (half the min-max range) over its seeds."""
+    if all(seed_group(row["run"]) == row["run"] for row in summary):
+        return []
+    columns = [c for c in SETTING_COLUMNS if any(row.get(c) is not None for row in summary)]
+    rows = aggregate(summary, columns)
+    table = [[row["setting"], row["seeds"], *(plus_minus(row[c], row[f"{c}_spread"]) for c in columns)] for row in rows]
+    return ["## Settings (mean ± spread over seeds)", markdown_table(["setting", "seeds", *columns], table),
+            "spread = half the range between the best and the worst seed; heldout_* come from `eval/` (the sweep's "
+            "`evaluate:`), before = the base model on the same prompts."]
+
+
+def plus_minus(value, spread) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.3f}" if isinstance(value, float) and abs(value) < 100 else f"{value:.0f}"
+    return text if spread is None else text + (f" ± {spread:.3f}" if abs(value) < 100 else f" ± {spread:.0f}")
+
+
 def summary_note(last_k: int) -> str:
     return (f"final_* = mean of the last {last_k} logged generation steps; auc_correctness = trapezoid area under "
             "avg_correctness over generated samples up to auc_up_to_samples (the budget every run reached), divided "
@@ -230,6 +257,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int) -> str:
         f"`{sweep_dir}` · {len(runs)} runs",
         "## Sweep spec",
         f"```yaml\n{spec.read_text().rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
+        *settings_section(summary),
         "## Summary",
         markdown_table(*summary_table(summary)),
         summary_note(last_k) + f" Also as [summary.csv]({link(sweep_dir / 'summary.csv', report_dir)}) and "

@@ -1,4 +1,4 @@
-"""Ablation sweeps: one base recipe, one field varied, every value trained in turn and compared at equal compute.
+"""Ablation sweeps: one base recipe, one field varied, every value trained in turn (per seed) and compared at equal compute.
 
     python -m rlvr.analysis.sweep sweeps/group_size.yaml [--max_steps 2] [--out runs/sweeps] [--dry_run] [--any_field value]
 
@@ -11,6 +11,8 @@ A spec (see sweeps/*.yaml):
     fixed: {max_steps: 60}                  # applied to every run (dotted keys allowed)
     labels: [g2, g4, g8, g16]               # optional run directory names, one per value
     samples_budget: 7680                    # optional: max_steps per run so each generates this many samples
+    seeds: [1, 2]                           # optional: every value trains once per seed, as <label>-s<seed>
+    evaluate: {num_samples: 8, k: [1, 8]}   # optional: held-out pass@k of each finished run, and of the base model
 
 Every variant is validated before the first one trains (a bad field fails in seconds, naming it). Runs are sequential
 subprocesses of the script of the recipe's `algorithm:` (recipes/<algorithm>.py); each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
@@ -21,6 +23,7 @@ sweep report (rlvr.analysis.report) overlays all runs against generated samples 
 from __future__ import annotations
 
 import copy
+import json
 import math
 import subprocess
 import sys
@@ -37,7 +40,9 @@ from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, load_ya
 
 SWEEP_RECIPE_NAME = "recipe.yaml"
 REPO = Path(__file__).resolve().parents[2]
-SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget")
+SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
+EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None}  # the spec's `evaluate:` keys and defaults
+EVAL_DIR = "eval"  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 LAUNCHERS = ("python", "accelerate", "inprocess")  # inprocess: same interpreter, no log file (tests)
 
@@ -51,6 +56,8 @@ class Spec:
     fixed: dict = field(default_factory=dict)
     labels: list[str] | None = None
     samples_budget: int | None = None
+    seeds: list[int] | None = None
+    evaluate: dict | None = None
     text: str = ""
 
 
@@ -107,7 +114,24 @@ def load_spec(path) -> Spec:
             raise ConfigError("samples_budget", f"must be a positive integer, got {budget!r}")
         if "max_steps" in fixed or key == "max_steps":
             raise ConfigError("samples_budget", "set either samples_budget or max_steps, not both")
-    return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, text)
+    seeds = raw.get("seeds")
+    if seeds is not None:
+        if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+            raise ConfigError("seeds", f"must be a non-empty list of integers, got {seeds!r}")
+        if len(set(seeds)) != len(seeds) or key == "seed" or "seed" in fixed:
+            raise ConfigError("seeds", "must be distinct, and not combined with a varied or fixed `seed`")
+    evaluation = raw.get("evaluate")
+    if evaluation is not None:
+        if evaluation is True:
+            evaluation = {}
+        if not isinstance(evaluation, dict):
+            raise ConfigError("evaluate", "must be a mapping like {num_samples: 8, k: [1, 8]} (or true)")
+        reject_unknown_keys(evaluation, EVAL_FIELDS, "evaluate field")
+        evaluation = {**EVAL_FIELDS, **evaluation}
+        ks, n = evaluation["k"], evaluation["num_samples"]
+        if not isinstance(n, int) or n < 1 or not isinstance(ks, list) or not all(isinstance(k, int) and 1 <= k <= n for k in ks):
+            raise ConfigError("evaluate.k", f"each k must be an integer in [1, num_samples={n}], got {ks!r}")
+    return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, seeds, evaluation, text)
 
 
 def set_dotted(config: dict, key: str, value, where: str) -> None:
@@ -157,10 +181,11 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
                 set_dotted(config, key, copy.deepcopy(entry), f"{source}.{key}" if source == "fixed" else f"--{key}")
         if spec.key != RECIPE_KEY:
             set_dotted(config, spec.key, copy.deepcopy(value), f"vary.{spec.key}")
-        label = label_for(spec, index)
-        run_dir = out / spec.name / label
-        config["output_dir"] = str(run_dir)
-        variants.append(Variant(label, value, recipe, config, run_dir))
+        for seed in spec.seeds or [None]:
+            label = label_for(spec, index) + ("" if seed is None else f"-s{seed}")
+            seeded = copy.deepcopy(config) if seed is None else {**copy.deepcopy(config), "seed": seed}
+            seeded["output_dir"] = str(out / spec.name / label)
+            variants.append(Variant(label, value, recipe, seeded, out / spec.name / label))
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("labels", f"run labels must be unique, got {labels}; set `labels` in the spec")
@@ -233,9 +258,45 @@ def launch(variant: Variant, spec: Spec, launcher: str) -> int:
         return subprocess.run([*prefix, script, *args], check=False, stdout=log, stderr=subprocess.STDOUT).returncode
 
 
+def eval_recipe(config: dict, spec: Spec, target: Path) -> Path:
+    """The recipe evaluation reads: the run's own, with the spec's `evaluate.data` (if any) merged over its data, so
+    runs trained on different data (a word-length sweep) are all measured on one held-out set."""
+    recipe = copy.deepcopy(config)
+    if spec.evaluate.get("data"):
+        recipe["data"] = {**recipe.get("data", {}), **spec.evaluate["data"]}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return target
+
+
+def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: str) -> dict:
+    """Held-out pass@k of one model, written to <out_dir>/eval/<name>.json (skipped when already there)."""
+    from rlvr.analysis.evaluate import evaluate
+
+    output = out_dir / EVAL_DIR / f"{name}.json"
+    if output.exists():
+        return json.loads(output.read_text())
+    recipe = eval_recipe(config, spec, out_dir / EVAL_DIR / f"{name}.recipe.yaml")
+    options = spec.evaluate
+    return evaluate(str(recipe), model_path=model, num_samples=options["num_samples"], ks=tuple(options["k"]),
+                    num_prompts=options["num_prompts"], output=str(output))
+
+
+def select(variants: list[Variant], only: list[str] | None) -> list[Variant]:
+    """The variants `--only` names, by label or by label without its seed suffix (`grpo` selects grpo-s1, grpo-s2)."""
+    if not only:
+        return variants
+    chosen = [v for v in variants if v.label in only or v.label.rsplit("-s", 1)[0] in only]
+    known = sorted({v.label for v in variants} | {v.label.rsplit("-s", 1)[0] for v in variants})
+    unknown = [name for name in only if name not in known]
+    if unknown:
+        raise ConfigError("--only", f"no run labelled {unknown[0]!r} in this sweep; labels: {', '.join(known)}")
+    return chosen
+
+
 def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launcher: str = "python",
-              dry_run: bool = False, last_k: int = 5) -> dict:
-    """Validate every variant, train the pending ones in order, then write the sweep report.
+              dry_run: bool = False, last_k: int = 5, only: list[str] | None = None) -> dict:
+    """Validate every variant, train the pending ones in order, evaluate them, then write the sweep report.
 
     Returns {"dir", "status" (label -> done/skipped/failed/planned), "report"}.
     """
@@ -243,7 +304,7 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
         raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
     spec = load_spec(spec_path)
     overrides = overrides or {}
-    variants = plan(spec, Path(out), overrides)
+    variants = select(plan(spec, Path(out), overrides), only)
     for variant in variants:
         validate_variant(variant, spec, "max_steps" in overrides)
     states = {v.label: status(v) for v in variants}
@@ -269,6 +330,12 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
               + (f" (exit {code}; see {variant.run_dir / 'train.log'})" if code else ""), flush=True)
         if code:
             print(tail(variant.run_dir / "train.log"), flush=True)
+    if spec.evaluate:  # the base model once per sweep, then every finished run (each skipped once written)
+        evaluate_model(variants[0].config["model_name_or_path"], variants[0].config, spec, sweep_dir, "before")
+        for variant in variants:
+            if results.get(variant.label) in ("done", "skipped"):
+                after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
+                print(f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True)
 
     report = None
     if any((v.run_dir / "metrics.jsonl").exists() for v in variants):
@@ -306,8 +373,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts")
     parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--dry_run", action="store_true", help="validate every variant and print the plan")
+    parser.add_argument("--only", nargs="+", default=None, help="train only these run labels (seed suffix optional)")
     args, extra = parser.parse_known_args(argv)
-    result = run_sweep(args.spec, args.out, parse_overrides(extra), args.launcher, args.dry_run, args.last_k)
+    result = run_sweep(args.spec, args.out, parse_overrides(extra), args.launcher, args.dry_run, args.last_k, args.only)
     if "failed" in result["status"].values():
         failed = [label for label, state in result["status"].items() if state == "failed"]
         print(f"error: runs failed: {', '.join(failed)}", file=sys.stderr)
