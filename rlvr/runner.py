@@ -100,7 +100,7 @@ def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
     if warning := precision_warning(recipe):
         print(warning, flush=True)
     if args.memory_budget != "off":  # on a GPU: planned peak vs free memory, remedies in order of value
-        from rlvr.memory_plan import check_memory_budget
+        from rlvr.planning import check_memory_budget
 
         check_memory_budget(recipe, stop=args.memory_budget == "stop")
     if args.dry_run:

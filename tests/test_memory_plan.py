@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from rlvr.errors import ConfigError
-from rlvr.memory_plan import (
+from rlvr.planning import (
     GIB,
     KNOWN_SHAPES,
     LINEAR_MODULES,
