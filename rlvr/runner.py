@@ -27,18 +27,13 @@ def build_trainer(recipe: Recipe, trainer_cls):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
+    from rlvr.model_loading import model_init_kwargs, quantization_config
     from rlvr.tiny_model import ensure_tiny_model
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
-    training.model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "trust_remote_code": training.trust_remote_code,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-        **(training.model_init_kwargs or {}),
-    }
+    training.model_init_kwargs = model_init_kwargs(model_args, training)
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
     return trainer_cls(
@@ -47,6 +42,7 @@ def build_trainer(recipe: Recipe, trainer_cls):
         args=training,
         train_dataset=recipe.dataset[args.dataset_train_split],
         eval_dataset=recipe.dataset.get(args.dataset_test_split) if training.eval_strategy != "no" else None,
+        quantization_config=quantization_config(model_args),  # QLoRA, as trl/scripts/grpo.py passes it
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
