@@ -134,13 +134,14 @@ def prompts_per_batch(model, device: str, num_samples: int, longest_prompt: int,
     return max(1, generation_batch_for(shape, longest_prompt + max_new_tokens, free, kv_bytes) // num_samples)
 
 
-def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str):
+def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, extra: dict | None = None):
     """A function from a chunk of prompt ids to `num_samples` completion ids per prompt, with transformers'
-    `generate` (left padding, as TRL's transformers path); ids stop at the first EOS as TRL's masking does."""
+    `generate` (left padding, as TRL's transformers path); ids stop at the first EOS as TRL's masking does.
+    `extra`: the recipe's `generation_kwargs`, which TRL adds to its GenerationConfig too."""
     import torch
 
     tokenizer.padding_side = "left"
-    kwargs = generation_kwargs(tokenizer, settings, num_samples)
+    kwargs = {**generation_kwargs(tokenizer, settings, num_samples), **(extra or {})}
 
     def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
         batch = tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt").to(device)
@@ -167,16 +168,16 @@ def vllm_sampler(model_path: str, recipe, settings: dict, num_samples: int, seed
     from vllm import LLM, SamplingParams
 
     model, training = recipe.model, recipe.training
+    # The LLM and SamplingParams arguments TRL's colocated vLLM uses (trl/generation/vllm_generation.py).
     llm = LLM(model=model_path, dtype=model.dtype or "auto", seed=seed,
               gpu_memory_utilization=training.vllm_gpu_memory_utilization,
-              quantization="bitsandbytes" if model.load_in_4bit else None,
-              max_model_len=training.vllm_max_model_length)
-    greedy = settings["temperature"] == 0
+              max_model_len=training.vllm_max_model_length, model_impl=training.vllm_model_impl,
+              max_num_batched_tokens=4096, trust_remote_code=training.trust_remote_code,
+              quantization="bitsandbytes" if model.load_in_4bit else None)
     params = SamplingParams(
-        n=num_samples, max_tokens=settings["max_new_tokens"], seed=seed,
-        temperature=0.0 if greedy else settings["temperature"], top_p=settings["top_p"] or 1.0,
-        top_k=settings["top_k"] or -1, min_p=settings["min_p"] or 0.0,
-        repetition_penalty=settings["repetition_penalty"] or 1.0,
+        n=num_samples, max_tokens=settings["max_new_tokens"], seed=seed, temperature=settings["temperature"],
+        top_p=settings["top_p"], top_k=settings["top_k"], repetition_penalty=settings["repetition_penalty"],
+        min_p=0.0 if settings["min_p"] is None else settings["min_p"], **(training.generation_kwargs or {}),
     )
 
     def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
@@ -348,7 +349,8 @@ def evaluate(
     else:
         model = load_policy(model_path, recipe, device)
         per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
-        sample, dtype = hf_sampler(model, tokenizer, settings, num_samples, device), str(model.dtype).replace("torch.", "")
+        sample = hf_sampler(model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs)
+        dtype = str(model.dtype).replace("torch.", "")
     start = time.perf_counter()
     completion_ids = generate(sample, prompt_ids, per_batch, num_samples, show_progress)
     generation_s = time.perf_counter() - start

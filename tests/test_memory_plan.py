@@ -345,3 +345,15 @@ def test_generation_batch_fills_the_free_memory():
     assert generation_batch_for(TINY, 100, 10 * per_sequence, 2) == 9  # 90% of free memory
     assert generation_batch_for(TINY, 100, 0, 2) == 1
     assert generation_batch_for(TINY, 100, 1e15, 2, limit=64) == 64
+
+
+@pytest.mark.parametrize("flag", ["--num_processes", "--free_gib", "--prompt_tokens"])
+def test_planner_rejects_non_positive_numbers_in_one_line(flag):
+    with pytest.raises(ConfigError, match=f"{flag}: must be positive"):
+        main(["--config", str(REPO / "recipes/grpo.yaml"), flag, "0"])
+
+
+def test_old_module_path_still_plans(capsys):
+    import rlvr.memory_plan
+
+    assert rlvr.memory_plan.plan_memory is plan_memory
