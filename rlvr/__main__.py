@@ -26,7 +26,7 @@ COMMANDS = {  # command -> module whose main(argv) runs it
     "plots": "rlvr.analysis.plots",
     "report": "rlvr.analysis.report",
     "sweep": "rlvr.analysis.sweep",
-    "plan": "rlvr.memory_plan",
+    "plan": "rlvr.planning.cli",
 }
 
 

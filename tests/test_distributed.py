@@ -53,7 +53,7 @@ def test_zero_configs_reach_deepspeed_as_accelerate_launch_passes_them(config, s
     assert ds.config["gradient_accumulation_steps"] == training.gradient_accumulation_steps
     assert ds.config["gradient_clipping"] == training.max_grad_norm and ds.config["bf16"]["enabled"] is True
 
-    from rlvr.memory_plan import zero_stage_of
+    from rlvr.planning import zero_stage_of
 
     assert zero_stage_of(training) == stage  # the planner's pre-flight check sees the same stage
 

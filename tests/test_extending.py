@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
+from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import load_runs, reward_series, step_metric_series, summarize, zero_std_series
 from rlvr.cli import ConfigError, load_recipe_yaml
@@ -46,6 +47,9 @@ def test_a_dotted_path_reward_reaches_metrics_rollouts_plots_and_summary(tmp_pat
     assert "avg_brevity" in reward_series(runs) and "zero_std_frac/brevity" in zero_std_series(runs)
     assert summarize(runs)[0]["final_brevity"] is not None
     assert (tmp_path / "plots" / "rewards_by_samples.png") in plot_runs(runs, tmp_path / "plots")
+    held_out = evaluate(str(out / "config.yaml"), model_path=str(out), num_prompts=2, num_samples=2, ks=(1, 2),
+                        output=str(tmp_path / "eval.json"), show_progress=False)
+    assert "mean_brevity" in held_out["overall"] and "mean_total" in held_out["overall"]
 
 
 def sign_advantage(rewards, num_generations):
@@ -99,6 +103,9 @@ def test_a_per_step_metric_is_one_decorated_function(tmp_path, tiny_model_dir, m
     runs = load_runs([out])
     assert "step/tied_groups" in step_metric_series(runs)
     assert (tmp_path / "plots" / "step_metrics_by_step.png") in plot_runs(runs, tmp_path / "plots")
+    held_out = evaluate(FAST_RECIPE, model_path=str(out), num_prompts=2, num_samples=2, ks=(1, 2),
+                        output=str(tmp_path / "eval.json"), show_progress=False)
+    assert "step/tied_groups" in held_out["step_metrics"]
 
 
 def test_base_yaml_inherits_merges_mappings_and_refuses_cycles(tmp_path):

@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from rlvr.cli import ConfigError
-from rlvr.memory_plan import (
+from rlvr.planning import (
     GIB,
     KNOWN_SHAPES,
     LINEAR_MODULES,
@@ -27,6 +27,8 @@ from rlvr.memory_plan import (
     main,
     materialized_logits_bytes,
     parameter_count,
+    quantized_weight_bytes,
+    generation_batch_for,
     plan_memory,
     remedies,
     resolve_shape,
@@ -264,6 +266,7 @@ def test_unknown_model_names_the_field():
 @pytest.mark.parametrize("config, fits", [
     ("recipes/grpo_qwen3_0.6b_full.yaml", True),
     ("recipes/grpo_qwen3_1.7b_lora.yaml", True),
+    ("recipes/grpo_qwen3_4b_qlora.yaml", True),
     ("recipes/grpo.yaml", False),
 ])
 def test_configs_against_the_free_memory_of_the_homework_card(config, fits, capsys):
@@ -279,6 +282,9 @@ def test_configs_against_the_free_memory_of_the_homework_card(config, fits, caps
     ("recipes/grpo_qwen3_0.6b_full.yaml", {"model_name_or_path", "output_dir"}),
     ("recipes/grpo_qwen3_1.7b_lora.yaml", {"output_dir", "learning_rate", "use_peft", "lora_r", "lora_alpha",
                                            "lora_dropout", "lora_target_modules"}),
+    ("recipes/grpo_qwen3_4b_qlora.yaml", {"model_name_or_path", "output_dir", "learning_rate", "use_peft", "lora_r",
+                                          "lora_alpha", "lora_dropout", "lora_target_modules", "load_in_4bit",
+                                          "bnb_4bit_quant_type", "use_bnb_nested_quant"}),
 ])
 def test_configs_mirror_the_grpo_recipe(config, differences):
     from rlvr.cli import load_recipe_yaml
@@ -315,3 +321,41 @@ def test_check_memory_budget(tiny_recipe, capsys):
     with pytest.raises(ConfigError) as err:
         check_memory_budget(tiny_recipe, free_bytes=0.1 * GIB, stop=True)
     assert err.value.field == "memory_budget" and "\n" not in str(err.value)
+
+
+def test_quantized_weights_by_hand():
+    """bitsandbytes quantizes the 7 projections per layer (2 x 49152 weights); embedding and norms stay 16-bit."""
+    linear, rest = 2 * 49152, parameter_count(TINY) - 2 * 49152
+    assert quantized_weight_bytes(TINY, 4, False, 2) == linear * (0.5 + 4 / 64) + rest * 2  # fp32 absmax per 64
+    assert quantized_weight_bytes(TINY, 4, True, 2) == linear / 2 + 1536 * (1 + 1 / 64) + rest * 2  # 8-bit absmax
+    assert quantized_weight_bytes(TINY, 8, False, 2) == linear + 2 * 640 * 4 + rest * 2  # int8 + fp32 per output row
+    with pytest.raises(ValueError):
+        quantized_weight_bytes(TINY, 3, False, 2)
+
+
+def test_qlora_plan_counts_4bit_weights_and_is_a_remedy():
+    lora = workload(lora_r=8, lora_targets=LINEAR_MODULES)
+    q = plan_memory(replace(lora, quant_bits=4))
+    weights = {p.name: p for p in q.parts}["weights"]
+    assert weights.bytes == quantized_weight_bytes(TINY, 4, False, 2) and "4-bit" in weights.note
+    assert q.peak < plan_memory(lora).peak
+    assert any("QLoRA" in text and changed.quant_bits == 4 for text, changed in remedies(workload()))
+
+
+def test_generation_batch_fills_the_free_memory():
+    per_sequence = kv_cache_bytes(TINY, 1, 100, 2) + 6 * TINY.vocab * 4
+    assert generation_batch_for(TINY, 100, 10 * per_sequence, 2) == 9  # 90% of free memory
+    assert generation_batch_for(TINY, 100, 0, 2) == 1
+    assert generation_batch_for(TINY, 100, 1e15, 2, limit=64) == 64
+
+
+@pytest.mark.parametrize("flag", ["--num_processes", "--free_gib", "--prompt_tokens"])
+def test_planner_rejects_non_positive_numbers_in_one_line(flag):
+    with pytest.raises(ConfigError, match=f"{flag}: must be positive"):
+        main(["--config", str(REPO / "recipes/grpo.yaml"), flag, "0"])
+
+
+def test_old_module_path_still_plans(capsys):
+    import rlvr.planning
+
+    assert rlvr.planning.plan_memory is plan_memory

@@ -20,7 +20,7 @@ SIDES = ("before", "after")
 
 
 def compare(before: str, after: str, config: str, num_prompts: int = 32, num_samples: int | None = None,
-            ks=(1, 4, 8), seed: int = 0, out_dir=None) -> dict:
+            ks=(1, 4, 8), seed: int = 0, out_dir=None, use_vllm: bool = False) -> dict:
     """Evaluate both models on the first `num_prompts` test prompts and pair their rollouts prompt by prompt."""
     from rlvr.analysis.evaluate import evaluate
 
@@ -28,7 +28,8 @@ def compare(before: str, after: str, config: str, num_prompts: int = 32, num_sam
     summaries, records = {}, {}
     for side, model in zip(SIDES, (before, after)):
         summary = evaluate(config, model_path=model, num_prompts=num_prompts, num_samples=num_samples, ks=tuple(ks),
-                           seed=seed, output=str(out / f"{side}.json"), rollouts=str(out / f"{side}.rollouts.jsonl"))
+                           seed=seed, output=str(out / f"{side}.json"), rollouts=str(out / f"{side}.rollouts.jsonl"),
+                           use_vllm=use_vllm)
         summaries[side] = summary
         records[side] = [json.loads(line) for line in Path(summary["files"]["rollouts"]).read_text().splitlines()]
     comparison = {"config": config, "models": {"before": before, "after": after},
@@ -140,12 +141,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help=f"output folder (default <after>/{OUT_SUBDIR})")
     parser.add_argument("--show", type=int, default=8, help="prompts printed side by side")
+    parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed)")
     args = parser.parse_args(argv)
     for flag in ("before", "after"):
-        if not (Path(getattr(args, flag)) / "config.json").exists():
-            raise ConfigError(f"--{flag}", f"no model at {getattr(args, flag)!r} (a folder with config.json)")
+        folder = Path(getattr(args, flag))
+        if not any((folder / name).exists() for name in ("config.json", "adapter_config.json")):
+            raise ConfigError(f"--{flag}", f"no model at {str(folder)!r} (a folder with config.json or adapter_config.json)")
     comparison = compare(args.before, args.after, args.config, args.num_prompts, args.num_samples, args.k, args.seed,
-                         args.out)
+                         args.out, args.use_vllm)
     print(render_text(comparison, args.show))
     print(f"wrote {Path(args.out or Path(args.after) / OUT_SUBDIR) / 'before_after.md'}")
     return comparison

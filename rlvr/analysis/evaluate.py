@@ -2,22 +2,27 @@
 
     python -m rlvr.analysis.evaluate --model models/tiny-speller --config recipes/tiny/grpo.yaml --k 1 4 8 --output eval.json
 
-The data spec and the sampling settings (temperature, top_p, top_k, min_p, repetition_penalty, max_completion_length)
-come from the recipe YAML, so "before" and "after" are measured exactly as GRPO samples; flags override them.
-Completions are scored by the same reward functions the trainer uses (`rewards.functions`). pass@k uses the
-unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(n, k); pass@1 equals the exact-match rate.
+Evaluation samples as the trainer samples, so "before" and "after" measure what GRPO optimised: the model is loaded
+with the recipe's from_pretrained arguments (dtype, attention, QLoRA quantization; `rlvr.training.model_loading`) on CUDA when
+there is one (the CPU under `use_cpu`), prompts are rendered with the recipe's `chat_template_kwargs` (Qwen3's
+enable_thinking) exactly as `GRPOTrainer` tokenizes them, and the sampling settings (temperature, top_p, top_k, min_p,
+repetition_penalty, max_completion_length) are the recipe's; flags override them. On a GPU each `generate` call holds
+as many sequences as the free memory fits; `--use_vllm` samples with vLLM instead. Completions are scored by the
+recipe's own reward set (custom dotted-path rewards included) plus `total` and `binary` as the trainer derives them.
+pass@k uses the unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(n, k); pass@1 equals exact match.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from rlvr.cli import ArgumentParser, ConfigError
+from rich.progress import ProgressColumn
+
+from rlvr.cli import ArgumentParser, ConfigError, cli
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -45,11 +50,62 @@ def sampling_settings(training, overrides: dict) -> dict:
     return settings
 
 
-def generate(model, tokenizer, prompts: list, num_samples: int, settings: dict) -> list[list[str]]:
-    """`num_samples` completions per conversational prompt, batched with left padding; decoded as TRL decodes them."""
+def eval_device(training) -> str:
+    """Where the trainer would put the policy: this process's CUDA device when there is one, else the CPU
+    (`use_cpu: true` keeps a recipe on the CPU even on a GPU machine, as it does for training)."""
     import torch
 
-    tokenizer.padding_side = "left"
+    if training.use_cpu or not torch.cuda.is_available():
+        return "cpu"
+    return f"cuda:{training.local_process_index}"
+
+
+def check_vllm(use_vllm: bool, device: str) -> None:
+    """`--use_vllm` fails before any model loads, in one line, where vLLM cannot run."""
+    import importlib.util
+
+    if not use_vllm:
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError("--use_vllm", "vLLM is not installed (pip install vllm); drop --use_vllm to sample with transformers")
+    if device == "cpu":
+        raise ConfigError("--use_vllm", "vLLM sampling here needs a CUDA GPU; this evaluation runs on the CPU")
+
+
+def load_policy(model_path: str, recipe, device: str):
+    """The policy as the trainer loads it: `rlvr.training.model_loading`'s from_pretrained arguments (the recipe's dtype and
+    attention, QLoRA's quantization config) through TRL's own `create_model_from_path`, placed on `device`.
+    A folder holding only a LoRA adapter (what a `use_peft` run saves) loads its base, then the adapter."""
+    from trl.trainer.utils import create_model_from_path
+
+    from rlvr.training.model_loading import model_init_kwargs, quantization_config
+
+    kwargs = {**model_init_kwargs(recipe.model, recipe.training), "device_map": {"": device}}
+    if (quant := quantization_config(recipe.model)) is not None:
+        kwargs["quantization_config"] = quant
+    adapter = Path(model_path) / "adapter_config.json"
+    if adapter.exists() and not (Path(model_path) / "config.json").exists():
+        from peft import PeftModel
+
+        base = json.loads(adapter.read_text())["base_model_name_or_path"]
+        return PeftModel.from_pretrained(create_model_from_path(base, **kwargs), model_path).eval()
+    return create_model_from_path(model_path, **kwargs).eval()
+
+
+def prompt_token_ids(tokenizer, prompts: list, chat_template_kwargs: dict | None) -> list[list[int]]:
+    """Token ids of each prompt exactly as `GRPOTrainer._tokenize_prompts` builds them (no tools): the tokenizer's
+    chat template with a generation prompt and the recipe's `chat_template_kwargs` (Qwen3's enable_thinking)."""
+    if not prompts or isinstance(prompts[0], str):
+        return tokenizer(text=prompts)["input_ids"]
+    tokenized = tokenizer.apply_chat_template(
+        conversation=prompts, tools=None, add_generation_prompt=True, tokenize=True, return_dict=True,
+        **(chat_template_kwargs or {}),
+    )
+    return [list(ids) for ids in tokenized["input_ids"]]
+
+
+def generation_kwargs(tokenizer, settings: dict, num_samples: int) -> dict:
+    """`model.generate` arguments for the recipe's sampling settings (greedy when temperature is 0)."""
     greedy = settings["temperature"] == 0
     kwargs = {
         "max_new_tokens": settings["max_new_tokens"],
@@ -60,37 +116,145 @@ def generate(model, tokenizer, prompts: list, num_samples: int, settings: dict) 
     }
     if not greedy:
         kwargs.update({k: settings[k] for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")})
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    per_batch = max(1, SAMPLES_PER_BATCH // num_samples)
-    completions = []
-    for start in range(0, len(texts), per_batch):
-        batch = tokenizer(texts[start : start + per_batch], return_tensors="pt", padding=True, add_special_tokens=False)
+    return kwargs
+
+
+def prompts_per_batch(model, device: str, num_samples: int, longest_prompt: int, max_new_tokens: int) -> int:
+    """Prompts per `generate` call. On a GPU: as many sequences as the KV cache and sampling buffers of the free
+    memory hold (the planner's own terms, `rlvr.planning.generation_batch_for`); on the CPU a fixed 512 samples."""
+    if device == "cpu":
+        return max(1, SAMPLES_PER_BATCH // num_samples)
+    import torch
+
+    from rlvr.planning import generation_batch_for, shape_from_config
+
+    shape = shape_from_config("policy", model.config.to_dict())
+    free, _ = torch.cuda.mem_get_info(device)
+    kv_bytes = torch.finfo(model.dtype).bits // 8 if model.dtype.is_floating_point else 2
+    return max(1, generation_batch_for(shape, longest_prompt + max_new_tokens, free, kv_bytes) // num_samples)
+
+
+def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, extra: dict | None = None):
+    """A function from a chunk of prompt ids to `num_samples` completion ids per prompt, with transformers'
+    `generate` (left padding, as TRL's transformers path); ids stop at the first EOS as TRL's masking does.
+    `extra`: the recipe's `generation_kwargs`, which TRL adds to its GenerationConfig too."""
+    import torch
+
+    tokenizer.padding_side = "left"
+    kwargs = {**generation_kwargs(tokenizer, settings, num_samples), **(extra or {})}
+
+    def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
+        batch = tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt").to(device)
         with torch.no_grad():
             out = model.generate(**batch, **kwargs)
-        decoded = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
-        completions += [decoded[i : i + num_samples] for i in range(0, len(decoded), num_samples)]
+        rows = [until_eos(ids.tolist(), tokenizer.eos_token_id) for ids in out[:, batch["input_ids"].shape[1]:]]
+        return [rows[i : i + num_samples] for i in range(0, len(rows), num_samples)]
+
+    return sample
+
+
+def until_eos(ids: list[int], eos_token_id) -> list[int]:
+    """Completion ids up to and including the first EOS (what TRL keeps; the padding after it is dropped)."""
+    eos = set(eos_token_id) if isinstance(eos_token_id, (list, tuple)) else {eos_token_id}
+    for i, token in enumerate(ids):
+        if token in eos:
+            return ids[: i + 1]
+    return ids
+
+
+def vllm_sampler(model_path: str, recipe, settings: dict, num_samples: int, seed: int):
+    """The same chunks sampled by vLLM (what TRL's `use_vllm` generates with), with the same sampling settings.
+    GPU only; pending a GPU run in this repo (`benchmarks/gpu_check.py` times it when vLLM is installed)."""
+    from vllm import LLM, SamplingParams
+
+    model, training = recipe.model, recipe.training
+    # The LLM and SamplingParams arguments TRL's colocated vLLM uses (trl/generation/vllm_generation.py).
+    llm = LLM(model=model_path, dtype=model.dtype or "auto", seed=seed,
+              gpu_memory_utilization=training.vllm_gpu_memory_utilization,
+              max_model_len=training.vllm_max_model_length, model_impl=training.vllm_model_impl,
+              max_num_batched_tokens=4096, trust_remote_code=training.trust_remote_code,
+              quantization="bitsandbytes" if model.load_in_4bit else None)
+    params = SamplingParams(
+        n=num_samples, max_tokens=settings["max_new_tokens"], seed=seed, temperature=settings["temperature"],
+        top_p=settings["top_p"], top_k=settings["top_k"], repetition_penalty=settings["repetition_penalty"],
+        min_p=0.0 if settings["min_p"] is None else settings["min_p"], **(training.generation_kwargs or {}),
+    )
+
+    def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
+        outputs = llm.generate([{"prompt_token_ids": ids} for ids in chunk], params, use_tqdm=False)
+        return [[list(o.token_ids) for o in out.outputs] for out in outputs]
+
+    return sample
+
+
+def progress_bar(num_samples: int):
+    """A rich progress bar on stderr: prompts done of all, samples/s and the time left."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("prompts"),
+                    SamplesPerSecondColumn(num_samples), TimeRemainingColumn(), console=Console(stderr=True))
+
+
+class SamplesPerSecondColumn(ProgressColumn):
+    """Throughput in samples (completions), not prompts: the unit generation cost is counted in."""
+
+    def __init__(self, samples_per_prompt: int):
+        super().__init__()
+        self.samples_per_prompt = samples_per_prompt
+
+    def render(self, task):
+        from rich.text import Text
+
+        elapsed = task.finished_time if task.finished else task.elapsed
+        if not elapsed or not task.completed:
+            return Text("? samples/s")
+        return Text(f"{task.completed * self.samples_per_prompt / elapsed:.1f} samples/s")
+
+
+def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: int, show_progress: bool = True):
+    """Completion ids for every prompt, chunk by chunk, with the progress bar advancing per chunk."""
+    completions = []
+    with progress_bar(num_samples) as progress:
+        task = progress.add_task("sampling", total=len(prompt_ids), visible=show_progress)
+        for start in range(0, len(prompt_ids), per_batch):
+            completions += sample(prompt_ids[start : start + per_batch])
+            progress.update(task, completed=len(completions))
     return completions
 
 
-def score(rows: list[dict], completions: list[list[str]]) -> list[dict]:
-    """One record per rollout with its reward components, from the trainer's own reward functions."""
-    from rlvr.rewards.functions import binary, correctness, format
+def score(rows: list[dict], completions: list[list[str]], rewards, completion_ids=None) -> list[dict]:
+    """One record per rollout with every component of the recipe's own reward set (custom rewards included), called
+    as GRPOTrainer calls them (prompts, completions, completion_ids and every dataset column), plus `total` and
+    `binary` from `rlvr.metrics.components.reward_components`, the trainer's single source for derived components."""
+    import torch
 
-    records = []
+    from rlvr.metrics.components import reward_components
+
+    flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
+            for text, ids in zip(samples, id_lists or [None] * len(samples))]
+    conversational = bool(rows) and not isinstance(rows[0]["prompt"], str)
+    texts = [[{"role": "assistant", "content": text}] if conversational else text for _, text, _ in flat]
+    columns = {key: [row[key] for row, _, _ in flat] for key in rows[0] if key not in ("prompt", "completion")} if rows else {}
+    kwargs = {"prompts": [row["prompt"] for row, _, _ in flat], "completions": texts,
+              "completion_ids": [ids for _, _, ids in flat], **columns}
+    values = torch.tensor([[float("nan") if v is None else v for v in func(**kwargs)] for func in rewards.funcs],
+                          dtype=torch.float32).T.reshape(len(flat), len(rewards.funcs))
+    components = reward_components(values, list(rewards.names), torch.tensor(rewards.weights))
+    records, index = [], 0
     for prompt_id, (row, samples) in enumerate(zip(rows, completions)):
-        answers, metadata = [row["answer"]] * len(samples), [row["metadata"]] * len(samples)
-        scores = zip(correctness(samples, answers, metadata), format(samples), binary(samples, answers, metadata))
-        for sample_id, (text, (corr, fmt, binr)) in enumerate(zip(samples, scores)):
-            records.append({
-                "prompt_id": prompt_id, "sample": sample_id, "question": row["question"], "answer": row["answer"],
-                "difficulty": row["difficulty"], "completion": text,
-                "correctness": corr, "format": fmt, "binary": binr, "exact": corr == 1.0,
-            })
+        for sample_id, text in enumerate(samples):
+            record = {"prompt_id": prompt_id, "sample": sample_id, "question": row["question"], "answer": row["answer"],
+                      "difficulty": row["difficulty"], "completion": text}
+            record.update({name: float(values[index].item()) for name, values in components.items()})
+            record["exact"] = record.get("correctness") == 1.0
+            records.append(record)
+            index += 1
     return records
 
 
-def summarize(records: list[dict], num_samples: int, ks: list[int]) -> dict:
-    """Exact match, mean rewards and pass@k, overall and per difficulty (word length)."""
+def summarize(records: list[dict], num_samples: int, ks: list[int], components=("correctness", "format", "binary")) -> dict:
+    """Exact match, the mean of every reward component and pass@k, overall and per difficulty (word length)."""
     by_prompt = defaultdict(list)
     for record in records:
         by_prompt[record["prompt_id"]].append(record)
@@ -100,7 +264,7 @@ def summarize(records: list[dict], num_samples: int, ks: list[int]) -> dict:
         correct = [sum(r["exact"] for r in by_prompt[p]) for p in prompt_ids]
         out = {"prompts": len(prompt_ids), "samples": len(rollouts)}
         out["exact_match"] = sum(r["exact"] for r in rollouts) / len(rollouts)
-        for key in ("correctness", "format", "binary"):
+        for key in components:
             out[f"mean_{key}"] = sum(r[key] for r in rollouts) / len(rollouts)
         for k in ks:
             out[f"pass@{k}"] = sum(pass_at_k(num_samples, c, k) for c in correct) / len(correct)
@@ -116,10 +280,13 @@ def summarize(records: list[dict], num_samples: int, ks: list[int]) -> dict:
 
 
 def format_table(summary: dict) -> str:
-    ks = [key for key in summary["overall"] if key.startswith("pass@")]
-    headers = ["length", "prompts", "exact", "correct", "format", *ks]
-    rows = [[length, b["prompts"], b["exact_match"], b["mean_correctness"], b["mean_format"], *(b[k] for k in ks)]
-            for length, b in [*summary["by_length"].items(), ("all", summary["overall"])]]
+    """Per word length: prompts, exact match, the mean of every reward component, then pass@k."""
+    overall = summary["overall"]
+    means = [key for key in overall if key.startswith("mean_")]
+    ks = [key for key in overall if key.startswith("pass@")]
+    headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks]
+    rows = [[length, b["prompts"], b["exact_match"], *(b[k] for k in means), *(b[k] for k in ks)]
+            for length, b in [*summary["by_length"].items(), ("all", overall)]]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
     line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths))
@@ -136,48 +303,69 @@ def evaluate(
     seed: int = 0,
     output: str | None = None,
     rollouts: str | None = None,
+    use_vllm: bool = False,
+    show_progress: bool = True,
     **overrides,
 ) -> dict:
-    """Sample, score and summarise; writes the JSON summary and the rollouts JSONL; returns the summary."""
+    """Sample as the trainer samples (the recipe's device, dtype, quantization, chat template kwargs and sampling
+    settings), score with the recipe's reward set, summarise; writes the JSON summary and the rollouts JSONL."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from rlvr.training.config import parse_args, validate
 
     args, training, model_args = parse_args(["--config", config])
     model_path = model_path or model_args.model_name_or_path
-    if not (Path(model_path) / "config.json").exists():
-        raise ConfigError("--model", f"no model at {model_path!r} (a folder with config.json)")
+    if not any((Path(model_path) / name).exists() for name in ("config.json", "adapter_config.json")):
+        raise ConfigError("--model", f"no model at {model_path!r} (a folder with config.json or adapter_config.json)")
     model_args.model_name_or_path = model_path
     recipe = validate(args, training, model_args)
     settings = sampling_settings(recipe.training, overrides)
     if split not in recipe.dataset:
         raise ConfigError("--split", f"{split!r} is not a split of the recipe's data ({list(recipe.dataset)})")
+    for name, value in (("--num_samples", num_samples), ("--num_prompts", num_prompts),
+                        ("--max_new_tokens", overrides.get("max_new_tokens"))):
+        if value is not None and value < 1:
+            raise ConfigError(name, f"must be a positive integer, got {value}")
+    if settings["temperature"] < 0:
+        raise ConfigError("--temperature", f"must be >= 0 (0 = greedy), got {settings['temperature']}")
     greedy = settings["temperature"] == 0
     ks = [1] if greedy and num_samples is None else sorted(set(ks))
     num_samples = num_samples or ks[-1]
-    for name, value in (("--num_samples", num_samples), ("--num_prompts", num_prompts)):
-        if value is not None and value < 1:
-            raise ConfigError(name, f"must be a positive integer, got {value}")
     if greedy and num_samples > 1:
         raise ConfigError("--num_samples", "greedy decoding (temperature 0) gives one distinct sample; use 1")
     if ks[0] < 1 or ks[-1] > num_samples:
         raise ConfigError("--k", f"each k must be in [1, num_samples={num_samples}], got {ks}")
+    device = eval_device(recipe.training)
+    check_vllm(use_vllm, device)
     rows = recipe.dataset[split]
     rows = [rows[i] for i in range(min(num_prompts or len(rows), len(rows)))]
 
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(model_path)
+    prompt_ids = prompt_token_ids(tokenizer, [row["prompt"] for row in rows], recipe.training.chat_template_kwargs)
     torch.manual_seed(seed)
+    if use_vllm:
+        sample, per_batch, dtype = vllm_sampler(model_path, recipe, settings, num_samples, seed), 256, recipe.model.dtype
+    else:
+        model = load_policy(model_path, recipe, device)
+        per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
+        sample = hf_sampler(model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs)
+        dtype = str(model.dtype).replace("torch.", "")
     start = time.perf_counter()
-    completions = generate(model, tokenizer, [row["prompt"] for row in rows], num_samples, settings)
+    completion_ids = generate(sample, prompt_ids, per_batch, num_samples, show_progress)
     generation_s = time.perf_counter() - start
-    records = score(rows, completions)
+    completions = [tokenizer.batch_decode(ids, skip_special_tokens=True) for ids in completion_ids]
+    records = score(rows, completions, recipe.rewards, completion_ids)
+    components = [key for key in records[0] if key not in RECORD_FIELDS]
 
     summary = {
         "model": str(model_path), "config": config, "split": split, "num_samples": num_samples, "k": ks,
-        "seed": seed, "sampling": settings, "generation_s": round(generation_s, 3),
-        "samples_per_s": round(len(records) / generation_s, 2), **summarize(records, num_samples, ks),
+        "seed": seed, "sampling": settings, "device": device, "dtype": dtype,
+        "chat_template_kwargs": recipe.training.chat_template_kwargs or {}, "backend": "vllm" if use_vllm else "transformers",
+        "prompts_per_batch": per_batch, "rewards": dict(zip(recipe.rewards.names, recipe.rewards.weights)),
+        "generation_s": round(generation_s, 3), "samples_per_s": round(len(records) / generation_s, 2),
+        **summarize(records, num_samples, ks, components),
+        "step_metrics": step_metrics_of(records, recipe.rewards, num_samples, completion_ids),
     }
     output = Path(output or Path("runs/eval") / f"{Path(model_path).name}_{split}.json")
     rollouts = Path(rollouts or output.with_suffix(".rollouts.jsonl"))
@@ -190,9 +378,30 @@ def evaluate(
     return summary
 
 
+RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "completion", "exact")
+
+
+def step_metrics_of(records: list[dict], rewards, num_samples: int, completion_ids) -> dict[str, float]:
+    """The trainer's registered `step/*` metrics (rlvr/metrics/step_metrics.py) over all evaluation samples, so train
+    and eval report alike (prompts play the role of groups, num_samples of G)."""
+    import torch
+
+    from rlvr.metrics.reward_batch import RewardBatch
+    from rlvr.metrics.step_metrics import compute_step_metrics
+
+    batch = RewardBatch(
+        rewards_per_func=torch.tensor([[r[name] for name in rewards.names] for r in records], dtype=torch.float32),
+        names=list(rewards.names), weights=torch.tensor(rewards.weights), num_generations=num_samples,
+        completions=[r["completion"] for r in records], rows=records,
+        completion_lengths=[len(ids) for per_prompt in completion_ids for ids in per_prompt], mode="eval",
+    )
+    return compute_step_metrics(batch)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="recipe YAML: its data spec and sampling settings are used")
+    parser.add_argument("--config", required=True, help="recipe YAML: its model loading, chat template kwargs, data, "
+                                                        "sampling settings and reward set are used")
     parser.add_argument("--model", default=None, help="checkpoint folder (default: the recipe's model_name_or_path)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--num_samples", type=int, default=None, help="samples per prompt, n (default: the largest k)")
@@ -202,6 +411,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--top_p", type=float, default=None)
     parser.add_argument("--top_k", type=int, default=None)
     parser.add_argument("--max_new_tokens", type=int, default=None, help="default: the recipe's max_completion_length")
+    parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed), same settings")
+    parser.add_argument("--no_progress", dest="show_progress", action="store_false", help="no progress bar")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=None, help="JSON summary (default runs/eval/<model>_<split>.json)")
     parser.add_argument("--rollouts", default=None, help="rollouts JSONL (default: beside the summary)")
@@ -211,15 +422,12 @@ def main(argv: list[str] | None = None) -> dict:
     )
     s = summary["sampling"]
     print(f"{summary['model']} on {summary['split']}: {summary['overall']['prompts']} prompts x {summary['num_samples']} "
-          f"samples, temperature {s['temperature']}, {summary['samples_per_s']} samples/s")
+          f"samples, temperature {s['temperature']}, {summary['backend']} on {summary['device']} ({summary['dtype']}), "
+          f"{summary['samples_per_s']} samples/s")
     print(format_table(summary))
     print(f"summary: {summary['files']['summary']}  rollouts: {summary['files']['rollouts']}")
     return summary
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

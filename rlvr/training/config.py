@@ -19,6 +19,7 @@ from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unkn
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
+from rlvr.training.model_loading import check_quantization
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -247,6 +248,7 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
     if args.memory_budget not in ("warn", "stop", "off"):
         raise ConfigError("memory_budget", f"must be warn, stop or off, got {args.memory_budget!r}")
+    check_quantization(model, training, dry_run=args.dry_run)  # QLoRA: LoRA, CUDA and bitsandbytes, before loading
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)

@@ -33,17 +33,12 @@ def build_trainer(recipe: Recipe):
 
     from rlvr.recipes.tiny.model import ensure_tiny_model
     from rlvr.training.algorithms import ALGORITHMS
+    from rlvr.training.model_loading import model_init_kwargs, quantization_config
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
-    training.model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "trust_remote_code": training.trust_remote_code,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-        **(training.model_init_kwargs or {}),
-    }
+    training.model_init_kwargs = model_init_kwargs(model_args, training)
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
     return ALGORITHMS[training.algorithm].trainer(
@@ -52,6 +47,7 @@ def build_trainer(recipe: Recipe):
         args=training,
         train_dataset=recipe.dataset[args.dataset_train_split],
         eval_dataset=recipe.dataset.get(args.dataset_test_split) if training.eval_strategy != "no" else None,
+        quantization_config=quantization_config(model_args),  # QLoRA, as trl/scripts/grpo.py passes it
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
@@ -105,7 +101,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     if warning := precision_warning(recipe):
         print(warning, flush=True)
     if args.memory_budget != "off":  # on a GPU: planned peak vs free memory, remedies in order of value
-        from rlvr.memory_plan import check_memory_budget
+        from rlvr.planning import check_memory_budget
 
         check_memory_budget(recipe, stop=args.memory_budget == "stop")
     if args.dry_run:

@@ -1,0 +1,52 @@
+"""`python -m rlvr.planning --config recipes/grpo.yaml [--free_gib 6.9] [--accelerate_config FILE] [--field value]`:
+a recipe's peak GPU memory, part by part, from the model's shape and the batch shape; nothing is loaded."""
+
+from __future__ import annotations
+
+from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.planning.plan import MemoryPlan, format_plan, plan_recipe
+from rlvr.planning.shapes import GIB, launch_shape
+
+
+def main(argv: list[str] | None = None) -> MemoryPlan:
+    parser = ArgumentParser(
+        description="Estimate a recipe's peak GPU memory, part by part (loads nothing).", allow_abbrev=False,
+        epilog="Other arguments (--config X.yaml, --field value) are the recipe's, as for recipes/grpo.py.")
+    parser.add_argument("--free_gib", type=float, help="free GPU memory to compare with (default: this GPU's)")
+    parser.add_argument("--total_gib", type=float, help="total GPU memory, for vLLM colocate's reserved fraction")
+    parser.add_argument("--accelerate_config", help="an accelerate_configs/*.yaml: its processes and ZeRO stage")
+    parser.add_argument("--num_processes", type=int, help="processes (GPUs) the run is launched on")
+    parser.add_argument("--zero_stage", type=int, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage (0 = DDP/none)")
+    parser.add_argument("--ppo", action="store_true", help="plan PPO (value model); implied by a PPO recipe")
+    parser.add_argument("--prompt_tokens", type=int, help="longest prompt in tokens (default: from the data)")
+    opts, rest = parser.parse_known_args(argv)
+    for flag in ("free_gib", "total_gib", "num_processes", "prompt_tokens"):
+        value = getattr(opts, flag)
+        if value is not None and value <= 0:
+            raise ConfigError(f"--{flag}", f"must be positive, got {value}")
+
+    import torch
+
+    from rlvr.training.config import parse_args, validate
+
+    cuda = torch.cuda.is_available()
+    # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU
+    # unless use_cpu is set. The planner loads and trains nothing either way.
+    # The recipe's `algorithm:` picks its config class (PPO's YAML parses with PPOConfig, etc.).
+    args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]))
+    recipe = validate(args, training, model_args)
+    processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
+    free = opts.free_gib * GIB if opts.free_gib is not None else None
+    total = opts.total_gib * GIB if opts.total_gib is not None else None
+    if cuda and (free is None or total is None):
+        cuda_free, cuda_total = torch.cuda.mem_get_info()
+        free, total = free if free is not None else cuda_free, total if total is not None else cuda_total
+    plan = plan_recipe(recipe, prompt_tokens=opts.prompt_tokens, num_processes=opts.num_processes or processes,
+                       zero_stage=opts.zero_stage if opts.zero_stage is not None else stage,
+                       ppo=opts.ppo or None, total_bytes=total)
+    print(format_plan(plan, free))
+    return plan
+
+
+if __name__ == "__main__":
+    cli(main)

@@ -1,0 +1,249 @@
+"""The plan: every part of one process's peak by phase, the remedies over budget, and the pre-flight check.
+
+The peak is `always + max(train, generate)`. TRL samples at the start of an accumulation cycle, after the Trainer has
+freed the gradients (`zero_grad(set_to_none=True)`) and while no activations exist; weights, optimizer states and a
+colocated vLLM pool persist through both phases. They are estimates to decide before a run, not allocator traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rlvr.cli import ConfigError
+from rlvr.planning.shapes import (
+    GIB, KNOWN_SHAPES, LINEAR_MODULES, ModelShape, Workload, estimate_prompt_tokens, resolve_shape,
+    workload_from_config,
+)
+from rlvr.planning.terms import (
+    MARGIN_BYTES, activation_bytes, ddp_bucket_bytes, fused_head_bytes, kv_cache_bytes, lora_activation_bytes,
+    lora_parameter_count, materialized_logits_bytes, parameter_count, quantized_weight_bytes, sampling_buffers_bytes,
+    training_state_bytes,
+)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    phase: str  # "always", "train" or "generate"
+    bytes: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    workload: Workload
+    parts: tuple[Part, ...]
+
+    def phase(self, name: str) -> float:
+        return sum(p.bytes for p in self.parts if p.phase == name)
+
+    @property
+    def peak(self) -> float:
+        return self.phase("always") + max(self.phase("train"), self.phase("generate"))
+
+    @property
+    def bound(self) -> str:
+        return "train" if self.phase("train") >= self.phase("generate") else "generate"
+
+
+def plan_memory(w: Workload) -> MemoryPlan:
+    """Every part of one process's peak, by phase."""
+    s, lora, world = w.shape, w.lora_r is not None, w.num_processes
+    total = parameter_count(s)
+    shard = world if w.zero_stage == 3 else 1
+    trainable = lora_parameter_count(s, w.lora_r, w.lora_targets) if lora else total
+    param_bytes = 4 if lora else w.weight_bytes
+    grads, optimizer = training_state_bytes(trainable, param_bytes, w.zero_stage, world)
+    sharded = f", ZeRO-{w.zero_stage} over {world}" if w.zero_stage else ""
+    if w.quant_bits:
+        weights = quantized_weight_bytes(s, w.quant_bits, w.double_quant, w.weight_bytes)
+        nested = " (double quant)" if w.double_quant else ""
+        parts = [Part("weights", "always", weights, f"{total / 1e9:.2f}B, linear layers {w.quant_bits}-bit{nested}, "
+                                                    f"rest x {w.weight_bytes} B")]
+    else:
+        parts = [Part("weights", "always", total * w.weight_bytes / shard,
+                      f"{total / 1e9:.2f}B x {w.weight_bytes} B{sharded}")]
+    if lora:
+        parts.append(Part("LoRA adapters", "always", trainable * 4 / shard,
+                          f"r={w.lora_r} on {len(w.lora_targets)} projections: {trainable / 1e6:.1f}M fp32"))
+    master = " + fp32 master" if w.zero_stage and param_bytes < 4 else ""
+    parts.append(Part("optimizer states", "always", optimizer, f"AdamW m+v{master}, {trainable / 1e6:.0f}M trainable"))
+    buckets = ddp_bucket_bytes(trainable, param_bytes, world, w.zero_stage)
+    if buckets:
+        parts.append(Part("DDP gradient buckets", "always", buckets, "the reducer's flat copy"))
+    if w.beta > 0 and not lora:  # PPO too loads a reference only for its KL penalty, i.e. when beta > 0
+        parts.append(Part("reference model", "always", total * w.weight_bytes / shard, f"beta={w.beta}"))
+    parts.append(Part("gradients", "train", grads, f"{param_bytes} B per trainable weight"))
+
+    tokens, scored = w.micro_batch * (w.prompt_tokens + w.completion_tokens), w.micro_batch * w.completion_tokens
+    extra = lora_activation_bytes(s, w.lora_r, w.lora_targets, w.lora_dropout, w.act_bytes) if lora else 0
+    acts = activation_bytes(s, tokens, w.act_bytes, w.gradient_checkpointing, lora, extra)
+    other = activation_bytes(s, tokens, w.act_bytes, not w.gradient_checkpointing, lora, extra)
+    ckpt = "checkpointed" if w.gradient_checkpointing else "no checkpointing"
+    parts.append(Part("activations", "train", acts,
+                      f"{ckpt}, {w.micro_batch} x {w.prompt_tokens + w.completion_tokens} tokens; "
+                      f"{other / GIB:.2f} GiB {'without' if w.gradient_checkpointing else 'with'}"))
+    materialized = materialized_logits_bytes(s, scored)
+    # PPO's policy log-probs go through the same TRL code as GRPO's; its critic's head is a scalar.
+    head = fused_head_bytes(s, scored, w.act_bytes, head_trained=not lora, param_bytes=w.weight_bytes)
+    parts.append(Part("LM head (fused)", "train", head, f"{materialized / GIB:.2f} GiB if logits were materialized"))
+    if w.weight_bytes == 4 and w.act_bytes == 2:
+        parts.append(Part("autocast weight copies", "train", total * 2, "16-bit casts of fp32 weights in forward"))
+    if w.ppo:
+        value = total - (0 if s.tie_word_embeddings else s.vocab * s.hidden)
+        v_grads, v_opt = training_state_bytes(value, w.weight_bytes, w.zero_stage, world)
+        parts += [Part("value model", "always", value * w.weight_bytes / shard + v_opt, "PPO: full copy + optimizer"),
+                  Part("value model grads + activations", "train", v_grads + activation_bytes(
+                      s, tokens, w.act_bytes, w.gradient_checkpointing), "PPO critic's backward")]
+
+    if w.use_vllm and w.vllm_mode == "colocate":
+        if w.total_bytes is None:
+            raise ConfigError("--total_gib", "vLLM colocate reserves a fraction of total GPU memory: give the total")
+        parts.append(Part("vLLM pool", "generate" if w.vllm_sleep else "always", w.vllm_utilization * w.total_bytes,
+                          f"vllm_gpu_memory_utilization {w.vllm_utilization} x {w.total_bytes / GIB:.1f} GiB"))
+    elif not w.use_vllm:
+        seq_len, layers = w.prompt_tokens + w.completion_tokens, (2 if w.offloaded_cache else s.layers)
+        kv = kv_cache_bytes(s, w.generation_sequences, seq_len, w.weight_bytes, layers)  # sampling runs outside autocast
+        growth = kv - kv_cache_bytes(s, w.generation_sequences, w.prompt_tokens, w.weight_bytes, layers)
+        parts.append(Part("KV cache", "generate", kv, f"{w.generation_sequences} sequences x {seq_len} tokens x "
+                          f"{layers} layers{' (offloaded)' if w.offloaded_cache else ''} x {s.kv_heads} KV heads x "
+                          f"{s.head_dim} x 2 x {w.weight_bytes} B"))
+        parts.append(Part("sampling buffers", "generate",
+                          sampling_buffers_bytes(s, w.generation_sequences, w.prompt_tokens, growth, w.act_bytes),
+                          "fp32 logits + sort buffers (prefill counted if larger)"))
+    if w.zero_stage == 3 and w.ds3_gather_for_generation and not w.use_vllm:
+        parts.append(Part("ZeRO-3 gather to generate", "generate", total * w.weight_bytes * (1 - 1 / world),
+                          "full weights on every GPU while sampling"))
+    parts.append(Part("margin", "always", MARGIN_BYTES, "CUDA context, cuBLAS workspaces, fragmentation"))
+    return MemoryPlan(w, tuple(parts))
+
+
+# --- Remedies, in order of value -----------------------------------------------------------------------------------
+
+
+def smaller_model(shape: ModelShape) -> ModelShape | None:
+    """The largest known Qwen3 smaller than `shape`, if any."""
+    smaller = [k for k in KNOWN_SHAPES.values() if parameter_count(k) < parameter_count(shape)]
+    return max(smaller, key=parameter_count) if smaller else None
+
+
+def remedies(w: Workload) -> list[tuple[str, Workload]]:
+    """Fixes in order of value, each as one change to the workload: 1 smaller base model; 2 fewer tokens or
+    completions per micro-batch/step (never G: it is the group contrast); 3 gradient checkpointing; 4 beta = 0;
+    5 LoRA; 6 GRPO instead of PPO. Only those that apply."""
+    out = []
+    if (small := smaller_model(w.shape)) is not None:
+        out.append((f"1. smaller base model: {small.name} (re-sweep the learning rate)", replace(w, shape=small)))
+    if w.micro_batch > 1:
+        half = w.micro_batch // 2
+        text = f"2. per_device_train_batch_size {w.micro_batch} -> {half}, double gradient_accumulation_steps"
+        out.append((f"{text} (same algorithm, slower)", replace(w, micro_batch=half)))
+    if w.completion_tokens >= 128:
+        out.append((f"2. max_completion_length {w.completion_tokens} -> {w.completion_tokens // 2}",
+                    replace(w, completion_tokens=w.completion_tokens // 2)))
+    prompts = w.generation_sequences // w.num_generations
+    if prompts >= 2:
+        text = f"2. prompts per step {prompts} -> {prompts // 2} per process (generation_batch_size halved"
+        out.append((f"{text}, G={w.num_generations} kept)",
+                    replace(w, generation_sequences=(prompts // 2) * w.num_generations)))
+    if not w.gradient_checkpointing:
+        out.append(("3. gradient_checkpointing: true", replace(w, gradient_checkpointing=True)))
+    if w.beta > 0 and w.lora_r is None:
+        out.append(("4. beta: 0 (no reference model)", replace(w, beta=0.0)))
+    if w.lora_r is None:
+        out.append(("5. LoRA: use_peft true, lora_r 16, all-linear (lr ~10x higher)",
+                    replace(w, lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05)))
+    if w.quant_bits is None:
+        lora = {} if w.lora_r is not None else dict(lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05)
+        out.append(("5. QLoRA: load_in_4bit true with LoRA (base weights 4-bit; slower matmuls)",
+                    replace(w, quant_bits=4, **lora)))
+    if w.ppo:
+        out.append(("6. GRPO instead of PPO (no value model)", replace(w, ppo=False)))
+    return out
+
+
+# --- Output --------------------------------------------------------------------------------------------------------
+
+
+def gib(n: float) -> str:
+    return f"{n / GIB:.2f}"
+
+
+def format_plan(plan: MemoryPlan, free_bytes: float | None = None) -> str:
+    """The table of parts, the peak, the comparison with free memory and, over budget, the remedies."""
+    w = plan.workload
+    kind = f"LoRA r={w.lora_r}" if w.lora_r is not None else "full fine-tune"
+    kind = f"Q{kind} ({w.quant_bits}-bit base)" if w.quant_bits else kind
+    launch = f"{w.num_processes} process(es)" + (f", ZeRO-{w.zero_stage}" if w.zero_stage else "")
+    lines = [f"memory plan: {w.shape.name}, {kind}, {'PPO' if w.ppo else 'GRPO'}, {launch}; per GPU:",
+             f"  {'part':<34}{'phase':<10}{'GiB':>7}  detail"]
+    lines += [f"  {p.name:<34}{p.phase:<10}{gib(p.bytes):>7}  {p.note}" for p in plan.parts]
+    always, train, generate = (plan.phase(x) for x in ("always", "train", "generate"))
+    lines.append(f"  peak = always {gib(always)} + max(train {gib(train)}, generate {gib(generate)}) "
+                 f"= {gib(plan.peak)} GiB ({plan.bound}-bound)")
+    if free_bytes is not None:
+        spare = free_bytes - plan.peak
+        verdict = f"fits, {gib(spare)} GiB to spare" if spare >= 0 else f"DOES NOT FIT, {gib(-spare)} GiB short"
+        lines.append(f"  free {gib(free_bytes)} GiB: {verdict}")
+        if plan.peak > free_bytes:
+            lines.append("  remedies, in order of value (peak with that change alone):")
+            for text, changed in remedies(w):
+                peak = plan_memory(changed).peak
+                lines.append(f"    {text}: {gib(peak)} GiB{'  fits' if peak <= free_bytes else ''}")
+    return "\n".join(lines)
+
+
+
+# --- Pre-flight check and CLI --------------------------------------------------------------------------------------
+
+
+def plan_recipe(recipe, *, prompt_tokens=None, ppo=None, **workload_kwargs) -> MemoryPlan:
+    """The plan of a validated `Recipe` (its data gives the prompt length; a PPO config implies the critic)."""
+    ppo = hasattr(recipe.training, "vf_coef") if ppo is None else ppo
+    shape = resolve_shape(recipe.model.model_name_or_path, recipe.args.build_tiny_model)
+    if prompt_tokens is None:
+        built = recipe.args.build_tiny_model or Path(recipe.model.model_name_or_path).is_dir()
+        prompts = recipe.dataset[recipe.args.dataset_train_split]["prompt"]
+        prompt_tokens = estimate_prompt_tokens(prompts, recipe.model.model_name_or_path if built else None)
+    return plan_memory(workload_from_config(recipe.training, recipe.model, shape, prompt_tokens, ppo=ppo, **workload_kwargs))
+
+
+def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = False) -> MemoryPlan | None:
+    """Before any weights load: estimate this process's peak and compare it with its GPU's free memory.
+
+    Free memory is `torch.cuda.mem_get_info` on this process's device unless given. Over budget it prints the plan
+    and remedies, and with `stop` raises `ConfigError("memory_budget", ...)` so the run ends now, not at the OOM
+    minutes in. Returns the plan; None when there is nothing to compare (CPU run) or the model's shape is unknown.
+    """
+    import torch
+
+    training = recipe.training
+    total_bytes = None
+    if free_bytes is None:
+        if training.use_cpu or not torch.cuda.is_available():
+            return None
+        free_bytes, total_bytes = torch.cuda.mem_get_info(training.device)
+    try:
+        plan = plan_recipe(recipe, total_bytes=total_bytes)
+    except ConfigError as err:
+        print(f"[memory] check skipped: {err}", flush=True)
+        return None
+    fits = plan.peak <= free_bytes
+    if not fits or training.local_process_index == 0:
+        print(f"[memory] estimated peak {gib(plan.peak)} GiB per GPU, {gib(free_bytes)} GiB free", flush=True)
+    if not fits:
+        print(format_plan(plan, free_bytes), flush=True)
+        if stop:
+            raise ConfigError("memory_budget", f"estimated peak {gib(plan.peak)} GiB exceeds the {gib(free_bytes)} GiB "
+                                               "free; apply a remedy above, or set memory_budget: warn to try anyway")
+    return plan
+
+
+
+
+def generation_batch_for(shape: ModelShape, seq_len: int, free_bytes: float, kv_bytes: int, limit: int = 4096) -> int:
+    """Sequences to sample at once so the KV cache and sampling buffers fill ~90% of `free_bytes` (memory left after
+    the weights are loaded): evaluation batched to fill the device, sized by the same terms as the plan."""
+    per_sequence = kv_cache_bytes(shape, 1, seq_len, kv_bytes) + sampling_buffers_bytes(shape, 1, 0, 0, kv_bytes)
+    return int(max(1, min(limit, 0.9 * free_bytes // per_sequence)))

@@ -1,0 +1,108 @@
+"""benchmarks/gpu_check.py on the CPU: its flags, its verdict, its table, and the model folders and recipes it builds
+for the GPU run (the measurements themselves are pending a GPU)."""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+import torch
+import yaml
+from conftest import REPO
+
+from rlvr.cli import ConfigError
+from rlvr.planning import GIB, KNOWN_SHAPES, ModelShape, estimate_prompt_tokens
+
+spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")
+gpu_check = importlib.util.module_from_spec(spec)
+sys.modules["gpu_check"] = gpu_check  # dataclasses look their module up while the class is built
+spec.loader.exec_module(gpu_check)
+Row = gpu_check.Row
+
+
+def test_help_works_without_a_gpu():
+    result = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--help"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0 and "--budget_gib" in result.stdout and "--dry_run" in result.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_without_cuda_it_says_so_in_one_line():
+    result = subprocess.run([sys.executable, "benchmarks/gpu_check.py"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2
+    assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
+        "error: cuda: no CUDA device here; gpu_check measures on a GPU (use --dry_run for the planned figures alone)"]
+
+
+@pytest.mark.parametrize("flags, field", [(["--steps", "0"], "--steps"), (["--tolerance", "1.5"], "--tolerance"),
+                                          (["--budget_gib", "-1"], "--budget_gib"), (["--eval_prompts", "0"], "--eval_prompts"),
+                                          (["--sections", "nope"], "--sections")])
+def test_bad_flags_are_one_named_line(flags, field):
+    with pytest.raises(ConfigError, match=field):
+        gpu_check.parse(flags)
+
+
+def test_verdict_needs_every_figure_within_tolerance_and_every_config_to_fit():
+    good = [Row("memory", "m", "train", planned=10 * GIB, measured=11 * GIB),
+            Row("fit", "c", "5 steps", planned=6 * GIB, measured=5.5 * GIB, fits=True),
+            Row("eval", "e", "eval", value=100.0)]
+    assert gpu_check.failures(good, 0.15) == []
+    off = Row("memory", "m", "generate", planned=10 * GIB, measured=12 * GIB)
+    assert gpu_check.failures(good + [off], 0.15) == ["memory m generate: measured/planned 1.20, outside 1 +- 0.15"]
+    missed = Row("fit", "q", "5 steps", planned=6 * GIB, measured=6.2 * GIB, fits=False, note="needs 7.2 GiB: 0.30 over")
+    assert gpu_check.failures([missed], 0.15) == ["fit q 5 steps: does not fit (needs 7.2 GiB: 0.30 over)"]
+    unmeasured = Row("memory", "m", "train", planned=GIB, note="OOM")
+    assert gpu_check.failures([unmeasured], 0.15) == ["memory m train: not measured (OOM)"]
+
+
+def test_table_has_one_line_per_row_with_the_ratio():
+    table = gpu_check.format_table([Row("memory", "Qwen3-0.6B full", "train", planned=4 * GIB, measured=4.4 * GIB)])
+    header, rule, line = table.splitlines()
+    assert "planned GiB" in header and "4.00" in line and "4.40" in line and "1.10" in line
+
+
+def test_dry_run_plans_every_row_on_any_machine(capsys):
+    assert gpu_check.main(["--dry_run", "--sections", "fit"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("grpo_qwen3_0.6b_full", "grpo_qwen3_1.7b_lora", "grpo_qwen3_4b_qlora"))
+    fit_lines = [line for line in out.splitlines() if line.startswith("fit ")]
+    assert len(fit_lines) == 3 and all(line.endswith("pending a GPU run") for line in fit_lines)
+
+
+def test_memory_workloads_are_the_shipped_batch_shape():
+    w = gpu_check.memory_workload("Qwen/Qwen3-1.7B", "lora")
+    assert (w.micro_batch, w.prompt_tokens + w.completion_tokens, w.generation_sequences, w.lora_r) == (2, 712, 32, 16)
+    phases = gpu_check.planned_phases(w)
+    assert phases["weights + optimizer"] < phases["generate"] and phases["weights + optimizer"] < phases["train"]
+
+
+def test_random_model_folder_samples_and_scores_with_a_vocabulary_beyond_the_tokenizer(tmp_path):
+    """The GPU run pairs a Qwen3-sized vocabulary with the byte tokenizer: ids the tokenizer lacks decode to nothing,
+    so evaluation (and GRPO's scoring) run unchanged. Checked here on a small shape with 1000 ids for 263 tokens."""
+    from rlvr.analysis.evaluate import evaluate
+
+    shape = ModelShape("small", 32, 1, 2, 1, 16, 64, 1000, True)
+    model_dir = gpu_check.write_random_model(shape, tmp_path / "model")
+    recipe = yaml.safe_load((REPO / "tests/recipes/tiny_grpo_fast.yaml").read_text())
+    recipe.update(model_name_or_path=str(model_dir), build_tiny_model=False, dtype="bfloat16")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    summary = evaluate(str(tmp_path / "r.yaml"), num_prompts=2, num_samples=2, ks=(1, 2), max_new_tokens=8,
+                       output=str(tmp_path / "e.json"), show_progress=False)
+    assert summary["overall"]["samples"] == 4 and summary["dtype"] == "bfloat16"
+
+
+def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
+    """The fit runs' prompts are as long in byte tokens as the planner estimates Qwen's tokenizer makes them."""
+    from rlvr.training.config import parse_args, validate
+    from rlvr.recipes.tiny.model import build_tokenizer
+
+    build_tokenizer().save_pretrained(tmp_path / "model")
+    config = "recipes/grpo_qwen3_0.6b_full.yaml"
+    path = gpu_check.byte_token_recipe(config, tmp_path / "model", tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    assert raw["model_name_or_path"] == str(tmp_path / "model") and raw["report_to"] == "none"
+    real = validate(*parse_args(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+    target = estimate_prompt_tokens(real.dataset["train"]["prompt"])
+    matched = validate(*parse_args(["--config", str(path), "--dry_run", "true", "--use_cpu", "true"]))
+    measured = estimate_prompt_tokens(matched.dataset["train"]["prompt"], str(tmp_path / "model"))
+    assert abs(measured - target) <= 0.1 * target, (measured, target)
+    assert KNOWN_SHAPES[real.model.model_name_or_path]  # the fit run builds the real shape
