@@ -1,4 +1,4 @@
-"""DAPO: GRPO + clip-higher, token-level loss, overlong penalty and dynamic sampling (drop all-0/all-1 groups, resample).
+"""DAPO: GRPO + clip-higher, token-level loss, overlong penalty and dynamic sampling (drop flat groups, resample).
 
     accelerate launch recipes/dapo.py --config recipes/dapo.yaml
 """
