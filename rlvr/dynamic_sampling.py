@@ -25,9 +25,9 @@ import random
 from dataclasses import dataclass, field
 
 import torch
-from trl import GRPOConfig
 
 from rlvr.group_stats import flat_groups
+from rlvr.kl import KLEstimatorConfig
 from rlvr.trainer import RLVRGRPOTrainer
 
 FILTERS = ("zero_variance", "all_min_or_max")
@@ -35,7 +35,7 @@ LEFT_PADDED = ("prompt_ids", "prompt_mask")
 
 
 @dataclass
-class DAPOConfig(GRPOConfig):
+class DAPOConfig(KLEstimatorConfig):
     """GRPOConfig plus dynamic sampling."""
 
     dynamic_sampling: bool = field(default=True, metadata={"help": "Drop groups whose filter reward is flat, resample."})

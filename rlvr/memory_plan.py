@@ -577,16 +577,16 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     opts, rest = parser.parse_known_args(argv)
 
     import torch
-    from trl import GRPOConfig
 
     from rlvr.config import parse_args, validate
+    from rlvr.kl import KLEstimatorConfig
     from rlvr.recipes_index import script_classes
 
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU
     # unless use_cpu is set. The planner loads and trains nothing either way.
     classes = script_classes(rest[rest.index("--config") + 1]) if "--config" in rest[:-1] else None
-    config_cls = (classes[1] if classes else None) or GRPOConfig  # PPO's YAML parses with PPOConfig, etc.
+    config_cls = (classes[1] if classes else None) or KLEstimatorConfig  # PPO's YAML parses with PPOConfig, etc.
     args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]), config_cls)
     recipe = validate(args, training, model_args)
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)

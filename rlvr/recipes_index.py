@@ -29,7 +29,8 @@ def launch_script(recipe_path) -> str:
 
 
 def script_classes(recipe_path) -> tuple | None:
-    """(trainer_cls, config_cls) of the script a recipe YAML names; config_cls None means TRL's GRPOConfig."""
+    """(trainer_cls, config_cls) of the script a recipe YAML names; config_cls None means the runner's default,
+    `rlvr.kl.KLEstimatorConfig` (TRL's GRPOConfig plus kl_estimator)."""
     from rlvr.algorithms import ReinforceTrainer, RLOOTrainer, SingleRolloutConfig
     from rlvr.dynamic_sampling import DAPOConfig, DAPOTrainer
     from rlvr.ppo import PPOConfig, PPOTrainer

@@ -88,12 +88,11 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
 
 def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
     """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run."""
-    from trl import GRPOConfig
-
+    from rlvr.kl import KLEstimatorConfig
     from rlvr.tracking import configure_wandb
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model.
-    args, training, model_args = parse_args(argv, config_cls or GRPOConfig)
+    args, training, model_args = parse_args(argv, config_cls or KLEstimatorConfig)
     recipe = validate(args, training, model_args)
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
     print(f"[plan] {batch_plan(recipe)}", flush=True)

@@ -170,11 +170,10 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
 
 def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
     """Parse the effective recipe exactly as its script will (no model loaded); apply the samples budget."""
-    from trl import GRPOConfig
-
     from rlvr.config import parse_args, validate
+    from rlvr.kl import KLEstimatorConfig
 
-    config_cls = (script_classes(variant.recipe) or (None, None))[1] or GRPOConfig
+    config_cls = (script_classes(variant.recipe) or (None, None))[1] or KLEstimatorConfig
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / CONFIG_NAME
         path.write_text(yaml.safe_dump(variant.config, sort_keys=False))

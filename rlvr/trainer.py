@@ -12,6 +12,7 @@ from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from rewards.text import completion_text
+from rlvr.kl import KLEstimatorMixin
 from rlvr.reward_batch import RewardBatch, RewardBatchCallback
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
@@ -119,5 +120,5 @@ class RawCompletionsMixin:
                     setattr(self._tokenizer, attribute, None)
 
 
-class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting and verbatim completions."""
+class RLVRGRPOTrainer(KLEstimatorMixin, RewardHooksMixin, RawCompletionsMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions and a choice of KL estimator."""
