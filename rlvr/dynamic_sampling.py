@@ -109,24 +109,26 @@ class DAPOTrainer(RLVRGRPOTrainer):
         indices = [self._resample_rng.randrange(len(self.train_dataset)) for _ in range(num_prompts)]
         return [self.train_dataset[i] for i in indices for _ in range(self.num_generations)]
 
-    def _local_informative_groups(self, local_rows: int) -> torch.Tensor:
-        """The keep mask of this process's groups; also counts the groups flat at a partial-credit value."""
+    def _local_informative_groups(self, local_rows: int) -> tuple[torch.Tensor, int]:
+        """The keep mask of this process's groups, and how many of them are flat at a partial-credit value."""
         column = self.reward_func_names.index(self.args.dynamic_sampling_reward)
         start = self.accelerator.process_index * local_rows
         values = self._scored_rewards[start : start + local_rows, column].cpu()
-        self._flat_partial += flat_partial_groups(values, self.num_generations)
-        return informative_groups(values, self.num_generations, self.args.dynamic_sampling_filter)
+        keep = informative_groups(values, self.num_generations, self.args.dynamic_sampling_filter)
+        return keep, flat_partial_groups(values, self.num_generations)
 
     def _generate_and_score_completions(self, inputs):
         if not self.model.training or not self.args.dynamic_sampling:
             return super()._generate_and_score_completions(inputs)
         G, needed = self.num_generations, len(inputs) // self.num_generations
         outputs, kept, dropped, batch = [], [], [], inputs  # kept/dropped hold (round, group) pairs
-        self._flat_partial = 0
+        flat_partial = 0
         while True:
             self._sampling_round = len(outputs)
             outputs.append(super()._generate_and_score_completions(batch))
-            for group, informative in enumerate(self._local_informative_groups(len(batch)).tolist()):
+            keep, flat = self._local_informative_groups(len(batch))
+            flat_partial += flat
+            for group, informative in enumerate(keep.tolist()):
                 (kept if informative else dropped).append((len(outputs) - 1, group))
             full = torch.tensor(float(len(kept) >= needed), device=self.accelerator.device)
             if self.accelerator.gather(full).min().item() == 1.0 or len(outputs) > self.args.max_resample_rounds:
@@ -144,11 +146,12 @@ class DAPOTrainer(RLVRGRPOTrainer):
         loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
         merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         generated = len(kept) + len(dropped)
-        self._log_dynamic_sampling(generated, min(len(kept), needed), len(outputs) - 1, max(needed - len(kept), 0))
+        topped_up = max(needed - len(kept), 0)
+        self._log_dynamic_sampling(generated, min(len(kept), needed), len(outputs) - 1, topped_up, flat_partial)
         return merged
 
-    def _log_dynamic_sampling(self, generated: int, kept: int, rounds: int, topped_up: int) -> None:
-        counts = [generated, kept, topped_up, self._flat_partial]
+    def _log_dynamic_sampling(self, generated: int, kept: int, rounds: int, topped_up: int, flat_partial: int) -> None:
+        counts = [generated, kept, topped_up, flat_partial]
         local = torch.tensor(counts, dtype=torch.float32, device=self.accelerator.device)
         generated, kept, topped_up, flat_partial = self.accelerator.gather(local).view(-1, len(counts)).sum(dim=0).tolist()
         metrics = self._metrics["train"]
