@@ -41,36 +41,43 @@ def rewards(*groups):
 FLAT_PARTIAL, MIXED, ZERO, ONE = (0.75, 0.75), (0.0, 1.0), (0.0, 0.0), (1.0, 1.0)
 
 
-def dapo_step(tiny_model_dir, tmp_path, monkeypatch, rule, *rounds):
-    trainer = build(tiny_model_dir, tmp_path, DAPOTrainer, DAPOConfig, "--num_generations", "2",
-                    "--max_resample_rounds", "1", "--dynamic_sampling_filter", rule)
+@pytest.fixture(scope="module")
+def dapo(tiny_model_dir, tmp_path_factory):
+    """One DAPO trainer (G = 2, one extra round at most) for the module; each step sets its rule."""
+    return build(tiny_model_dir, tmp_path_factory.mktemp("dapo"), DAPOTrainer, DAPOConfig, "--num_generations", "2",
+                 "--max_resample_rounds", "1")
+
+
+def dapo_step(trainer, monkeypatch, rule, *rounds):
+    trainer.args.dynamic_sampling_filter = rule
+    trainer._metrics["train"].clear()
     queue = scripted_rewards(monkeypatch, *rounds)
     output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
     kept_flat = int((output["advantages"].view(-1, 2).abs().sum(dim=1) == 0).sum())
     return trainer._metrics["train"], len(queue), kept_flat
 
 
-def test_zero_variance_resamples_past_groups_flat_at_partial_credit(tiny_model_dir, tmp_path, monkeypatch):
+def test_zero_variance_resamples_past_groups_flat_at_partial_credit(dapo, monkeypatch):
     """The case from the issue: two groups flat at 0.75 of four. Only 2 carry signal, so a second round runs."""
-    metrics, unused, kept_flat = dapo_step(tiny_model_dir, tmp_path, monkeypatch, "zero_variance",
+    metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, "zero_variance",
                                            rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)), rewards(MIXED, MIXED, MIXED, MIXED))
     assert unused == 0 and metrics["dapo/rounds"] == [1.0] and metrics["dapo/groups_generated"] == [8]
     assert metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [2]
     assert kept_flat == 0  # every group in the batch has an advantage
 
 
-def test_all_min_or_max_keeps_groups_flat_at_partial_credit(tiny_model_dir, tmp_path, monkeypatch):
+def test_all_min_or_max_keeps_groups_flat_at_partial_credit(dapo, monkeypatch):
     """Upstream's rule on the same rewards: the 0.75 groups count as kept, no second round, half the batch is flat."""
-    metrics, unused, kept_flat = dapo_step(tiny_model_dir, tmp_path, monkeypatch, "all_min_or_max",
+    metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, "all_min_or_max",
                                            rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)), rewards(MIXED, MIXED, MIXED, MIXED))
     assert unused == 1 and metrics["dapo/rounds"] == [0.0] and metrics["dapo/groups_generated"] == [4]
     assert metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [2]
     assert kept_flat == 2
 
 
-def test_both_rules_drop_all_zero_and_all_one(tiny_model_dir, tmp_path, monkeypatch):
+def test_both_rules_drop_all_zero_and_all_one(dapo, monkeypatch):
     for rule in ("zero_variance", "all_min_or_max"):
-        metrics, unused, kept_flat = dapo_step(tiny_model_dir, tmp_path, monkeypatch, rule,
+        metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, rule,
                                                rewards(ZERO, MIXED, ONE, MIXED), rewards(MIXED, ONE, MIXED, ZERO))
         assert unused == 0 and metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [0], rule
         assert kept_flat == 0, rule
