@@ -122,7 +122,7 @@ def test_no_ratio_loss_ignores_old_logprobs(tiny_model_dir, tmp_path, monkeypatc
 
 def test_informative_groups_filter_all_min_or_all_max():
     values = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0.5, 0.5, 0.5, 0.5])
-    assert informative_groups(values, 4).tolist() == [False, False, True, True]
+    assert informative_groups(values, 4, "all_min_or_max").tolist() == [False, False, True, True]
 
 
 def dapo_round(flags):

@@ -3,7 +3,9 @@
     python -m rlvr.analysis.plots runs/tiny-grpo [runs/tiny-rloo ...] --out runs/plots [--x step samples tokens]
 
 Each figure is drawn against optimizer step and against cumulative generated samples (the compute axis), one line per
-run labelled with its directory name. The same series print as a plain-text table for terminals.
+run labelled with its directory name, except `zero_std_prediction_by_<x>.png`: one panel per run, the zero-std
+fraction of exact match observed against its closed-form prediction from pass rates (`run_records.zero_std_prediction`).
+The same series print as a plain-text table for terminals.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt
 
 from rlvr.analysis.records import (
+    EXACT_SERIES,
     GROUP_SERIES,
     X_AXES,
     X_LABELS,
@@ -74,6 +77,38 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
     return path
 
 
+PREDICTION_STYLES = {  # series -> (label, line style); the logged partial-credit series is the grey reference
+    "zero_std_exact/observed": ("exact match, observed", "-"),
+    "zero_std_exact/predicted_self": ("p^G+(1-p)^G, p = own group", "--"),
+    "zero_std_exact/predicted_peers": ("p^G+(1-p)^G, p = peer groups", ":"),
+    "zero_std_frac/correctness": ("correctness, logged", "-"),
+}
+
+
+def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
+    """One panel per run (a G sweep reads left to right): zero-std exact match observed vs the closed form's
+    predictions, with the logged partial-credit `zero_std_frac/correctness` in grey (see `zero_std_prediction`)."""
+    runs = [run for run in runs if run.series(EXACT_SERIES[0], x)[0]]
+    if not runs:
+        return None
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.4), squeeze=False, sharey=True)
+    for ax, run in zip(axes.flat, runs):
+        for key, (label, style) in PREDICTION_STYLES.items():
+            xs, ys = run.series(key, x)
+            grey = {"color": "0.6", "linewidth": 1} if key.startswith("zero_std_frac") else {}
+            ax.plot(xs, ys, linestyle=style, label=label, **grey)
+        ax.set_title(run.label, fontsize=10)
+        ax.set_xlabel(X_LABELS[x])
+        ax.set_ylim(-0.05, 1.05)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("zero-std groups: observed vs predicted from pass rates")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def time_figure(runs: list[Run], path: Path) -> Path:
     """Where the seconds went: stacked seconds per phase for each run, and generation's share per step."""
     fig, (bars, share) = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -113,6 +148,7 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
             "zero-std groups: no contrast, no gradient",
         ))
         written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
+        written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
     written.append(time_figure(runs, out / "time_accounting.png"))
     return [p for p in written if p is not None]
 

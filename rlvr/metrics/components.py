@@ -30,17 +30,25 @@ def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights:
     return columns
 
 
-def zero_std_fraction(rewards: torch.Tensor, num_generations: int) -> float:
-    """Fraction of prompt groups whose G rewards are all equal: their z-scored advantage is 0, so they add no gradient.
+def flat_groups(values: torch.Tensor, num_generations: int) -> torch.Tensor:
+    """(num_groups,) bool: True where a prompt group's G values are all equal, whatever their common value.
 
-    Same test as TRL's `frac_reward_zero_std` under `scale_rewards: group` (`isclose(nanstd, 0)` per group), but
-    always per group: TRL's figure becomes all-or-nothing under `scale_rewards: batch`.
+    Same test as TRL's `frac_reward_zero_std` under `scale_rewards: group` (`isclose(nanstd, 0)` per group). A flat
+    group gets advantage 0 under any group baseline, so it adds no gradient. The one definition that the zero-std
+    metrics and DAPO's filter share.
     """
-    if num_generations < 2:
-        return 1.0  # a single rollout per prompt has no group contrast by construction
-    grouped = rewards.view(-1, num_generations)
-    std = nanstd(grouped, dim=1)
-    return torch.isclose(std, torch.zeros_like(std)).float().mean().item()
+    if num_generations < 2:  # a single rollout per prompt has no group contrast by construction
+        return torch.ones(values.numel(), dtype=torch.bool, device=values.device)
+    std = nanstd(values.view(-1, num_generations), dim=1)
+    return torch.isclose(std, torch.zeros_like(std))
+
+
+def zero_std_fraction(rewards: torch.Tensor, num_generations: int) -> float:
+    """Fraction of prompt groups whose G rewards are all equal (`flat_groups`): their z-scored advantage is 0.
+
+    Always per group: TRL's own `frac_reward_zero_std` becomes all-or-nothing under `scale_rewards: batch`.
+    """
+    return flat_groups(rewards, num_generations).float().mean().item()
 
 
 def group_summary(

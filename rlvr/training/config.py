@@ -19,6 +19,7 @@ from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unkn
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
+from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
 
 @dataclass
@@ -55,13 +56,24 @@ class RecipeArguments(ScriptArguments):
 
 @dataclass
 class RLVRConfig(GRPOConfig):
-    """GRPOConfig plus the one field every recipe has: which algorithm of the registry it trains."""
+    """GRPOConfig plus what every recipe of the family has: which algorithm of the registry it trains, and which KL
+    estimator its loss uses."""
 
     algorithm: str = field(
         default="grpo",
         metadata={"help": "The algorithm (rlvr/training/algorithms.py): grpo, drgrpo, dapo, rloo, reinforce, maxrl, "
                   "gspo, cispo, sapo, ppo. It picks the trainer, the config class and the advantage estimator."},
     )
+    kl_estimator: str = field(
+        default="k3",
+        metadata={"help": "Estimator of KL(policy || reference) in the loss when beta > 0: k1, k2 or k3 (TRL's); "
+                  "see rlvr/training/kl.py."},
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.kl_estimator not in KL_ESTIMATORS:
+            raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {self.kl_estimator!r}")
 
 
 @dataclass

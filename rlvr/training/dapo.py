@@ -1,13 +1,22 @@
 """DAPO's dynamic sampling on top of GRPOTrainer (TRL has no such option).
 
-A group whose correctness is all at the minimum (0) or all at the maximum (1) has zero advantage under a group
-baseline and adds nothing to the gradient, yet costs a full generation. DAPO drops such groups and generates more
-prompts until the batch is full again, up to `max_resample_rounds` extra rounds; if the cap is reached the batch
-is topped up with dropped groups, so every step keeps its shape. The filter uses correctness only, never the
-shaped total (format or length would otherwise keep groups that carry no task signal).
+A group whose filter reward (correctness by default) is the same for all G completions has zero advantage under a
+group baseline and adds nothing to the gradient, yet costs a full generation. DAPO drops such groups and generates
+more prompts until the batch is full again, up to `max_resample_rounds` extra rounds; if the cap is reached the batch
+is topped up with dropped groups, so every step keeps its shape. The filter reads correctness only, never the shaped
+total (format or length would otherwise keep groups that carry no task signal).
+
+`dynamic_sampling_filter` says which groups count as flat:
+  * `zero_variance` (default): every group whose G values are equal, whatever the common value: the same
+    `isclose(nanstd, 0)` test as the logged `zero_std_frac/*` (`rlvr.metrics.components.flat_groups`). Correctness has
+    partial credit, so a group scoring 0.75 eight times is as flat as one scoring 0 eight times.
+  * `all_min_or_max`: upstream DAPO's rule, groups all at 0 or all at 1. With partial credit it keeps groups flat
+    at a value in between, which carry no advantage.
 
 Logged per step: `dapo/groups_generated`, `dapo/groups_kept` (informative groups found), `dapo/oversampling`
-(generated / kept: how many times more samples DAPO paid for the batch), `dapo/rounds`, `dapo/groups_topped_up`.
+(generated / kept: how many times more samples DAPO paid for the batch), `dapo/rounds`, `dapo/groups_topped_up`,
+and `dapo/groups_flat_partial`: generated groups flat at a value strictly inside (0, 1), the ones only
+`zero_variance` drops (under `all_min_or_max` they are counted too, and kept).
 """
 
 from __future__ import annotations
@@ -17,9 +26,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from rlvr.metrics.components import flat_groups
 from rlvr.training.config import RLVRConfig
 from rlvr.training.trainer import RLVRTrainer
 
+FILTERS = ("zero_variance", "all_min_or_max")
 LEFT_PADDED = ("prompt_ids", "prompt_mask")
 
 
@@ -27,12 +38,18 @@ LEFT_PADDED = ("prompt_ids", "prompt_mask")
 class DAPOConfig(RLVRConfig):
     """RLVRConfig plus dynamic sampling."""
 
-    dynamic_sampling: bool = field(default=True, metadata={"help": "Drop groups whose correctness is all 0 or all 1."})
+    dynamic_sampling: bool = field(default=True, metadata={"help": "Drop groups whose filter reward is flat, resample."})
+    dynamic_sampling_filter: str = field(
+        default="zero_variance",
+        metadata={"help": "Which groups are dropped: zero_variance (all G values equal) or all_min_or_max (all 0 or all 1)."},
+    )
     max_resample_rounds: int = field(default=4, metadata={"help": "Extra generation rounds per step before topping up."})
     dynamic_sampling_reward: str = field(default="correctness", metadata={"help": "Reward whose flat groups are dropped."})
 
     def __post_init__(self):
         super().__post_init__()
+        if self.dynamic_sampling_filter not in FILTERS:
+            raise ValueError(f"dynamic_sampling_filter must be one of {FILTERS}, got {self.dynamic_sampling_filter!r}")
         if self.max_resample_rounds < 0:
             raise ValueError(f"max_resample_rounds must be >= 0, got {self.max_resample_rounds}")
         per_process = self.generation_batch_size // self.world_size
@@ -44,10 +61,21 @@ class DAPOConfig(RLVRConfig):
             )
 
 
-def informative_groups(values: torch.Tensor, num_generations: int, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
-    """True for groups that are neither all at `low` nor all at `high`."""
+def all_min_or_max(values: torch.Tensor, num_generations: int, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+    """(num_groups,) bool: True where a group is all at `low` or all at `high` (upstream DAPO's flat groups)."""
     grouped = values.view(-1, num_generations)
-    return ~((grouped <= low).all(dim=1) | (grouped >= high).all(dim=1))
+    return (grouped <= low).all(dim=1) | (grouped >= high).all(dim=1)
+
+
+def informative_groups(values: torch.Tensor, num_generations: int, rule: str = "zero_variance") -> torch.Tensor:
+    """(num_groups,) bool: True for the groups the filter keeps under `rule` (see the module docstring)."""
+    flat = flat_groups(values, num_generations) if rule == "zero_variance" else all_min_or_max(values, num_generations)
+    return ~flat
+
+
+def flat_partial_groups(values: torch.Tensor, num_generations: int) -> int:
+    """How many groups are flat at a value strictly between the minimum and the maximum: only `zero_variance` drops them."""
+    return int((flat_groups(values, num_generations) & ~all_min_or_max(values, num_generations)).sum())
 
 
 def select_rows(outputs: list[tuple[dict, torch.Tensor]], pad_values: dict[str, float]) -> dict:
@@ -81,20 +109,26 @@ class DAPOTrainer(RLVRTrainer):
         indices = [self._resample_rng.randrange(len(self.train_dataset)) for _ in range(num_prompts)]
         return [self.train_dataset[i] for i in indices for _ in range(self.num_generations)]
 
-    def _local_informative_groups(self, local_rows: int) -> torch.Tensor:
+    def _local_informative_groups(self, local_rows: int) -> tuple[torch.Tensor, int]:
+        """The keep mask of this process's groups, and how many of them are flat at a partial-credit value."""
         column = self.reward_func_names.index(self.args.dynamic_sampling_reward)
         start = self.accelerator.process_index * local_rows
-        return informative_groups(self._scored_rewards[start : start + local_rows, column].cpu(), self.num_generations)
+        values = self._scored_rewards[start : start + local_rows, column].cpu()
+        keep = informative_groups(values, self.num_generations, self.args.dynamic_sampling_filter)
+        return keep, flat_partial_groups(values, self.num_generations)
 
     def _generate_and_score_completions(self, inputs):
         if not self.model.training or not self.args.dynamic_sampling:
             return super()._generate_and_score_completions(inputs)
         G, needed = self.num_generations, len(inputs) // self.num_generations
         outputs, kept, dropped, batch = [], [], [], inputs  # kept/dropped hold (round, group) pairs
+        flat_partial = 0
         while True:
             self._sampling_round = len(outputs)
             outputs.append(super()._generate_and_score_completions(batch))
-            for group, informative in enumerate(self._local_informative_groups(len(batch)).tolist()):
+            keep, flat = self._local_informative_groups(len(batch))
+            flat_partial += flat
+            for group, informative in enumerate(keep.tolist()):
                 (kept if informative else dropped).append((len(outputs) - 1, group))
             full = torch.tensor(float(len(kept) >= needed), device=self.accelerator.device)
             if self.accelerator.gather(full).min().item() == 1.0 or len(outputs) > self.args.max_resample_rounds:
@@ -112,15 +146,18 @@ class DAPOTrainer(RLVRTrainer):
         loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
         merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         generated = len(kept) + len(dropped)
-        self._log_dynamic_sampling(generated, min(len(kept), needed), len(outputs) - 1, max(needed - len(kept), 0))
+        topped_up = max(needed - len(kept), 0)
+        self._log_dynamic_sampling(generated, min(len(kept), needed), len(outputs) - 1, topped_up, flat_partial)
         return merged
 
-    def _log_dynamic_sampling(self, generated: int, kept: int, rounds: int, topped_up: int) -> None:
-        local = torch.tensor([generated, kept, topped_up], dtype=torch.float32, device=self.accelerator.device)
-        generated, kept, topped_up = self.accelerator.gather(local).view(-1, 3).sum(dim=0).tolist()
+    def _log_dynamic_sampling(self, generated: int, kept: int, rounds: int, topped_up: int, flat_partial: int) -> None:
+        counts = [generated, kept, topped_up, flat_partial]
+        local = torch.tensor(counts, dtype=torch.float32, device=self.accelerator.device)
+        generated, kept, topped_up, flat_partial = self.accelerator.gather(local).view(-1, len(counts)).sum(dim=0).tolist()
         metrics = self._metrics["train"]
         metrics["dapo/groups_generated"].append(generated)
         metrics["dapo/groups_kept"].append(kept)
         metrics["dapo/groups_topped_up"].append(topped_up)
+        metrics["dapo/groups_flat_partial"].append(flat_partial)
         metrics["dapo/oversampling"].append(generated / kept if kept else float("nan"))
         metrics["dapo/rounds"].append(float(rounds))

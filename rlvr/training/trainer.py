@@ -18,6 +18,7 @@ from rlvr.rewards.text import completion_text
 from rlvr.metrics.components import reward_components
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.training.kl import KLEstimatorMixin
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
 
@@ -146,5 +147,6 @@ class AlgorithmMixin:
         return super()._compute_loss(model, inputs)
 
 
-class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, RawCompletionsMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions and the algorithm dispatch."""
+class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch and
+    a choice of KL estimator. The algorithm's loss form comes first: without a ratio, the KL term sees none either."""
