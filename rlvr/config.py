@@ -16,6 +16,7 @@ from data.generate import build_dataset, load_task_dataset
 from data.spec import DataSpec
 from rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.errors import ConfigError, flag_in_message
+from rlvr.validation import check_recipe, check_values
 from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
 
 
@@ -69,6 +70,12 @@ class RecipeParser(TrlParser):
     def error(self, message):
         raise ConfigError(flag_in_message(message), message)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """Raw values are range-checked here, before the dataclasses' `__post_init__` can divide by them."""
+        namespace, remaining = super().parse_known_args(args, namespace)
+        check_values(vars(namespace), self.dataclass_types)
+        return namespace, remaining
+
 
 def _field_named_in(message: str, dataclass_types) -> str:
     """The first config field a library error message mentions, for a one-line error that names it."""
@@ -81,9 +88,12 @@ def _field_named_in(message: str, dataclass_types) -> str:
 
 def check_config_file(argv: list[str], dataclass_types) -> None:
     """Unknown or misspelled YAML keys fail first, before the configs' own checks can hide them."""
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        return
-    path = argv[argv.index("--config") + 1]
+    if "--config" not in argv:
+        raise ConfigError("--config", "is required: a recipe YAML, e.g. --config recipes/grpo.yaml")
+    index = argv.index("--config")
+    if index + 1 >= len(argv) or argv[index + 1].startswith("--"):
+        raise ConfigError("--config", "needs a path to a recipe YAML")
+    path = argv[index + 1]
     raw = load_yaml_mapping(path, "--config")
     reject_unknown_keys(raw, {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}, f"config field in {path}")
 
@@ -100,8 +110,8 @@ def parse_args(argv: list[str] | None, config_cls=GRPOConfig):
         return parser.parse_args_and_config(argv)
     except ConfigError:
         raise
-    except ValueError as err:
-        message = " ".join(str(err).split())
+    except (ValueError, TypeError, ArithmeticError) as err:  # the configs' own __post_init__ checks
+        message = " ".join(str(err).split()) or type(err).__name__
         unknown = re.search(r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message)
         if unknown:
             raise ConfigError(unknown.group(1), "unknown command-line field") from None
@@ -130,6 +140,7 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
     """Checks that need more than one field; builds the data and the reward set (both cheap, no model)."""
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
+    check_recipe(args, training, model)
     rewards = resolve_reward_funcs(
         args.reward_funcs, training.reward_weights, args.overlong_max_length, args.overlong_cache_length
     )
@@ -156,8 +167,6 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
-    if args.memory_budget not in ("warn", "stop", "off"):
-        raise ConfigError("memory_budget", f"must be warn, stop or off, got {args.memory_budget!r}")
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)

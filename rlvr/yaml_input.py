@@ -16,6 +16,12 @@ def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field
         raw = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
         raise ConfigError(field, f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(field, f"{path} is a directory, not a YAML file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(field, f"{path} is not a text file") from None
+    except OSError as err:
+        raise ConfigError(field, f"cannot read {path}: {err.strerror or err}") from None
     except yaml.YAMLError as err:
         raise ConfigError(field, f"invalid YAML in {path}: {' '.join(str(err).split())}") from None
     if not isinstance(raw, dict):
