@@ -74,15 +74,23 @@ def write_run_config(argv: list[str], recipe: Recipe) -> None:
 
 
 def resume_checkpoint(value, output_dir: str) -> str | None:
-    """`resume_from_checkpoint: true` means the last checkpoint in output_dir (a fresh start if there is none yet)."""
+    """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.run_files`): torn
+    folders from a crash mid-save are skipped, and either case is said in one line."""
+    from rlvr.run_files import checkpoint_problem, last_complete_checkpoint
+
     if value in (None, "", False, "false", "False"):
         return None
     if value in (True, "true", "True", "last"):
-        from transformers.trainer_utils import get_last_checkpoint
-
-        return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        checkpoint, torn = last_complete_checkpoint(output_dir)
+        for path, why in torn:
+            print(f"[resume] skipping incomplete {path} ({why})", flush=True)
+        print(f"[resume] from {checkpoint}" if checkpoint else f"[resume] no complete checkpoint in {output_dir}: "
+              "starting from step 0", flush=True)
+        return checkpoint
     if not os.path.isdir(value):
         raise ConfigError("resume_from_checkpoint", f"no checkpoint folder at {value!r}")
+    if problem := checkpoint_problem(value):
+        raise ConfigError("resume_from_checkpoint", f"{value} is not a complete checkpoint: {problem}")
     return value
 
 
