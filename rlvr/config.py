@@ -14,6 +14,7 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from data.generate import build_dataset, load_task_dataset
 from data.spec import DataSpec
+from rewards.guard import PROBE_ROWS, probe_rewards
 from rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.errors import ConfigError, flag_in_message
 from rlvr.validation import check_recipe, check_values
@@ -137,7 +138,8 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
 
 
 def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) -> Recipe:
-    """Checks that need more than one field; builds the data and the reward set (both cheap, no model)."""
+    """Checks that need more than one field; builds the data and the reward set (both cheap, no model) and calls
+    each reward once on probe completions (`rewards.guard`)."""
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
     check_recipe(args, training, model)
@@ -164,6 +166,7 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
     split = args.dataset_train_split
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")
+    probe_rewards(rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))])
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")

@@ -8,7 +8,6 @@ run labelled with its directory name. The same series print as a plain-text tabl
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt
 
-from rlvr.errors import ConfigError, cli
+from rlvr.errors import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.run_records import (
     GROUP_SERIES,
     REWARD_SERIES,
@@ -114,19 +113,15 @@ def terminal_tables(runs: list[Run], max_rows: int = 20) -> str:
     return "\n\n".join(f"== {run.label} ==\n" + text_table(*series_table(run, max_rows)) for run in runs)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag, message)
-
-
 def main(argv: list[str] | None = None) -> list[Path]:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", help="run directories (holding metrics.jsonl) or sweep directories")
     parser.add_argument("--out", required=True, help="folder for the PNGs")
     parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")
-    parser.add_argument("--max_rows", type=int, default=20, help="rows per run in the printed table")
+    parser.add_argument("--max_rows", type=positive_int, default=20, help="rows per run in the printed table")
     args = parser.parse_args(argv)
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError("--out", f"{args.out} is a file; the PNGs need a folder")
     runs = load_runs(args.run_dirs)
     paths = plot_runs(runs, args.out, args.x)
     print(terminal_tables(runs, args.max_rows))

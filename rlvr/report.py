@@ -9,7 +9,6 @@ the folder. A sweep directory also gets `summary.md`, `summary.csv` and `summary
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -19,7 +18,8 @@ from pathlib import Path
 import yaml
 
 from rlvr import before_after
-from rlvr.errors import ConfigError, cli
+from rlvr.errors import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.yaml_input import load_yaml_mapping
 from rlvr.plots import plot_runs
 from rlvr.run_records import (
     TIME_PHASES,
@@ -51,8 +51,7 @@ def config_text(run_dir: Path, config: str | None = None) -> str:
     """The YAML a run used: its own config.yaml, else `config` (copied in for next time), else training_args.bin."""
     own = run_dir / CONFIG_NAME
     if config and not own.exists():
-        if not Path(config).exists():
-            raise ConfigError("--config", f"no such file: {config}")
+        load_yaml_mapping(config, "--config")  # missing, a folder, binary or not a mapping: one line, nothing copied
         shutil.copyfile(config, own)
     args = saved_training_args(run_dir)
     if own.exists():
@@ -256,6 +255,17 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     path = Path(path)
     dirs = find_run_dirs(path)
     out = Path(out or path / "report.md")
+    if out.is_dir():
+        raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / 'report.md'}")
+    if config and dirs != [path]:
+        raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
+    if before:
+        from rlvr.config import check_model_reachable
+
+        try:
+            check_model_reachable(before, will_build=False)
+        except ConfigError as err:
+            raise ConfigError("--before", err.message) from None
     out.parent.mkdir(parents=True, exist_ok=True)
     if dirs == [path]:
         text = run_report(load_runs([path])[0], out.parent, config, before, num_prompts, last_k, max_rows)
@@ -267,21 +277,15 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     return out
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag, message)
-
-
 def main(argv: list[str] | None = None) -> Path:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="a run directory (holding metrics.jsonl) or a sweep directory")
     parser.add_argument("--out", default=None, help="report file (default <path>/report.md); plots/ goes beside it")
     parser.add_argument("--config", default=None, help="the recipe YAML, when the run directory has no config.yaml")
     parser.add_argument("--before", default=None, help="base model: roll out before/after on held-out prompts")
-    parser.add_argument("--num_prompts", type=int, default=32, help="held-out prompts for --before")
-    parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
-    parser.add_argument("--max_rows", type=int, default=20, help="rows of the metrics table")
+    parser.add_argument("--num_prompts", type=positive_int, default=32, help="held-out prompts for --before")
+    parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
+    parser.add_argument("--max_rows", type=positive_int, default=20, help="rows of the metrics table")
     args = parser.parse_args(argv)
     out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows)
     print(f"wrote {out}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from rlvr.config import Recipe, batch_plan, parse_args, precision_warning, validate
 from rlvr.errors import ConfigError, cli
@@ -27,6 +28,7 @@ def build_trainer(recipe: Recipe, trainer_cls):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
+    from rewards.guard import guard_rewards
     from rlvr.tiny_model import ensure_tiny_model
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
@@ -43,7 +45,7 @@ def build_trainer(recipe: Recipe, trainer_cls):
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
     return trainer_cls(
         model=model_args.model_name_or_path,
-        reward_funcs=recipe.rewards.funcs,
+        reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir),  # a failing reward: one named line
         args=training,
         train_dataset=recipe.dataset[args.dataset_train_split],
         eval_dataset=recipe.dataset.get(args.dataset_test_split) if training.eval_strategy != "no" else None,
@@ -119,7 +121,9 @@ def prepare(argv: list[str] | None = None, trainer_cls=None, config_cls=None):
         write_run_config(list(sys.argv[1:] if argv is None else argv), recipe)
     configure_wandb(training.report_to)
 
-    # 3. Model, tokenizer, rewards and callbacks go into the trainer.
+    # 3. Model, tokenizer, rewards and callbacks go into the trainer. TRL 1.16 reads transformers 5's deprecated
+    #    `is_gradient_checkpointing` at every generation: a warning no recipe can act on.
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     if trainer_cls is None:
         from rlvr.trainer import RLVRGRPOTrainer as trainer_cls
     return recipe, build_trainer(recipe, trainer_cls), checkpoint

@@ -20,7 +20,6 @@ sweep report (rlvr.report) overlays all runs against generated samples and write
 
 from __future__ import annotations
 
-import argparse
 import copy
 import math
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.errors import ConfigError, cli
+from rlvr.errors import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.recipes_index import launch_script, script_classes
 from rlvr.report import CONFIG_NAME, SPEC_NAME, build_report
 from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
@@ -219,10 +218,7 @@ def launch(variant: Variant, spec: Spec, launcher: str) -> int:
     """Train one variant; returns the exit status. Unfinished runs resume from their last checkpoint, if any."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
-    if not list(variant.run_dir.glob("checkpoint-*")):
-        stale = variant.run_dir / "rollouts.jsonl"  # a fresh start: earlier rollouts would mix with the new ones
-        if stale.exists():
-            stale.rename(stale.with_name(f"rollouts.{time.strftime('%Y%m%d-%H%M%S')}.jsonl"))
+    # A fresh start moves earlier records aside, a resume trims them: rlvr.run_files.start_record, in the callbacks.
     args = ["--config", str(variant.config_path), "--resume_from_checkpoint", "true"]
     if launcher == "inprocess":
         from rlvr.runner import main
@@ -300,22 +296,19 @@ def parse_overrides(extra: list[str]) -> dict:
             key, value = flag[2:], items.pop(0)
         else:
             raise ConfigError(flag, "needs a value")
-        pairs[key] = yaml.safe_load(value)
+        try:
+            pairs[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--{key}", f"cannot read {value!r} as a YAML value") from None
     return pairs
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        flag = next((w.strip("',:") for w in message.split() if w.startswith("--")), "arguments")
-        raise ConfigError(flag, message)
-
-
 def main(argv: list[str] | None = None) -> dict:
-    parser = _Parser(description=__doc__.splitlines()[0], allow_abbrev=False)  # unknown flags are recipe overrides
+    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)  # unknown flags are recipe overrides
     parser.add_argument("spec", help="sweep spec YAML (see sweeps/)")
     parser.add_argument("--out", default="runs/sweeps", help="runs go to <out>/<name>/<label>/")
     parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts")
-    parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
+    parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--dry_run", action="store_true", help="validate every variant and print the plan")
     args, extra = parser.parse_known_args(argv)
     result = run_sweep(args.spec, args.out, parse_overrides(extra), args.launcher, args.dry_run, args.last_k)
