@@ -63,6 +63,8 @@ class SingleRolloutConfig(GRPOConfig):
     runs as for a group of two (every other check still applies), then G is set back to what was asked.
     """
 
+    min_generations = 1  # rlvr.validation reads it: plain GRPO configs need 2
+
     def __post_init__(self):
         requested = self.num_generations
         if requested == 1:

@@ -66,10 +66,11 @@ class Recipe:
 
 
 class RecipeParser(TrlParser):
-    """TrlParser whose errors are `ConfigError`s (one line, field named) instead of argparse's usage dump."""
+    """TrlParser whose errors are `ConfigError`s (one line, field named) instead of argparse's usage dump. The field
+    is named as in the YAML (`num_generations`, not `--num_generations`): the same key whichever way it was set."""
 
     def error(self, message):
-        raise ConfigError(flag_in_message(message), message)
+        raise ConfigError(flag_in_message(message).removeprefix("--"), message)
 
     def parse_known_args(self, args=None, namespace=None):
         """Raw values are range-checked here, before the dataclasses' `__post_init__` can divide by them."""

@@ -50,8 +50,9 @@ TRAINING_ARGS_SHOWN = (
 def config_text(run_dir: Path, config: str | None = None) -> str:
     """The YAML a run used: its own config.yaml, else `config` (copied in for next time), else training_args.bin."""
     own = run_dir / CONFIG_NAME
-    if config and not own.exists():
+    if config:
         load_yaml_mapping(config, "--config")  # missing, a folder, binary or not a mapping: one line, nothing copied
+    if config and not own.exists():
         shutil.copyfile(config, own)
     args = saved_training_args(run_dir)
     if own.exists():

@@ -205,6 +205,10 @@ def check_values(values: dict, dataclass_types) -> None:
             continue  # a non-numeric alternative of the annotation (e.g. a string schedule): not a range question
         if problem := rule.problem(value):
             raise ConfigError(name, problem)
+    minimum = min(getattr(cls, "min_generations", 2) for cls in dataclass_types if hasattr(cls, "num_generations"))
+    if isinstance(values.get("num_generations"), int) and values["num_generations"] < minimum:
+        raise ConfigError("num_generations", f"must be >= {minimum} (a group needs a baseline), got "
+                                             f"{values['num_generations']}")
 
 
 def check_recipe(args, training, model) -> None:
