@@ -1,0 +1,94 @@
+"""Crash and resume: a tiny run is SIGKILLed mid-save and mid-write, resumed each time, and its records stay whole.
+
+The run trains 5 steps with a checkpoint every 2. Three processes, each started with `--resume_from_checkpoint true`:
+
+  1. killed while checkpoint-4 is being written: weights, optimizer and RNG state are on disk, trainer_state.json is
+     not (transformers writes it last), and metrics rows 3-4 were logged after checkpoint-2;
+  2. resumes from checkpoint-2, skipping the torn checkpoint-4 (and saying so), and is killed halfway through
+     writing a line of rollouts.jsonl;
+  3. resumes from checkpoint-2 again and finishes.
+
+Afterwards metrics.jsonl holds steps 1..5 once each, rollouts.jsonl holds each generation step's 16 rollouts once,
+and the cumulative counters (generation_step, generated_samples) rise monotonically to their uninterrupted values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from conftest import FAST_RECIPE, REPO
+
+DRIVER = '''
+import os, signal, sys
+from transformers import Trainer
+from rlvr import callbacks
+from rlvr.runner import run
+from rlvr.trainer import RLVRGRPOTrainer
+
+kind, _, step = os.environ.get("FAULT", "").partition(":")
+die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+if kind == "save":  # after the weights, optimizer and RNG state, before trainer_state.json
+    save_rng = Trainer._save_rng_state
+    def _save_rng_state(self, output_dir):
+        save_rng(self, output_dir)
+        if self.state.global_step == int(step):
+            die()
+    Trainer._save_rng_state = _save_rng_state
+if kind == "rollouts":  # the rollouts of this step written, then half of one more line
+    on_rewards = callbacks.RolloutLogCallback.on_rewards
+    def _on_rewards(self, args, state, control, batch):
+        on_rewards(self, args, state, control, batch)
+        if state.global_step == int(step):
+            with open(os.path.join(args.output_dir, "rollouts.jsonl"), "a") as f:
+                f.write('{"step": %d, "round": 0, "gro' % state.global_step)
+            die()
+    callbacks.RolloutLogCallback.on_rewards = _on_rewards
+sys.argv = ["recipes/grpo.py", *sys.argv[1:]]
+run(trainer_cls=RLVRGRPOTrainer)
+'''
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
+    out = tmp_path / "run"
+    argv = [sys.executable, "-c", DRIVER, "--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir,
+            "--output_dir", str(out), "--max_steps", "5", "--save_strategy", "steps", "--save_steps", "2",
+            "--print_rollouts", "false", "--resume_from_checkpoint", "true"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def launch(fault: str) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, cwd=REPO, env={**env, "FAULT": fault}, capture_output=True, text=True, timeout=300)
+
+    first = launch("save:4")
+    assert first.returncode == -9, first.stderr[-2000:]
+    assert "no complete checkpoint" in first.stdout
+    assert (out / "checkpoint-4" / "model.safetensors").exists() and not (out / "checkpoint-4" / "trainer_state.json").exists()
+    assert [r["step"] for r in rows(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3, 4]
+
+    second = launch("rollouts:3")
+    assert second.returncode == -9, second.stderr[-2000:]
+    assert "skipping incomplete" in second.stdout and "checkpoint-4" in second.stdout
+    assert "from " + str(out / "checkpoint-2") in second.stdout
+
+    third = launch("")
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert "from " + str(out / "checkpoint-2") in third.stdout  # the second run died before saving checkpoint-4
+
+    metrics = rows(out / "metrics.jsonl")  # every line parses: the torn rows went with the resume
+    train = [r for r in metrics if "loss" in r]
+    assert [r["step"] for r in train] == [1, 2, 3, 4, 5]
+    assert [r["generation_step"] for r in train] == [1, 2, 3, 4, 5]
+    assert [r["generated_samples"] for r in train] == [16, 32, 48, 64, 80]
+    assert sum("train_runtime" in r for r in metrics) == 1
+    rollouts = rows(out / "rollouts.jsonl")
+    assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(5)}
+    assert not list(out.glob("metrics.*.jsonl")) and not list(out.glob("rollouts.*.jsonl"))  # nothing moved aside
+    assert (out / "checkpoint-4" / "trainer_state.json").exists()
