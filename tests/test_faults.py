@@ -1,6 +1,6 @@
 """Crash and resume: a tiny run is SIGKILLed mid-save and mid-write, resumed each time, and its records stay whole.
 
-The run trains 5 steps with a checkpoint every 2. Three processes, each started with `--resume_from_checkpoint true`:
+The run trains 4 steps with a checkpoint every 2. Three processes, each started with `--resume_from_checkpoint true`:
 
   1. killed while checkpoint-4 is being written: weights, optimizer and RNG state are on disk, trainer_state.json is
      not (transformers writes it last), and metrics rows 3-4 were logged after checkpoint-2;
@@ -8,7 +8,7 @@ The run trains 5 steps with a checkpoint every 2. Three processes, each started 
      writing a line of rollouts.jsonl;
   3. resumes from checkpoint-2 again and finishes.
 
-Afterwards metrics.jsonl holds steps 1..5 once each, rollouts.jsonl holds each generation step's 16 rollouts once,
+Afterwards metrics.jsonl holds steps 1..4 once each, rollouts.jsonl holds each generation step's 16 rollouts once,
 and the cumulative counters (generation_step, generated_samples) rise monotonically to their uninterrupted values.
 """
 
@@ -60,7 +60,7 @@ def rows(path: Path) -> list[dict]:
 def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
     argv = [sys.executable, "-c", DRIVER, "--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir,
-            "--output_dir", str(out), "--max_steps", "5", "--save_strategy", "steps", "--save_steps", "2",
+            "--output_dir", str(out), "--max_steps", "4", "--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "2",
             "--print_rollouts", "false", "--resume_from_checkpoint", "true"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
@@ -73,7 +73,7 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     assert (out / "checkpoint-4" / "model.safetensors").exists() and not (out / "checkpoint-4" / "trainer_state.json").exists()
     assert [r["step"] for r in rows(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3, 4]
 
-    second = launch("rollouts:3")
+    second = launch("rollouts:2")
     assert second.returncode == -9, second.stderr[-2000:]
     assert "skipping incomplete" in second.stdout and "checkpoint-4" in second.stdout
     assert "from " + str(out / "checkpoint-2") in second.stdout
@@ -81,14 +81,15 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     third = launch("")
     assert third.returncode == 0, third.stderr[-2000:]
     assert "from " + str(out / "checkpoint-2") in third.stdout  # the second run died before saving checkpoint-4
+    assert "skipping incomplete" in third.stdout
 
     metrics = rows(out / "metrics.jsonl")  # every line parses: the torn rows went with the resume
     train = [r for r in metrics if "loss" in r]
-    assert [r["step"] for r in train] == [1, 2, 3, 4, 5]
-    assert [r["generation_step"] for r in train] == [1, 2, 3, 4, 5]
-    assert [r["generated_samples"] for r in train] == [16, 32, 48, 64, 80]
+    assert [r["step"] for r in train] == [1, 2, 3, 4]
+    assert [r["generation_step"] for r in train] == [1, 2, 3, 4]
+    assert [r["generated_samples"] for r in train] == [16, 32, 48, 64]
     assert sum("train_runtime" in r for r in metrics) == 1
     rollouts = rows(out / "rollouts.jsonl")
-    assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(5)}
+    assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(4)}
     assert not list(out.glob("metrics.*.jsonl")) and not list(out.glob("rollouts.*.jsonl"))  # nothing moved aside
     assert (out / "checkpoint-4" / "trainer_state.json").exists()
