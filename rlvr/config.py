@@ -79,13 +79,17 @@ class RecipeParser(TrlParser):
         return namespace, remaining
 
 
+# TRL's __post_init__ messages that describe a field in words rather than by name.
+PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations per prompt": "num_generations"}
+
+
 def _field_named_in(message: str, dataclass_types) -> str:
     """The first config field a library error message mentions, for a one-line error that names it."""
-    names = {f.name for cls in dataclass_types for f in fields(cls)}
+    names = {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}
     for token in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", message):
         if token in names:
             return token
-    return "config"
+    return next((name for phrase, name in PROSE_FIELDS.items() if phrase in message), "config")
 
 
 def check_config_file(argv: list[str], dataclass_types) -> None:

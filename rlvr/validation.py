@@ -15,6 +15,7 @@ DAPO, PPO and the single-rollout configs alike.
 from __future__ import annotations
 
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass, fields
@@ -218,5 +219,7 @@ def check_recipe(args, training, model) -> None:
                  [type(p) for p in parts])
     if args.overlong_cache_length is not None and args.overlong_max_length is None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
+    if training.output_dir and os.path.exists(training.output_dir) and not os.path.isdir(training.output_dir):
+        raise ConfigError("output_dir", f"{training.output_dir} is a file, not a folder")
     if training.max_steps == -1 and training.num_train_epochs <= 0:
         raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")
