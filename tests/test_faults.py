@@ -93,3 +93,79 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(4)}
     assert not list(out.glob("metrics.*.jsonl")) and not list(out.glob("rollouts.*.jsonl"))  # nothing moved aside
     assert (out / "checkpoint-4" / "trainer_state.json").exists()
+
+
+def test_a_reward_failing_mid_run_is_named_with_its_step_and_leaves_the_checkpoint(run_recipe, tmp_path, monkeypatch):
+    import pytest
+
+    from rewards.guard import RewardFunctionError
+    from rlvr.run_files import checkpoint_problem
+
+    (tmp_path / "late_rewards.py").write_text(
+        "def late(completions, trainer_state=None, **kwargs):\n"
+        "    if trainer_state.global_step >= 1:\n"
+        "        raise ZeroDivisionError('late failure')\n"
+        "    return [0.0] * len(completions)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "run"
+    with pytest.raises(RewardFunctionError) as err:  # the probe (step 0) passes; step 2's scoring fails
+        run_recipe("--max_steps", "3", "--save_strategy", "steps", "--save_steps", "1",
+                   "--reward_funcs", "correctness", "late_rewards.late", "--reward_weights", "1", "1", output_dir=out)
+    assert str(err.value).startswith("reward_funcs: late raised ZeroDivisionError: late failure at step 1;")
+    record = json.loads((out / "reward_error.json").read_text())
+    assert record["function"] == "late" and record["step"] == 1 and record["completion"] is not None
+    assert record["row"]["answer"] and record["row"]["prompts"]
+    assert checkpoint_problem(out / "checkpoint-1") is None and not (out / "checkpoint-2").exists()
+
+
+def test_wandb_that_cannot_reach_its_server_goes_offline_within_the_bound(monkeypatch, capsys):
+    """A server that accepts the connection and never answers (the ~100 s hang) costs `timeout` seconds, no more."""
+    import socket
+    import time
+
+    from rlvr.tracking import configure_wandb
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{silent.getsockname()[1]}")
+    start = time.perf_counter()
+    note = configure_wandb(["wandb"], timeout=1.0)
+    assert time.perf_counter() - start < 3.0
+    assert note and "not reachable" in note and os.environ["WANDB_MODE"] == "offline"
+    assert capsys.readouterr().out.count("wandb:") == 1
+    silent.close()
+
+
+def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(tmp_path, capsys):
+    from rlvr.run_files import last_complete_checkpoint
+    from rlvr.runner import resume_checkpoint
+
+    assert resume_checkpoint("true", str(tmp_path / "empty")) is None
+    assert "no complete checkpoint" in capsys.readouterr().out
+    for step, files in ((2, {"trainer_state.json": '{"global_step": 2}', "model.safetensors": "w"}),
+                        (4, {"trainer_state.json": '{"global_st', "model.safetensors": "w"}),
+                        (6, {"model.safetensors": "w"}),
+                        (8, {"trainer_state.json": '{"global_step": 8}'})):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        for name, text in files.items():
+            (tmp_path / f"checkpoint-{step}" / name).write_text(text)
+    checkpoint, torn = last_complete_checkpoint(tmp_path)
+    assert checkpoint == str(tmp_path / "checkpoint-2")
+    assert [(Path(p).name, why) for p, why in torn] == [
+        ("checkpoint-8", "no model weights"), ("checkpoint-6", "no trainer_state.json"),
+        ("checkpoint-4", "unreadable trainer_state.json")]
+    assert resume_checkpoint(True, str(tmp_path)) == str(tmp_path / "checkpoint-2")
+    assert capsys.readouterr().out.count("skipping incomplete") == 3
+
+
+def test_a_fresh_run_moves_old_records_aside(tmp_path):
+    from rlvr.run_files import ROLLOUTS, start_record
+
+    old = tmp_path / "rollouts.jsonl"
+    old.write_text('{"step": 0}\n')
+    assert "aside" in start_record(old, 0, ROLLOUTS)
+    assert not old.exists() and [p.read_text() for p in tmp_path.glob("rollouts.*.jsonl")] == ['{"step": 0}\n']
