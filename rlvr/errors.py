@@ -1,6 +1,7 @@
 """The one error type for bad user input: it names the field, so a one-line message is enough."""
 
 import argparse
+import math
 import re
 
 
@@ -46,7 +47,7 @@ def _bounded(kind, name: str, low, inclusive: bool):
             value = kind(text)
         except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}") from None
-        if value < low or (value == low and not inclusive) or value != value:  # value != value: NaN
+        if math.isnan(value) or value < low or (value == low and not inclusive):
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}")
         return value
 

@@ -19,7 +19,6 @@ import yaml
 
 from rlvr import before_after
 from rlvr.errors import ArgumentParser, ConfigError, cli, positive_int
-from rlvr.yaml_input import load_yaml_mapping
 from rlvr.plots import plot_runs
 from rlvr.run_records import (
     TIME_PHASES,
@@ -37,6 +36,7 @@ from rlvr.run_records import (
     time_totals,
     wall_time,
 )
+from rlvr.yaml_input import load_yaml_mapping
 
 CONFIG_NAME = "config.yaml"  # the recipe a run used, copied beside its records (the sweep writes it)
 SPEC_NAME = "sweep.yaml"

@@ -54,8 +54,8 @@ def ws(tmp_path, monkeypatch):
         "def strings(completions, **kw):\n    return ['1.0'] * len(completions)\n"
         "def short(completions, **kw):\n    return [1.0]\n"
     )
-    (tmp_path / "spec.yaml").write_text("name: s\nbase: %s\nvary: {num_generations: [2, 4]}\n" % FAST_RECIPE)
-    (tmp_path / "spec_two.yaml").write_text("name: s\nbase: %s\nvary: {seed: [1], top_p: [1]}\n" % FAST_RECIPE)
+    (tmp_path / "spec.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nvary: {{num_generations: [2, 4]}}\n")
+    (tmp_path / "spec_two.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nvary: {{seed: [1], top_p: [1]}}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -265,6 +265,6 @@ def test_bad_input_is_one_named_line(name, argv, field, ws, capsys):
     (["-m", "rlvr.report", "/nonexistent", "--last_k", "0"], "--last_k"),
 ])
 def test_console_scripts_print_one_line(argv, field):
-    result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {field}:"), result.stderr

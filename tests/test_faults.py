@@ -65,7 +65,8 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def launch(fault: str) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, cwd=REPO, env={**env, "FAULT": fault}, capture_output=True, text=True, timeout=300)
+        return subprocess.run(argv, cwd=REPO, env={**env, "FAULT": fault}, capture_output=True, text=True,
+                              timeout=300, check=False)
 
     first = launch("save:4")
     assert first.returncode == -9, first.stderr[-2000:]
