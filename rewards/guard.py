@@ -158,4 +158,5 @@ def _guarded(func, output_dir: str):
         raise RewardFunctionError("reward_funcs", f"{name} {problem} at step {step}; the completion and its row are in "
                                                   f"{path} (the last checkpoint is untouched)")
 
+    guarded.__name__ = name  # TRL names metrics (and DAPO finds its filter reward) by __name__
     return guarded
