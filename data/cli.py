@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlvr.cli import ArgumentParser, ConfigError, load_recipe_yaml
+from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, non_negative_int, positive_int
 from rlvr.data.generate import build_dataset, dataset_card
 from rlvr.data.spec import DataSpec
 
@@ -40,28 +40,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output_dir", help="save_to_disk folder (a README.md card is written beside the data)")
     parser.add_argument("--push_to_hub", metavar="REPO_ID", help="Hub dataset id to push to")
     parser.add_argument("--private", action="store_true")
-    parser.add_argument("--seed", type=int, help="override data.seed")
-    parser.add_argument("--size", type=int, help="override data.size")
-    try:
-        args = parser.parse_args(argv)
-        spec = read_spec(args.config)
-        if args.seed is not None or args.size is not None:
-            overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}
-            spec = DataSpec.from_dict({**spec.to_dict(), **overrides})
-        dataset = build_dataset(spec)
-        print(f"generated {', '.join(f'{k}: {len(v)} rows' for k, v in dataset.items())}")
-        if args.output_dir:
-            dataset.save_to_disk(args.output_dir)
-            (Path(args.output_dir) / "README.md").write_text(dataset_card(spec, dataset))
-            print(f"saved to {args.output_dir}")
-        if args.push_to_hub:
-            push_to_hub(dataset, spec, args.push_to_hub, args.private)
-            print(f"pushed to {args.push_to_hub}")
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    parser.add_argument("--seed", type=non_negative_int, help="override data.seed")
+    parser.add_argument("--size", type=positive_int, help="override data.size")
+    args = parser.parse_args(argv)
+    if not args.output_dir and not args.push_to_hub:
+        raise ConfigError("--output_dir", "set --output_dir and/or --push_to_hub: otherwise nothing is kept")
+    if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        raise ConfigError("--output_dir", f"{args.output_dir} is a file, not a folder")
+    spec = read_spec(args.config)
+    if args.seed is not None or args.size is not None:
+        overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}
+        spec = DataSpec.from_dict({**spec.to_dict(), **overrides})
+    dataset = build_dataset(spec)
+    print(f"generated {', '.join(f'{k}: {len(v)} rows' for k, v in dataset.items())}")
+    if args.output_dir:
+        dataset.save_to_disk(args.output_dir)
+        (Path(args.output_dir) / "README.md").write_text(dataset_card(spec, dataset))
+        print(f"saved to {args.output_dir}")
+    if args.push_to_hub:
+        push_to_hub(dataset, spec, args.push_to_hub, args.private)
+        print(f"pushed to {args.push_to_hub}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli(main))

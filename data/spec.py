@@ -62,6 +62,8 @@ class DataSpec:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "seed" else 1):
                 raise ConfigError(f"{field_name}.{name}", f"must be a positive integer, got {value!r}")
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise ConfigError(f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}")
         if self.test_size >= self.size:
             raise ConfigError(f"{field_name}.test_size", f"must be smaller than size ({self.size}), got {self.test_size}")
         names = [task.name for task in self.specs]
@@ -107,5 +109,5 @@ def _validate_task(task: TaskSpec, where: str) -> None:
     try:
         if hasattr(config, "validate"):
             config.validate()
-    except (AssertionError, ValueError) as err:
+    except (AssertionError, ValueError, TypeError) as err:  # TypeError: e.g. min_word_len: three vs an int bound
         raise ConfigError(f"{where}.config", str(err) or "rejected by reasoning_gym") from None

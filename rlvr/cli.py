@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -33,8 +35,12 @@ def cli(main, *args, **kwargs):
 
 
 def flag_in_message(message: str) -> str:
-    flag = next((word.strip("',:") for word in message.split() if word.startswith("--")), "arguments")
-    return flag.split("/")[0]
+    """The flag or positional an argparse message is about: `argument --k: ...`, `required: --config`, else `--x`."""
+    named = re.search(r"argument (\S+?)(?:/\S+)?:", message) or re.search(r"required: (\S+?),?(?:\s|$)", message)
+    if named:
+        return named.group(1)
+    flag = next((word.strip("',:[]") for word in message.split() if word.strip("'[").startswith("--")), "arguments")
+    return flag.split("/")[0].split("=")[0]
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -43,12 +49,39 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message):
         raise ConfigError(flag_in_message(message), message)
 
+
+def _bounded(kind, name: str, low, inclusive: bool):
+    def convert(text):
+        try:
+            value = kind(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}") from None
+        if math.isnan(value) or value < low or (value == low and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}")
+        return value
+
+    convert.__name__ = name
+    return convert
+
+
+# argparse `type=`s for CLI flags: a 0 or negative count is an error naming the flag, not a silent "last 0".
+positive_int = _bounded(int, "a positive integer", 1, True)
+non_negative_int = _bounded(int, "an integer >= 0", 0, True)
+positive_float = _bounded(float, "a positive number", 0.0, False)
+non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
+
 def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field: value") -> dict:
     """The mapping in `path`; errors name `field` (the flag or spec entry that gave the path)."""
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
         raise ConfigError(field, f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(field, f"{path} is a directory, not a YAML file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(field, f"{path} is not a text file") from None
+    except OSError as err:
+        raise ConfigError(field, f"cannot read {path}: {err.strerror or err}") from None
     except yaml.YAMLError as err:
         raise ConfigError(field, f"invalid YAML in {path}: {' '.join(str(err).split())}") from None
     if not isinstance(raw, dict):

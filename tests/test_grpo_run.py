@@ -90,7 +90,7 @@ def test_accelerate_launch_entry_point(tmp_path):
         (["--data", '{"specs": [{"name": "spell_backward", "config": {"min_word_len": 8, "max_word_len": 3}}]}'], "data.specs[0].config"),
         (["--data", '{"specs": [{"name": "spel_backward"}]}'], "data.specs[0].name"),
         (["--overlong_max_length", "999", "--overlong_cache_length", "10"], "overlong_max_length"),
-        (["--learning_rate", "fast"], "--learning_rate"),
+        (["--learning_rate", "fast"], "learning_rate"),
         (["--no_such_field", "1"], "no_such_field"),
     ],
 )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rich.progress import ProgressColumn
 
-from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.cli import ArgumentParser, ConfigError, cli, non_negative_float, positive_int
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -404,10 +404,10 @@ def main(argv: list[str] | None = None) -> dict:
                                                         "sampling settings and reward set are used")
     parser.add_argument("--model", default=None, help="checkpoint folder (default: the recipe's model_name_or_path)")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--num_samples", type=int, default=None, help="samples per prompt, n (default: the largest k)")
-    parser.add_argument("--k", type=int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--num_prompts", type=int, default=None, help="first N prompts of the split (default: all)")
-    parser.add_argument("--temperature", type=float, default=None, help="0 = greedy (one sample, pass@1); default: the recipe's")
+    parser.add_argument("--num_samples", type=positive_int, default=None, help="samples per prompt, n (default: the largest k)")
+    parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--num_prompts", type=positive_int, default=None, help="first N prompts of the split (default: all)")
+    parser.add_argument("--temperature", type=non_negative_float, default=None, help="0 = greedy (one sample, pass@1); default: the recipe's")
     parser.add_argument("--top_p", type=float, default=None)
     parser.add_argument("--top_k", type=int, default=None)
     parser.add_argument("--max_new_tokens", type=int, default=None, help="default: the recipe's max_completion_length")

@@ -32,7 +32,7 @@ from rlvr.analysis.records import (
     time_totals,
     zero_std_series,
 )
-from rlvr.cli import ArgumentParser, cli
+from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import TIME_PHASES, ZERO_STD_PREFIX
 
 DEFAULT_X = ("step", "samples")
@@ -162,8 +162,10 @@ def main(argv: list[str] | None = None) -> list[Path]:
     parser.add_argument("run_dirs", nargs="+", help="run directories (holding metrics.jsonl) or sweep directories")
     parser.add_argument("--out", required=True, help="folder for the PNGs")
     parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")
-    parser.add_argument("--max_rows", type=int, default=20, help="rows per run in the printed table")
+    parser.add_argument("--max_rows", type=positive_int, default=20, help="rows per run in the printed table")
     args = parser.parse_args(argv)
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError("--out", f"{args.out} is a file; the PNGs need a folder")
     runs = load_runs(args.run_dirs)
     paths = plot_runs(runs, args.out, args.x)
     print(terminal_tables(runs, args.max_rows))

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import before_after
-from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.cli import ArgumentParser, ConfigError, cli, load_yaml_mapping, positive_int
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import (
     TIME_PHASES,
@@ -52,9 +52,9 @@ TRAINING_ARGS_SHOWN = (
 def config_text(run_dir: Path, config: str | None = None) -> str:
     """The YAML a run used: its own config.yaml, else `config` (copied in for next time), else training_args.bin."""
     own = run_dir / CONFIG_NAME
+    if config:
+        load_yaml_mapping(config, "--config")  # missing, a folder, binary or not a mapping: one line, nothing copied
     if config and not own.exists():
-        if not Path(config).exists():
-            raise ConfigError("--config", f"no such file: {config}")
         shutil.copyfile(config, own)
     args = saved_training_args(run_dir)
     if own.exists():
@@ -283,6 +283,17 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     path = Path(path)
     dirs = find_run_dirs(path)
     out = Path(out or path / "report.md")
+    if out.is_dir():
+        raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / 'report.md'}")
+    if config and dirs != [path]:
+        raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
+    if before:
+        from rlvr.training.config import check_model_reachable
+
+        try:
+            check_model_reachable(before, will_build=False)
+        except ConfigError as err:
+            raise ConfigError("--before", err.message) from None
     out.parent.mkdir(parents=True, exist_ok=True)
     if dirs == [path]:
         text = run_report(load_runs([path])[0], out.parent, config, before, num_prompts, last_k, max_rows)
@@ -300,9 +311,9 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--out", default=None, help="report file (default <path>/report.md); plots/ goes beside it")
     parser.add_argument("--config", default=None, help="the recipe YAML, when the run directory has no config.yaml")
     parser.add_argument("--before", default=None, help="base model: roll out before/after on held-out prompts")
-    parser.add_argument("--num_prompts", type=int, default=32, help="held-out prompts for --before")
-    parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
-    parser.add_argument("--max_rows", type=int, default=20, help="rows of the metrics table")
+    parser.add_argument("--num_prompts", type=positive_int, default=32, help="held-out prompts for --before")
+    parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
+    parser.add_argument("--max_rows", type=positive_int, default=20, help="rows of the metrics table")
     args = parser.parse_args(argv)
     out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows)
     print(f"wrote {out}")

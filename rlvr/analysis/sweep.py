@@ -36,7 +36,7 @@ import yaml
 
 from rlvr.analysis.records import load_run, load_runs, summarize, summary_table, text_table
 from rlvr.analysis.report import CONFIG_NAME, SPEC_NAME, build_report
-from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
+from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, load_yaml_mapping, positive_int, reject_unknown_keys
 
 SWEEP_RECIPE_NAME = "recipe.yaml"
 REPO = Path(__file__).resolve().parents[2]
@@ -240,10 +240,7 @@ def launch(variant: Variant, spec: Spec, launcher: str) -> int:
     """Train one variant; returns the exit status. Unfinished runs resume from their last checkpoint, if any."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
-    if not list(variant.run_dir.glob("checkpoint-*")):
-        stale = variant.run_dir / "rollouts.jsonl"  # a fresh start: earlier rollouts would mix with the new ones
-        if stale.exists():
-            stale.rename(stale.with_name(f"rollouts.{time.strftime('%Y%m%d-%H%M%S')}.jsonl"))
+    # A fresh start moves earlier records aside, a resume trims them: rlvr.training.run_files.start_record, in the callbacks.
     args = ["--config", str(variant.config_path), "--resume_from_checkpoint", "true"]
     if launcher == "inprocess":
         from rlvr.training.runner import main
@@ -362,7 +359,10 @@ def parse_overrides(extra: list[str]) -> dict:
             key, value = flag[2:], items.pop(0)
         else:
             raise ConfigError(flag, "needs a value")
-        pairs[key] = yaml.safe_load(value)
+        try:
+            pairs[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--{key}", f"cannot read {value!r} as a YAML value") from None
     return pairs
 
 
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("spec", help="sweep spec YAML (see sweeps/)")
     parser.add_argument("--out", default="runs/sweeps", help="runs go to <out>/<name>/<label>/")
     parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts")
-    parser.add_argument("--last_k", type=int, default=5, help="generation steps averaged for final_* numbers")
+    parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--dry_run", action="store_true", help="validate every variant and print the plan")
     parser.add_argument("--only", nargs="+", default=None, help="train only these run labels (seed suffix optional)")
     args, extra = parser.parse_known_args(argv)

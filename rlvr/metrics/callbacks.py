@@ -13,6 +13,7 @@ from rlvr.metrics.components import group_summary
 from rlvr.metrics.keys import COUNTERS, ordered
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.metrics.step_metrics import compute_step_metrics
+from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
 
 
 class GroupStatsCallback(RewardBatchCallback):
@@ -48,11 +49,17 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
 
 class RolloutLogCallback(RewardBatchCallback):
-    """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`."""
+    """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`
+    (resume and fresh-run handling: `rlvr.training.run_files.start_record`)."""
 
     def __init__(self, path: str | None = None, print_rollouts: bool = True):
         self.path = path
         self.print_rollouts = print_rollouts
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        path = Path(self.path or Path(args.output_dir) / "rollouts.jsonl")
+        if state.is_world_process_zero and (note := start_record(path, state.global_step, ROLLOUTS)):
+            print(f"[records] {note}", flush=True)
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
         if not state.is_world_process_zero or batch.mode != "train":
@@ -99,8 +106,7 @@ def format_rollout(record: dict) -> str:
 class MetricsJsonlCallback(RewardBatchCallback):
     """Appends every logged row to a JSONL file (default `<output_dir>/metrics.jsonl`).
 
-    On resume the rows logged after the checkpoint's step are dropped before appending, so the file never holds a
-    step twice; a fresh run into a folder with an old file moves that file aside instead of overwriting it.
+    Resume and fresh-run handling is `rlvr.training.run_files.start_record`, the policy every record file shares.
     """
 
     def __init__(self, path: str | None = None):
@@ -110,16 +116,8 @@ class MetricsJsonlCallback(RewardBatchCallback):
         return Path(self.path or Path(args.output_dir) / "metrics.jsonl")
 
     def on_train_begin(self, args, state, control, **kwargs):
-        path = self._file(args)
-        if not state.is_world_process_zero or not path.exists():
-            return
-        if state.global_step == 0:
-            path.rename(path.with_name(f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}"))
-            return
-        kept = [line for line in path.read_text().splitlines() if _row_step(line) <= state.global_step]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
-        tmp.replace(path)
+        if state.is_world_process_zero and (note := start_record(self._file(args), state.global_step, METRICS)):
+            print(f"[records] {note}", flush=True)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
@@ -130,13 +128,6 @@ class MetricsJsonlCallback(RewardBatchCallback):
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.write(json.dumps(row) + "\n")
-
-
-def _row_step(line: str) -> float:
-    try:
-        return json.loads(line).get("step", math.inf)
-    except ValueError:
-        return math.inf  # a torn last line from a crash is dropped
 
 
 def _finite(value):

@@ -18,9 +18,11 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
+from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
+from rlvr.training.validation import check_recipe, check_values
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -84,6 +86,8 @@ class SingleRolloutConfig(RLVRConfig):
     runs as for a group of two (every other check still applies), then G is set back to what was asked.
     """
 
+    min_generations = 1  # rlvr.training.validation reads it: plain GRPO configs need 2
+
     def __post_init__(self):
         requested = self.num_generations
         if requested == 1:
@@ -109,10 +113,17 @@ class Recipe:
 
 
 class RecipeParser(TrlParser):
-    """TrlParser whose errors are `ConfigError`s (one line, field named) and whose `--config` may name a `base:`."""
+    """TrlParser whose errors are `ConfigError`s (one line, field named) and whose `--config` may name a `base:`. The
+    field is named as in the YAML (`num_generations`, not `--num_generations`): the same key whichever way it was set."""
 
     def error(self, message):
-        raise ConfigError(flag_in_message(message), message)
+        raise ConfigError(flag_in_message(message).removeprefix("--"), message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        """Raw values are range-checked here, before the dataclasses' `__post_init__` can divide by them."""
+        namespace, remaining = super().parse_known_args(args, namespace)
+        check_values(vars(namespace), self.dataclass_types)
+        return namespace, remaining
 
     def parse_args_and_config(self, args=None, **kwargs):
         args = list(args)
@@ -126,6 +137,10 @@ class RecipeParser(TrlParser):
             reject_unknown_keys(config, {action.dest for action in self._actions}, f"config field in {path}")
             self.set_defaults_with_config(**config)
         return self.parse_args_into_dataclasses(args=args)
+
+
+# TRL's __post_init__ messages that describe a field in words rather than by name.
+PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations per prompt": "num_generations"}
 
 
 def read_config_arg(argv: list[str]) -> dict:
@@ -143,11 +158,11 @@ def read_config_arg(argv: list[str]) -> dict:
 
 def _field_named_in(message: str, dataclass_types) -> str:
     """The first config field a library error message mentions, for a one-line error that names it."""
-    names = {f.name for cls in dataclass_types for f in fields(cls)}
+    names = {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}
     for token in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", message):
         if token in names:
             return token
-    return "config"
+    return next((name for phrase, name in PROSE_FIELDS.items() if phrase in message), "config")
 
 
 def requested_algorithm(argv: list[str], script_algorithm: str | None = None) -> str:
@@ -185,6 +200,8 @@ def parse_args(argv: list[str] | None, script_algorithm: str | None = None):
     from rlvr.training.algorithms import ALGORITHMS
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--config" not in argv:
+        raise ConfigError("--config", "is required: a recipe YAML, e.g. --config recipes/grpo.yaml")
     algorithm = ALGORITHMS[requested_algorithm(argv, script_algorithm)]
     if dry_run_requested(argv) and "--use_cpu" not in argv:
         import torch
@@ -197,8 +214,8 @@ def parse_args(argv: list[str] | None, script_algorithm: str | None = None):
         args, training, model_args = parser.parse_args_and_config(argv)
     except ConfigError:
         raise
-    except ValueError as err:
-        message = " ".join(str(err).split())
+    except (ValueError, TypeError, ArithmeticError) as err:  # the configs' own __post_init__ checks
+        message = " ".join(str(err).split()) or type(err).__name__
         unknown = re.search(r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message)
         if unknown:
             raise ConfigError(unknown.group(1), "unknown command-line field") from None
@@ -226,11 +243,13 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
 
 
 def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) -> Recipe:
-    """Checks that need more than one field; builds the data and the reward set (both cheap, no model)."""
+    """Checks that need more than one field; builds the data and the reward set (both cheap, no model) and calls
+    each reward once on probe completions (`rlvr.rewards.guard`)."""
     from rlvr.training.algorithms import check_algorithm_config
 
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
+    check_recipe(args, training, model)
     check_algorithm_config(training)
     rewards = resolve_reward_funcs(
         args.reward_funcs, training.reward_weights, args.overlong_max_length, args.overlong_cache_length
@@ -255,11 +274,10 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
     split = args.dataset_train_split
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")
+    probe_rewards(rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))])
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
-    if args.memory_budget not in ("warn", "stop", "off"):
-        raise ConfigError("memory_budget", f"must be warn, stop or off, got {args.memory_budget!r}")
     check_quantization(model, training, dry_run=args.dry_run)  # QLoRA: LoRA, CUDA and bitsandbytes, before loading
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from rlvr.training.config import Recipe, batch_plan, parse_args, precision_warning, read_config_arg, validate
 from rlvr.cli import ConfigError, cli
@@ -31,6 +32,7 @@ def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
+    from rlvr.rewards.guard import guard_rewards
     from rlvr.recipes.tiny.model import ensure_tiny_model
     from rlvr.training.algorithms import ALGORITHMS
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
@@ -43,7 +45,7 @@ def build_trainer(recipe: Recipe):
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
     return ALGORITHMS[training.algorithm].trainer(
         model=model_args.model_name_or_path,
-        reward_funcs=recipe.rewards.funcs,
+        reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir),  # a failing reward: one named line
         args=training,
         train_dataset=recipe.dataset[args.dataset_train_split],
         eval_dataset=recipe.dataset.get(args.dataset_test_split) if training.eval_strategy != "no" else None,
@@ -75,15 +77,23 @@ def write_run_config(argv: list[str], recipe: Recipe) -> None:
 
 
 def resume_checkpoint(value, output_dir: str) -> str | None:
-    """`resume_from_checkpoint: true` means the last checkpoint in output_dir (a fresh start if there is none yet)."""
+    """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.training.run_files`): torn
+    folders from a crash mid-save are skipped, and either case is said in one line."""
+    from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
+
     if value in (None, "", False, "false", "False"):
         return None
     if value in (True, "true", "True", "last"):
-        from transformers.trainer_utils import get_last_checkpoint
-
-        return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        checkpoint, torn = last_complete_checkpoint(output_dir)
+        for path, why in torn:
+            print(f"[resume] skipping incomplete {path} ({why})", flush=True)
+        print(f"[resume] from {checkpoint}" if checkpoint else f"[resume] no complete checkpoint in {output_dir}: "
+              "starting from step 0", flush=True)
+        return checkpoint
     if not os.path.isdir(value):
         raise ConfigError("resume_from_checkpoint", f"no checkpoint folder at {value!r}")
+    if problem := checkpoint_problem(value):
+        raise ConfigError("resume_from_checkpoint", f"{value} is not a complete checkpoint: {problem}")
     return value
 
 
@@ -112,7 +122,9 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
         write_run_config(list(sys.argv[1:] if argv is None else argv), recipe)
     configure_wandb(training.report_to)
 
-    # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer.
+    # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. TRL 1.16 reads transformers 5's
+    #    deprecated `is_gradient_checkpointing` at every generation: a warning no recipe can act on.
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     return recipe, build_trainer(recipe), checkpoint
 
 

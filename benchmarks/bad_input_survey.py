@@ -1,0 +1,167 @@
+"""A second set of bad inputs, none of them in tests/test_bad_input.py: how many end as one named line?
+
+    python benchmarks/bad_input_survey.py
+
+Each case runs in-process through `rlvr.cli.cli`, with model loading trapped, and is classified as
+clean (exit 2, one line `error: <field>: ...`), wrong_field, multi_line (e.g. a usage dump), traceback, or
+accepted (no error at all, or it reached model loading).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+FAST = str(REPO / "tests/recipes/tiny_grpo_fast.yaml")
+
+
+class ModelLoaded(BaseException):
+    pass
+
+
+def cases(tmp: Path):
+    run = ["--config", FAST, "--output_dir", str(tmp / "out")]
+    (tmp / "afile").write_text("x")
+    (tmp / "empty.yaml").write_text("")
+
+    def spec(name, text):
+        (tmp / name).write_text(text)
+        return str(tmp / name)
+
+    def yaml_case(name, extra):
+        return spec(name, Path(FAST).read_text() + extra)
+
+    g = "grpo"
+    return [
+        (g, [*run, "--num_generations", "-2"], "num_generations"),
+        (g, [*run, "--generation_batch_size", "7"], "generation_batch_size"),
+        (g, [*run, "--steps_per_generation", "0"], "steps_per_generation"),
+        (g, [*run, "--per_device_eval_batch_size", "0"], "per_device_eval_batch_size"),
+        (g, [*run, "--max_steps", "-1", "--num_train_epochs", "0"], "num_train_epochs"),
+        (g, [*run, "--max_steps", "-5"], "max_steps"),
+        (g, [*run, "--warmup_steps", "-3"], "warmup_steps"),
+        (g, [*run, "--adam_beta1", "1.5"], "adam_beta1"),
+        (g, [*run, "--adam_epsilon", "0"], "adam_epsilon"),
+        (g, [*run, "--top_p", "0"], "top_p"),
+        (g, [*run, "--top_k", "2.5"], "top_k"),
+        (g, [*run, "--temperature", "inf"], "temperature"),
+        (g, [*run, "--beta", "nan"], "beta"),
+        (g, [*run, "--epsilon_high", "-1"], "epsilon_high"),
+        (g, [*run, "--delta", "0"], "delta"),
+        (g, [*run, "--num_iterations", "-1"], "num_iterations"),
+        (g, [*run, "--save_total_limit", "0"], "save_total_limit"),
+        (g, [*run, "--logging_steps", "-1"], "logging_steps"),
+        (g, [*run, "--lora_alpha", "0"], "lora_alpha"),
+        (g, [*run, "--scale_rewards", "True"], "scale_rewards"),
+        (g, [*run, "--loss_type", "GRPO"], "loss_type"),
+        (g, [*run, "--multi_objective_aggregation", "mean"], "multi_objective_aggregation"),
+        (g, [*run, "--vllm_mode", "remote"], "vllm_mode"),
+        (g, [*run, "--vllm_gpu_memory_utilization", "1.5"], "vllm_gpu_memory_utilization"),
+        (g, [*run, "--max_completion_length", "-1"], "max_completion_length"),
+        (g, [*run, "--reward_weights", "a", "b"], "reward_weights"),
+        (g, [*run, "--reward_funcs", "correctness", "correctness", "--reward_weights", "1", "1"], "reward_funcs"),
+        (g, [*run, "--dynamic_sampling_reward", "format"], "dynamic_sampling_reward"),
+        (g, [*run, "--data", "[1, 2]"], "data"),
+        (g, [*run, "--data", '{"specs": [{"name": "nosuch"}]}'], "data.specs[0].name"),
+        (g, [*run, "--data", '{"specs": [{"name": "spell_backward", "weight": -1}]}'], "data.specs[0].weight"),
+        (g, [*run, "--data", '{"specs": ["spell_backward"], "size": "big"}'], "data.size"),
+        (g, [*run, "--dataset_name", str(tmp / "no_dataset")], "dataset_name"),
+        (g, [*run, "--resume_from_checkpoint", str(tmp / "afile")], "resume_from_checkpoint"),
+        (g, ["--config", FAST, "--output_dir", str(tmp / "afile")], "output_dir"),
+        (g, ["--config", yaml_case("t1.yaml", "temperature_: 1\n"), "--output_dir", str(tmp / "o")], "temperature_"),
+        (g, ["--config", str(tmp / "empty.yaml"), "--output_dir", str(tmp / "o")], "--config"),
+        (g, ["--config", spec("t2.yaml", Path(FAST).read_text().replace("max_steps: 3", "max_steps: true")),
+             "--output_dir", str(tmp / "o")], "max_steps"),
+        (g, ["--config", spec("t3.yaml", Path(FAST).read_text().replace("seed: 42\n", "seed: x\n")),
+             "--output_dir", str(tmp / "o")], "seed"),
+        (g, ["--config", spec("t4.yaml", Path(FAST).read_text().replace("top_k: 0", "top_k: [1]")),
+             "--output_dir", str(tmp / "o")], "top_k"),
+        (g, ["--config", yaml_case("t5.yaml", "env: 3\n"), "--output_dir", str(tmp / "o")], "env"),
+        (g, ["--config", spec("t6.yaml", Path(FAST).read_text().split("data:")[0] + "data: 5\n"),
+             "--output_dir", str(tmp / "o")], "data"),
+        (g, [*run, "--generation_batch_size", "6", "--num_generations", "2", "--per_device_train_batch_size", "4"],
+         "generation_batch_size"),
+        (g, [*run, "--reward_funcs", "", "--reward_weights", "1"], "reward_funcs[0]"),
+        (g, [*run, "--use_peft", "maybe"], "use_peft"),
+        (g, [*run, "--eval_strategy", "steps", "--per_device_eval_batch_size", "3"], "per_device_eval_batch_size"),
+        ("data", ["--config", FAST, "--output_dir", str(tmp / "d"), "--size", "-5"], "--size"),
+        ("data", ["--config", FAST, "--output_dir", str(tmp / "d"), "--seed", "x"], "--seed"),
+        ("data", ["--config", str(tmp / "empty.yaml"), "--output_dir", str(tmp / "d")], "--config"),
+        ("data", ["--config", spec("d1.yaml", "specs: [{name: spell_backward, weight: 0}]\n"), "--output_dir",
+                  str(tmp / "d")], "data.specs[0].weight"),
+        ("plots", [str(tmp / "nowhere"), "--out", str(tmp / "p"), "--x", "step", "time"], "--x"),
+        ("plots", [str(tmp), "--out", str(tmp / "p")], "RUN_DIR"),
+        ("plots", [str(tmp), "--out", str(tmp / "p"), "--max_rows", "x"], "--max_rows"),
+        ("report", [str(tmp / "nowhere"), "--num_prompts", "-1"], "--num_prompts"),
+        ("report", [str(tmp), "--last_k", "x"], "--last_k"),
+        ("sweep", [spec("s1.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: []}}\n"), "--out", str(tmp / "s")], "vary.seed"),
+        ("sweep", [spec("s2.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1, 2]}}\nlabels: [a]\n"), "--out",
+                   str(tmp / "s")], "labels"),
+        ("sweep", [spec("s3.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1]}}\nsamples_budget: 0\n"), "--out",
+                   str(tmp / "s")], "samples_budget"),
+        ("sweep", [spec("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "--out", str(tmp / "s")], "base"),
+        ("sweep", [spec("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "--out", str(tmp / "s")], "top_p"),
+    ]
+
+
+def main_of(name):
+    if name == "grpo":
+        from rlvr.training.runner import main
+
+        return main
+    return __import__({"data": "data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report",
+                       "sweep": "rlvr.analysis.sweep"}[name], fromlist=["main"]).main
+
+
+def classify(name, argv, field) -> tuple[str, str]:
+    from rlvr.cli import cli
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            cli(main_of(name), argv)
+        return "accepted", ""
+    except ModelLoaded:
+        return "accepted", "reached model loading"
+    except SystemExit as exit_:
+        lines = [line for line in err.getvalue().splitlines() if line.strip() and "Warning" not in line
+                 and not line.startswith("  warnings.warn")]
+        if exit_.code != 2 or len(lines) != 1:
+            return "multi_line", " | ".join(lines)[:200]
+        return ("clean" if lines[0].startswith(f"error: {field}:") else "wrong_field"), lines[0][:200]
+    except Exception as exc:  # noqa: BLE001
+        return "traceback", f"{type(exc).__name__}: {exc}"[:200]
+
+
+def main() -> None:
+    import warnings
+
+    from transformers import PreTrainedModel
+
+    warnings.simplefilter("ignore")
+
+    def refuse(cls, *args, **kwargs):
+        raise ModelLoaded()
+
+    PreTrainedModel.from_pretrained = classmethod(refuse)
+    with tempfile.TemporaryDirectory() as tmp:
+        results = [(name, argv, field, *classify(name, argv, field)) for name, argv, field in cases(Path(tmp))]
+    for name, argv, field, verdict, detail in results:
+        if verdict != "clean":
+            print(f"{verdict:11s} {name} {field}: {detail}")
+    counts = Counter(r[3] for r in results)
+    print(f"{len(results)} cases: " + ", ".join(f"{k} {v}" for k, v in counts.most_common())
+          + f"; clean {counts['clean'] / len(results):.0%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Reward functions are user code: check them before the model loads, and name them when they fail mid-run.
+
+TRL calls each reward function inside the training step and turns whatever comes back into a tensor, so a function
+that raises, returns None, strings or the wrong number of scores ends the run with a traceback from deep in TRL,
+minutes into training, naming nothing. Two guards:
+
+  * `probe_rewards` (before any model loads, also in a dry run): each function is called the way TRL calls it, on a
+    few dataset rows with probe completions (empty, well formed, malformed); raising or returning anything but a
+    list of numbers-or-None, one per completion, is a `ConfigError` naming the function and what it returned.
+  * `guard_rewards` (at run time): each function is wrapped; a failure re-scores the batch one completion at a time
+    to find the offender, writes it and its dataset row to `<output_dir>/reward_error.json`, and stops the run with
+    a one-line `RewardFunctionError` naming the function and the step. Nothing is saved on the way out, so the last
+    checkpoint stays as it was.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import numbers
+from pathlib import Path
+
+from rlvr.cli import ConfigError
+
+PROBE_ROWS = 2
+ERROR_FILE = "reward_error.json"
+
+
+class RewardFunctionError(ConfigError):
+    """A reward function failed during training (a ConfigError: the `cli` wrapper prints it as one line)."""
+
+
+def _as_completion(text: str, conversational: bool):
+    return [{"role": "assistant", "content": text}] if conversational else text
+
+
+def probe_texts(answer) -> list[str]:
+    """Empty, well formed (the right answer in the right tags) and malformed completions."""
+    return ["", f"<think>{answer}</think><answer>{answer}</answer>", "</answer><think>\x00<answer>"]
+
+
+def call_kwargs(rows: list[dict], texts: list[str]) -> dict:
+    """Arguments exactly as TRL's `_calculate_rewards` passes them: prompts, completions, completion_ids, every dataset
+    column but prompt as a list, the trainer state and the two logging hooks."""
+    from transformers import TrainerState
+
+    conversational = isinstance(rows[0].get("prompt"), list)
+    keys = [key for key in rows[0] if key not in ("prompt", "completion", "completion_ids")]
+    return {
+        "prompts": [row.get("prompt") for row in rows],
+        "completions": [_as_completion(text, conversational) for text in texts],
+        "completion_ids": [list(text.encode())[:32] for text in texts],
+        **{key: [row[key] for row in rows] for key in keys},
+        "trainer_state": TrainerState(),
+        "log_extra": lambda *args, **kwargs: None,
+        "log_metric": lambda *args, **kwargs: None,
+    }
+
+
+def output_problem(output, expected: int) -> str | None:
+    """What is wrong with a reward function's return value, or None if it is a list of numbers-or-None of the length."""
+    if not isinstance(output, (list, tuple)):
+        return f"returned {type(output).__name__} {_short(output)}, not a list"
+    if len(output) != expected:
+        return f"returned {len(output)} scores for {expected} completions"
+    bad = next((v for v in output if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real))), None)
+    if bad is not None:
+        return f"returned {type(bad).__name__} {_short(bad)} among its scores"
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _name(func) -> str:
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def _plain(func) -> bool:
+    """Only synchronous Python callables are probed and wrapped (TRL runs async ones and reward models itself)."""
+    return callable(func) and not inspect.iscoroutinefunction(func) and not hasattr(func, "forward")
+
+
+def probe_rewards(reward_set, rows: list[dict]) -> None:
+    """Call every reward once on probe completions for the first dataset rows; a bad one is a one-line ConfigError."""
+    rows = [dict(row) for row in rows[:PROBE_ROWS]]
+    if not rows:
+        return
+    batch_rows = [row for row in rows for _ in range(3)]
+    texts = [text for row in rows for text in probe_texts(row.get("answer", ""))]
+    kwargs = call_kwargs(batch_rows, texts)
+    for func in reward_set.funcs:
+        if not _plain(func):
+            continue
+        try:
+            output = func(**kwargs)
+        except Exception as err:  # noqa: BLE001 - user code: any exception is the finding
+            raise ConfigError("reward_funcs", f"{_name(func)} raised {type(err).__name__}: {err} on probe "
+                                              f"completions {texts[:3]!r}") from None
+        if problem := output_problem(output, len(texts)):
+            raise ConfigError("reward_funcs", f"{_name(func)} {problem} on probe completions (expected a list of "
+                                              f"{len(texts)} numbers or None)")
+
+
+def _one(kwargs: dict, i: int, size: int) -> dict:
+    return {k: [v[i]] if isinstance(v, list) and len(v) == size else v for k, v in kwargs.items()}
+
+
+def _offender(func, kwargs: dict, size: int) -> tuple[int, str]:
+    """The first completion that makes `func` fail on its own, and how it fails; (0, ...) if none does alone."""
+    for i in range(size):
+        try:
+            problem = output_problem(func(**_one(kwargs, i, size)), 1)
+        except Exception as err:  # noqa: BLE001
+            problem = f"raised {type(err).__name__}: {err}"
+        if problem:
+            return i, problem
+    return 0, "failed only on the whole batch"
+
+
+def guard_rewards(funcs: list, output_dir: str) -> list:
+    """The reward functions, each wrapped so a failure mid-run is one named line plus `reward_error.json`."""
+    return [_guarded(func, output_dir) if _plain(func) else func for func in funcs]
+
+
+def _guarded(func, output_dir: str):
+    name = _name(func)
+
+    @functools.wraps(func)
+    def guarded(*args, **kwargs):
+        size = len(kwargs.get("completions") or [])
+        try:
+            output = func(*args, **kwargs)
+            problem = output_problem(output, size)
+        except Exception as err:  # noqa: BLE001 - user code
+            problem = f"raised {type(err).__name__}: {err}"
+        if problem is None:
+            return output
+        state = kwargs.get("trainer_state")
+        step = getattr(state, "global_step", None)
+        index, alone = _offender(func, kwargs, size) if size else (0, problem)
+        record = {
+            "function": name,
+            "step": step,
+            "problem": problem,
+            "offending_index": index,
+            "offending_problem": alone,
+            "completion": kwargs["completions"][index] if size else None,
+            "row": {k: v[index] for k, v in kwargs.items() if isinstance(v, list) and len(v) == size
+                    and k not in ("completions", "completion_ids")},
+        }
+        path = Path(output_dir) / ERROR_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2, default=str, ensure_ascii=False) + "\n")
+        raise RewardFunctionError("reward_funcs", f"{name} {problem} at step {step}; the completion and its row are in "
+                                                  f"{path} (the last checkpoint is untouched)")
+
+    guarded.__name__ = name  # TRL names metrics (and DAPO finds its filter reward) by __name__
+    return guarded

@@ -1,0 +1,225 @@
+"""Every numeric and enum field a recipe sets, with its allowed range, in one table checked before anything loads.
+
+Why a table of our own: TRL and transformers check a few fields in `__post_init__`, others only deep inside the
+trainer after the model has loaded (`loss_type`, `scale_rewards`, `temperature`), and many never (`beta: -1`,
+`top_p: 2`, `max_steps: 0` trains one step). Some fail with a `ZeroDivisionError` at parse time
+(`num_generations: 0`). So the raw values are checked here, right after argparse and *before* the config dataclasses
+run their `__post_init__` (`check_values`), and the built configs are checked again with the rules that need more
+than one field (`check_recipe`). Each problem is one `ConfigError` naming the field.
+
+Types come from the dataclass annotations (a YAML `reward_weights: '1.0'` is a string, not a list of numbers);
+ranges and choices come from `RULES`. Fields a config class does not have are skipped, so one table serves GRPO,
+DAPO, PPO and the single-rollout configs alike.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import types
+import typing
+from dataclasses import dataclass, fields
+
+from rlvr.cli import ConfigError
+
+
+@dataclass(frozen=True)
+class Num:
+    """A number within bounds; `also` lists special values allowed outside them (max_steps: -1 = use epochs)."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    also: tuple = ()
+
+    def problem(self, value) -> str | None:
+        if value in self.also and not isinstance(value, bool):
+            return None
+        if not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        bounds = [f"{op} {b:g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+                  if b is not None]
+        ok = ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
+              and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        if ok:
+            return None
+        extra = f" (or {', '.join(map(str, self.also))})" if self.also else ""
+        return f"must be {' and '.join(bounds)}{extra}, got {value!r}"
+
+
+@dataclass(frozen=True)
+class OneOf:
+    choices: tuple
+
+    def __init__(self, *choices):
+        object.__setattr__(self, "choices", choices)
+
+    def problem(self, value) -> str | None:
+        if value in self.choices and type(value) in {type(c) for c in self.choices}:
+            return None
+        shown = ", ".join(str(c) for c in self.choices)
+        return f"must be one of {shown}, got {value!r}"
+
+
+POSITIVE_INT = Num(ge=1)
+NON_NEGATIVE = Num(ge=0)
+POSITIVE = Num(gt=0)
+FRACTION = Num(ge=0, le=1)
+
+RULES: dict[str, Num | OneOf] = {
+    # batch arithmetic (TRL divides by several of these at parse time)
+    "num_generations": POSITIVE_INT,  # GRPO's own ">= 2" is TRL's check; REINFORCE/PPO accept 1
+    "num_generations_eval": POSITIVE_INT,
+    "generation_batch_size": POSITIVE_INT,
+    "steps_per_generation": POSITIVE_INT,
+    "per_device_train_batch_size": POSITIVE_INT,
+    "per_device_eval_batch_size": POSITIVE_INT,
+    "gradient_accumulation_steps": POSITIVE_INT,
+    "num_iterations": POSITIVE_INT,
+    "max_completion_length": POSITIVE_INT,
+    "max_steps": Num(ge=1, also=(-1,)),  # -1: train num_train_epochs instead; 0 would silently train one step
+    "num_train_epochs": POSITIVE,
+    "logging_steps": POSITIVE,
+    "save_steps": POSITIVE,
+    "eval_steps": POSITIVE,
+    "save_total_limit": POSITIVE_INT,
+    "seed": NON_NEGATIVE,
+    "data_seed": NON_NEGATIVE,
+    "warmup_steps": NON_NEGATIVE,
+    "warmup_ratio": FRACTION,
+    "dataloader_num_workers": NON_NEGATIVE,
+    # optimizer
+    "learning_rate": POSITIVE,
+    "weight_decay": NON_NEGATIVE,
+    "max_grad_norm": NON_NEGATIVE,
+    "adam_beta1": Num(ge=0, lt=1),
+    "adam_beta2": Num(ge=0, lt=1),
+    "adam_epsilon": POSITIVE,
+    # sampling
+    "temperature": POSITIVE,
+    "top_p": Num(gt=0, le=1),
+    "top_k": NON_NEGATIVE,  # 0 = off
+    "min_p": FRACTION,
+    "repetition_penalty": POSITIVE,
+    # loss
+    "beta": NON_NEGATIVE,
+    "epsilon": NON_NEGATIVE,
+    "epsilon_high": NON_NEGATIVE,
+    "delta": POSITIVE,
+    "loss_type": OneOf("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo"),
+    "scale_rewards": OneOf("group", "batch", "none", True, False),
+    "importance_sampling_level": OneOf("token", "sequence"),
+    "multi_objective_aggregation": OneOf("sum_then_normalize", "normalize_then_sum"),
+    "sapo_temperature_neg": POSITIVE,
+    "sapo_temperature_pos": POSITIVE,
+    "top_entropy_quantile": FRACTION,
+    "entropy_coef": NON_NEGATIVE,
+    "ref_model_mixup_alpha": FRACTION,
+    "ref_model_sync_steps": POSITIVE_INT,
+    "vllm_mode": OneOf("server", "colocate"),
+    "vllm_gpu_memory_utilization": Num(gt=0, le=1),
+    "vllm_importance_sampling_mode": OneOf("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"),
+    "vllm_tensor_parallel_size": POSITIVE_INT,
+    # DAPO (rlvr/dynamic_sampling.py)
+    "max_resample_rounds": NON_NEGATIVE,
+    # PPO (rlvr/ppo.py)
+    "vf_coef": NON_NEGATIVE,
+    "cliprange_value": POSITIVE,
+    "gamma": FRACTION,
+    "lam": FRACTION,
+    "value_learning_rate": POSITIVE,
+    # this repo's RecipeArguments
+    "overlong_max_length": POSITIVE_INT,
+    "overlong_cache_length": POSITIVE_INT,
+    "memory_budget": OneOf("warn", "stop", "off"),
+    # ModelConfig
+    "dtype": OneOf("auto", "bfloat16", "float16", "float32"),
+    "lora_r": POSITIVE_INT,
+    "lora_alpha": POSITIVE,
+    "lora_dropout": Num(ge=0, lt=1),
+}
+
+
+def _annotations(cls) -> dict:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an unresolvable forward reference: fall back to the raw annotations
+        return {f.name: f.type for f in fields(cls)}
+
+
+def _kinds(annotation) -> tuple[set, bool]:
+    """({'int'|'float'|'bool'|'numbers'}, allows None) for the annotations whose type we check; other types -> {}."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union else (annotation,)
+    kinds, optional = set(), type(None) in args
+    for arg in args:
+        if arg is bool:
+            kinds.add("bool")
+        elif arg is int:
+            kinds.add("int")
+        elif arg is float:
+            kinds.add("float")
+        elif typing.get_origin(arg) is list and typing.get_args(arg) in ((float,), (int,)):
+            kinds.add("numbers")
+        elif arg is not type(None):
+            return set(), optional  # a str/enum/dict alternative: the type is not ours to police
+    return kinds, optional
+
+
+def _type_problem(value, kinds: set) -> str | None:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if "bool" in kinds and isinstance(value, bool):
+        return None
+    if "int" in kinds and isinstance(value, int) and not isinstance(value, bool):
+        return None
+    if "float" in kinds and is_number:
+        return None
+    if "numbers" in kinds and isinstance(value, (list, tuple)):
+        bad = [v for v in value if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)]
+        return f"must be a list of finite numbers, got {value!r}" if bad else None
+    wanted = {"bool": "true or false", "int": "an integer", "float": "a number", "numbers": "a list of numbers"}
+    return f"must be {' or '.join(wanted[k] for k in sorted(kinds))}, got {value!r}"
+
+
+def field_types(dataclass_types) -> dict:
+    hints = {}
+    for cls in dataclass_types:
+        hints.update({name: _kinds(annotation) for name, annotation in _annotations(cls).items()})
+    return hints
+
+
+def check_values(values: dict, dataclass_types) -> None:
+    """Raw field values (argparse's namespace, before `__post_init__`): types from the annotations, ranges from RULES."""
+    kinds_of = field_types(dataclass_types)
+    for name, value in values.items():
+        kinds, optional = kinds_of.get(name, (set(), True))
+        if value is None:
+            if kinds and not optional:
+                raise ConfigError(name, "must be set, got null")
+            continue
+        if kinds and (problem := _type_problem(value, kinds)):
+            raise ConfigError(name, problem)
+        rule = RULES.get(name)
+        if rule is None:
+            continue
+        if isinstance(rule, Num) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            continue  # a non-numeric alternative of the annotation (e.g. a string schedule): not a range question
+        if problem := rule.problem(value):
+            raise ConfigError(name, problem)
+    minimum = min(getattr(cls, "min_generations", 2) for cls in dataclass_types if hasattr(cls, "num_generations"))
+    if isinstance(values.get("num_generations"), int) and values["num_generations"] < minimum:
+        raise ConfigError("num_generations", f"must be >= {minimum} (a group needs a baseline), got "
+                                             f"{values['num_generations']}")
+
+
+def check_recipe(args, training, model) -> None:
+    """The built configs: every field again (they may come from code, not argparse), then rules across fields."""
+    parts = (args, training, model)
+    check_values({f.name: getattr(p, f.name) for p in parts for f in fields(p) if f.name in RULES},
+                 [type(p) for p in parts])
+    if args.overlong_cache_length is not None and args.overlong_max_length is None:
+        raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
+    if training.output_dir and os.path.exists(training.output_dir) and not os.path.isdir(training.output_dir):
+        raise ConfigError("output_dir", f"{training.output_dir} is a file, not a folder")
+    if training.max_steps == -1 and training.num_train_epochs <= 0:
+        raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")

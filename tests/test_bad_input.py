@@ -1,0 +1,262 @@
+"""Bad input, across every command: exit 2, exactly one stderr line `error: <field>: ...`, no model loaded, nothing
+under the output folder touched.
+
+Each row runs the command's `main` in-process through the same `cli` wrapper its `__main__` uses (fast: no new
+interpreter per row); `test_console_scripts_*` runs a few rows as real subprocesses to check the wiring. Model
+loading is trapped: `PreTrainedModel.from_pretrained` raises `ModelLoaded` (a BaseException, so nothing can swallow
+it), so a row that got as far as loading weights fails loudly instead of training.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FAST_RECIPE, REPO
+
+from rlvr.cli import cli
+
+
+
+class ModelLoaded(BaseException):
+    """Raised if a bad-input row ever reaches model loading."""
+
+
+@pytest.fixture(autouse=True)
+def no_model_loads(monkeypatch):
+    from transformers import PreTrainedModel
+
+    def refuse(cls, *args, **kwargs):
+        raise ModelLoaded(f"{cls.__name__}.from_pretrained called")
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(refuse))
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    """A workspace: an earlier run's folder (`precious`), recipe variants, a bad reward module, odd files."""
+    precious = tmp_path / "precious"
+    (precious / "checkpoint-4").mkdir(parents=True)
+    (precious / "checkpoint-4" / "model.safetensors").write_bytes(b"")  # torn: weights begun, no trainer_state.json
+    (precious / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5, "avg_correctness": 0.1}\n')
+    (precious / "rollouts.jsonl").write_text('{"step": 0, "group": 0, "correctness": 0.0}\n')
+    (precious / "config.yaml").write_text("seed: 1\n")
+    (tmp_path / "binary.yaml").write_bytes(bytes(range(256)))
+    (tmp_path / "not_yaml.yaml").write_text("a: [1, 2\n")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    (tmp_path / "bad_rewards.py").write_text(
+        "def raises(completions, **kw):\n    raise KeyError('boom')\n"
+        "def nones(completions, **kw):\n    return None\n"
+        "def strings(completions, **kw):\n    return ['1.0'] * len(completions)\n"
+        "def short(completions, **kw):\n    return [1.0]\n"
+    )
+    (tmp_path / "spec.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nvary: {{num_generations: [2, 4]}}\n")
+    (tmp_path / "spec_two.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nvary: {{seed: [1], top_p: [1]}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def recipe_with(ws: Path, name: str, **changes) -> str:
+    """FAST_RECIPE with top-level keys changed (None deletes) or a data.specs[0].config option set (`task_<opt>`)."""
+    config = yaml.safe_load(Path(FAST_RECIPE).read_text())
+    for key, value in changes.items():
+        if key.startswith("task_"):
+            config["data"]["specs"][0]["config"][key[5:]] = value
+        elif value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    path = ws / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return str(path)
+
+
+def runner(algorithm: str):
+    def main(argv):  # what recipes/<algorithm>.py runs
+        from rlvr.training.runner import main as run_main
+
+        return run_main(argv, algorithm=algorithm)
+
+    return main
+
+
+def command(name):
+    if name in ("grpo", "dapo", "ppo", "reinforce"):
+        return runner(name)
+    module = {"data": "rlvr.data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report", "sweep": "rlvr.analysis.sweep",
+              "evaluate": "rlvr.analysis.evaluate", "before_after": "rlvr.analysis.before_after", "memory_plan": "rlvr.planning.cli"}[name]
+    return __import__(module, fromlist=["main"]).main
+
+
+RUN = ["--config", FAST_RECIPE, "--output_dir", "precious", "--report_to", "none"]
+# (command, argv builder given the workspace, field the one line must name); marks via pytest.param
+ROWS = [
+    # the recipe runner: batch arithmetic TRL divides by, ranges TRL never checks, enums checked only after load
+    ("grpo", lambda w: [*RUN, "--num_generations", "0"], "num_generations"),
+    ("grpo", lambda w: [*RUN, "--num_generations", "1"], "num_generations"),
+    ("grpo", lambda w: [*RUN, "--num_generations", "3"], "generation_batch_size"),
+    ("grpo", lambda w: [*RUN, "--num_generations", "four"], "num_generations"),
+    ("grpo", lambda w: [*RUN, "--gradient_accumulation_steps", "0"], "gradient_accumulation_steps"),
+    ("grpo", lambda w: [*RUN, "--per_device_train_batch_size", "-16"], "per_device_train_batch_size"),
+    ("grpo", lambda w: [*RUN, "--generation_batch_size", "0"], "generation_batch_size"),
+    ("grpo", lambda w: [*RUN, "--scale_rewards", "foo"], "scale_rewards"),
+    ("grpo", lambda w: [*RUN, "--loss_type", "foo"], "loss_type"),
+    ("grpo", lambda w: [*RUN, "--importance_sampling_level", "word"], "importance_sampling_level"),
+    ("grpo", lambda w: [*RUN, "--temperature", "-1"], "temperature"),
+    ("grpo", lambda w: [*RUN, "--temperature", "0"], "temperature"),
+    ("grpo", lambda w: [*RUN, "--top_p", "2"], "top_p"),
+    ("grpo", lambda w: [*RUN, "--top_k", "-1"], "top_k"),
+    ("grpo", lambda w: [*RUN, "--min_p", "1.5"], "min_p"),
+    ("grpo", lambda w: [*RUN, "--repetition_penalty", "0"], "repetition_penalty"),
+    ("grpo", lambda w: [*RUN, "--max_completion_length", "0"], "max_completion_length"),
+    ("grpo", lambda w: [*RUN, "--max_steps", "0"], "max_steps"),
+    ("grpo", lambda w: [*RUN, "--max_steps", "1.5"], "max_steps"),
+    ("grpo", lambda w: [*RUN, "--beta", "-1"], "beta"),
+    ("grpo", lambda w: [*RUN, "--epsilon", "-0.2"], "epsilon"),
+    ("grpo", lambda w: [*RUN, "--learning_rate", "-1"], "learning_rate"),
+    ("grpo", lambda w: [*RUN, "--learning_rate", "nan"], "learning_rate"),
+    ("grpo", lambda w: [*RUN, "--weight_decay", "-0.1"], "weight_decay"),
+    ("grpo", lambda w: [*RUN, "--max_grad_norm", "-1"], "max_grad_norm"),
+    ("grpo", lambda w: [*RUN, "--num_iterations", "0"], "num_iterations"),
+    ("grpo", lambda w: [*RUN, "--save_steps", "0"], "save_steps"),
+    ("grpo", lambda w: [*RUN, "--logging_steps", "0"], "logging_steps"),
+    ("grpo", lambda w: [*RUN, "--seed", "-1"], "seed"),
+    ("grpo", lambda w: [*RUN, "--dtype", "float64"], "dtype"),
+    ("grpo", lambda w: [*RUN, "--use_peft", "true", "--lora_r", "0"], "lora_r"),
+    ("grpo", lambda w: [*RUN, "--lora_dropout", "1.5"], "lora_dropout"),
+    ("grpo", lambda w: [*RUN, "--memory_budget", "always"], "memory_budget"),
+    ("grpo", lambda w: [*RUN, "--lerning_rate", "1e-3"], "lerning_rate"),
+    ("grpo", lambda w: [*RUN, "--overlong_cache_length", "4"], "overlong_cache_length"),
+    ("grpo", lambda w: [*RUN, "--overlong_max_length", "16", "--overlong_cache_length", "32"], "overlong_cache_length"),
+    ("grpo", lambda w: [*RUN, "--overlong_max_length", "64", "--overlong_cache_length", "8"], "overlong_max_length"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "nosuch", "--reward_weights", "1"], "reward_funcs[0]"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "correctness", "penalty", "--reward_weights", "1", "1"], "reward_funcs[1]"),
+    ("grpo", lambda w: [*RUN, "--reward_weights", "1"], "reward_weights"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "no_module_here.fn", "--reward_weights", "1"], "reward_funcs[0]"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "bad_rewards.raises", "--reward_weights", "1"], "reward_funcs"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "bad_rewards.nones", "--reward_weights", "1"], "reward_funcs"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "bad_rewards.strings", "--reward_weights", "1"], "reward_funcs"),
+    ("grpo", lambda w: [*RUN, "--reward_funcs", "bad_rewards.short", "--reward_weights", "1"], "reward_funcs"),
+    ("grpo", lambda w: [*RUN, "--dataset_train_split", "nope"], "dataset_train_split"),
+    ("grpo", lambda w: [*RUN, "--data", '{"specs": []}'], "data.specs"),
+    ("grpo", lambda w: [*RUN, "--data", '{"size": 10, "test_size": 50, "specs": ["spell_backward"]}'], "data.test_size"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", str(w / "no_model"), "--build_tiny_model", "false"],
+     "model_name_or_path"),
+    ("grpo", lambda w: [*RUN, "--resume_from_checkpoint", "/nonexistent/checkpoint-3"], "resume_from_checkpoint"),
+    ("grpo", lambda w: [*RUN, "--resume_from_checkpoint", "precious/checkpoint-4"], "resume_from_checkpoint"),
+    ("grpo", lambda w: [*RUN, "--dry_run", "true", "--beta", "-1"], "beta"),
+    ("grpo", lambda w: [*RUN, "--dry_run", "true", "--per_device_train_batch_size", "-16"], "per_device_train_batch_size"),
+    ("grpo", lambda w: ["--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--output_dir", "precious", "--config"], "--config"),
+    ("grpo", lambda w: ["--config", "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", "missing.yaml", "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", str(w), "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", "binary.yaml", "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", "not_yaml.yaml", "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", "list.yaml", "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "r1", task_min_word_len="three"), "--output_dir", "precious"],
+     "data.specs[0].config"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "r2", reward_weights="1.0"), "--output_dir", "precious"],
+     "reward_weights"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "r3", num_generations=2.5), "--output_dir", "precious"],
+     "num_generations"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "r4", print_rollouts=3), "--output_dir", "precious"],
+     "print_rollouts"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "r5", learning_rate="fast"), "--output_dir", "precious"],
+     "learning_rate"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "r6", data=None), "--output_dir", "precious"], "data"),
+    ("dapo", lambda w: [*RUN, "--max_resample_rounds", "-1"], "max_resample_rounds"),
+    ("dapo", lambda w: [*RUN, "--dynamic_sampling_reward", "format2"], "dynamic_sampling_reward"),
+    ("ppo", lambda w: [*RUN, "--num_generations", "1", "--generation_batch_size", "4",
+                       "--per_device_train_batch_size", "4", "--gamma", "2"], "gamma"),
+    ("ppo", lambda w: [*RUN, "--vf_coef", "-1"], "vf_coef"),
+    ("reinforce", lambda w: [*RUN, "--num_generations", "0"], "num_generations"),
+    # data.cli
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--size", "0"], "--size"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--seed", "-1"], "--seed"),
+    ("data", lambda w: ["--output_dir", "precious"], "--config"),
+    ("data", lambda w: ["--config", str(w), "--output_dir", "precious"], "--config"),
+    ("data", lambda w: ["--config", "binary.yaml", "--output_dir", "precious"], "--config"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--bogus", "1"], "--bogus"),
+    ("data", lambda w: ["--config", FAST_RECIPE], "--output_dir"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/config.yaml"], "--output_dir"),
+    ("data", lambda w: ["--config", recipe_with(w, "d1", task_max_word_len=1), "--output_dir", "precious"],
+     "data.specs[0].config"),
+    # plots, report, sweep
+    ("plots", lambda w: ["precious", "--out", "precious/plots", "--max_rows", "0"], "--max_rows"),
+    ("plots", lambda w: ["precious", "--out", "precious/plots", "--x", "time"], "--x"),
+    ("plots", lambda w: ["missing_run", "--out", "precious/plots"], "RUN_DIR"),
+    ("plots", lambda w: ["precious"], "--out"),
+    ("plots", lambda w: ["precious", "--out", "precious/metrics.jsonl"], "--out"),
+    ("plots", lambda w: ["--out", "precious/plots"], "run_dirs"),
+    ("report", lambda w: ["precious", "--out", "precious/r.md", "--last_k", "0"], "--last_k"),
+    ("report", lambda w: ["precious", "--out", "precious/r.md", "--num_prompts", "0"], "--num_prompts"),
+    ("report", lambda w: ["precious", "--out", "precious/r.md", "--max_rows", "-1"], "--max_rows"),
+    ("report", lambda w: ["missing_run", "--out", "precious/r.md"], "RUN_DIR"),
+    ("report", lambda w: ["precious", "--out", "precious"], "--out"),
+    ("report", lambda w: ["precious", "--out", "precious/r.md", "--before", str(w / "no_model")], "--before"),
+    ("report", lambda w: ["precious", "--out", "precious/r.md", "--config", str(w)], "--config"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--last_k", "0"], "--last_k"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--launcher", "ssh"], "--launcher"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--max_steps", "0"], "max_steps"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--temperature", "[1"], "--temperature"),
+    ("sweep", lambda w: ["missing_spec.yaml", "--out", "precious"], "SPEC"),
+    ("sweep", lambda w: ["spec_two.yaml", "--out", "precious"], "vary"),
+    ("sweep", lambda w: ["binary.yaml", "--out", "precious"], "SPEC"),
+    # evaluate, before_after, memory_plan
+    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--k", "x"], "--k"),
+    ("evaluate", lambda w: ["--output", "precious/e.json"], "--config"),
+    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--k", "0"], "--k"),
+    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--temperature", "-1"],
+                 "--temperature"),
+    ("before_after", lambda w: ["--after", "precious", "--config", FAST_RECIPE], "--before"),
+    ("before_after", lambda w: ["--before", "/nonexistent", "--after", "precious", "--config", FAST_RECIPE], "--before"),
+    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--k", "one"], "--k"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--num_processes", "0"], "--num_processes"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--zero_stage", "5"], "--zero_stage"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--temperature", "-1"], "temperature"),
+]
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def row_id(row) -> str:
+    values = row.values if hasattr(row, "values") else row
+    return f"{values[0]}-{values[2]}"
+
+
+def test_table_is_broad():
+    assert len(ROWS) >= 60
+    commands = {(row.values if hasattr(row, "values") else row)[0] for row in ROWS}
+    assert commands >= {"grpo", "dapo", "ppo", "data", "plots", "report", "sweep", "evaluate", "before_after",
+                        "memory_plan"}
+
+
+@pytest.mark.parametrize("name, argv, field", ROWS, ids=[row_id(r) for r in ROWS])
+def test_bad_input_is_one_named_line(name, argv, field, ws, capsys):
+    before = snapshot(ws / "precious")
+    args = argv(ws)
+    with pytest.raises(SystemExit) as exit_info:
+        cli(command(name), args)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert exit_info.value.code == 2, err
+    assert len(err) == 1 and err[0].startswith(f"error: {field}:"), err
+    assert snapshot(ws / "precious") == before
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["recipes/grpo.py", "--config", FAST_RECIPE, "--num_generations", "0"], "num_generations"),
+    (["recipes/grpo.py", "--output_dir", "/tmp/x"], "--config"),
+    (["-m", "data.cli", "--config", FAST_RECIPE, "--output_dir", "/tmp/x", "--size", "0"], "--size"),
+    (["-m", "rlvr.analysis.report", "/nonexistent", "--last_k", "0"], "--last_k"),
+])
+def test_console_scripts_print_one_line(argv, field):
+    result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {field}:"), result.stderr
