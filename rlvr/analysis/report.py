@@ -241,10 +241,15 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
     ])
 
 
-def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int) -> str:
+def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str] | None = None) -> str:
     runs = load_runs([sweep_dir])
+    if only:  # a page over some settings of a bigger sweep (an ablation that shares the reference runs)
+        runs = [run for run in runs if run.label in only or seed_group(run.label) in only]
+        if not runs:
+            raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
     pngs = plot_runs(runs, report_dir / "plots")
-    summary = write_summary(runs, sweep_dir, last_k)
+    summary_dir = report_dir if only else sweep_dir
+    summary = write_summary(runs, summary_dir, last_k)
     spec = sweep_dir / SPEC_NAME
     run_links = [
         f"- **{run.label}**: " + ", ".join(
@@ -260,14 +265,22 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int) -> str:
         *settings_section(summary),
         "## Summary",
         markdown_table(*summary_table(summary)),
-        summary_note(last_k) + f" Also as [summary.csv]({link(sweep_dir / 'summary.csv', report_dir)}) and "
-        f"[summary.json]({link(sweep_dir / 'summary.json', report_dir)}).",
+        summary_note(last_k) + f" Also as [summary.csv]({link(summary_dir / 'summary.csv', report_dir)}) and "
+        f"[summary.json]({link(summary_dir / 'summary.json', report_dir)}).",
         "## Curves at equal generation compute (x = generated samples)",
         images(pngs, report_dir, ("rewards_by_samples.png", "zero_std_by_samples.png")),
         "## Curves by optimizer step",
         images(pngs, report_dir, ("rewards_by_step.png", "zero_std_by_step.png")),
         "## Zero-std groups over training",
+        "Observed against predicted: the exact-match zero-std fraction of each step, and p^G + (1 - p)^G from the "
+        "measured pass rates (p from the group itself, biased up; p from the step's other groups of the same word "
+        "length, biased down); the logged partial-credit `zero_std_frac/correctness` in grey.",
+        images(pngs, report_dir, ("zero_std_prediction_by_samples.png",)),
         "\n".join(f"- **{run.label}**: {zero_std_reading(run, last_k)}" for run in runs),
+        "## Per-step metrics",
+        "`step/completion_tokens/{correct,wrong}`: mean completion length of exactly-correct and of wrong completions "
+        "(the length bias Dr. GRPO removes shows as wrong completions growing longer).",
+        images(pngs, report_dir, ("step_metrics_by_samples.png",)),
         "## Time accounting",
         markdown_table(*time_table(runs)),
         images(pngs, report_dir, ("time_accounting.png",)),
@@ -278,7 +291,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int) -> str:
 
 
 def build_report(path, out=None, before: str | None = None, config: str | None = None, num_prompts: int = 32,
-                 last_k: int = 5, max_rows: int = 20) -> Path:
+                 last_k: int = 5, max_rows: int = 20, only: list[str] | None = None) -> Path:
     """Write the report for a run or sweep directory; returns its path."""
     path = Path(path)
     dirs = find_run_dirs(path)
@@ -300,7 +313,7 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     else:
         if before:
             raise ConfigError("--before", "before/after runs per run directory; point the report at one run")
-        text = sweep_report(path, out.parent, last_k)
+        text = sweep_report(path, out.parent, last_k, only)
     out.write_text(text + "\n")
     return out
 
@@ -314,8 +327,10 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--num_prompts", type=positive_int, default=32, help="held-out prompts for --before")
     parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--max_rows", type=positive_int, default=20, help="rows of the metrics table")
+    parser.add_argument("--only", nargs="+", default=None, help="a sweep's runs to include (labels, seed suffix optional)")
     args = parser.parse_args(argv)
-    out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows)
+    out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows,
+                       args.only)
     print(f"wrote {out}")
     return out
 
