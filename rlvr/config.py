@@ -16,6 +16,7 @@ from data.generate import build_dataset, load_task_dataset
 from data.spec import DataSpec
 from rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.errors import ConfigError, flag_in_message
+from rlvr.speed import parse_speedups
 from rlvr.yaml_input import load_yaml_mapping, reject_unknown_keys
 
 
@@ -48,6 +49,11 @@ class RecipeArguments(ScriptArguments):
     memory_budget: str = field(
         default="warn",
         metadata={"help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."},
+    )
+    speedups: str = field(
+        default="all",
+        metadata={"help": "Speed-ups that leave samples and loss unchanged (rlvr/speed.py): all, none, or a comma "
+                  "list of threads, shared_prefix."},
     )
 
 
@@ -158,6 +164,10 @@ def validate(args: RecipeArguments, training: GRPOConfig, model: ModelConfig) ->
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
     if args.memory_budget not in ("warn", "stop", "off"):
         raise ConfigError("memory_budget", f"must be warn, stop or off, got {args.memory_budget!r}")
+    try:
+        parse_speedups(args.speedups)
+    except ValueError as err:
+        raise ConfigError("speedups", str(err)) from None
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)

@@ -27,9 +27,12 @@ def build_trainer(recipe: Recipe, trainer_cls):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
+    from rlvr.speed import apply_process_speedups, parse_speedups
     from rlvr.tiny_model import ensure_tiny_model
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
+    speedups = parse_speedups(args.speedups)
+    apply_process_speedups(speedups, use_cpu=training.use_cpu or training.device.type == "cpu")
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = {
@@ -41,7 +44,7 @@ def build_trainer(recipe: Recipe, trainer_cls):
     }
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
-    return trainer_cls(
+    trainer = trainer_cls(
         model=model_args.model_name_or_path,
         reward_funcs=recipe.rewards.funcs,
         args=training,
@@ -50,6 +53,8 @@ def build_trainer(recipe: Recipe, trainer_cls):
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
+    trainer.speedups = speedups
+    return trainer
 
 
 def write_run_config(argv: list[str], recipe: Recipe) -> None:

@@ -13,6 +13,7 @@ from trl import GRPOTrainer
 
 from rewards.text import completion_text
 from rlvr.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.speed import SharedPrefixLogpsMixin
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
 
@@ -119,5 +120,6 @@ class RawCompletionsMixin:
                     setattr(self._tokenizer, attribute, None)
 
 
-class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting and verbatim completions."""
+class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, SharedPrefixLogpsMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions and the speed-ups that
+    `speedups` enables (rlvr/speed.py)."""
