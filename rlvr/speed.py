@@ -98,6 +98,55 @@ class SharedPrefixLogpsMixin:
             entropies.append(ent)
         return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        """Generation with the shared prompt prefix prefilled once (batch 1) and its KV cache repeated per row.
+
+        Rows are laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by
+        the attention mask's cumsum, so every real token keeps the position it has under TRL's left padding. The
+        post-processing (cut at the first EOS) is TRL's regular-generation path, restated.
+        """
+        prefix_length = 0
+        if ("shared_prefix" in self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
+                and images is None and not multimodal_fields and self.pad_to_multiple_of is None
+                and self._shared_prefix_applies(self.model, {})):
+            rows = [torch.as_tensor(ids) for ids in prompt_ids]
+            prefix_length = min(common_prefix_length(rows), min(len(r) for r in rows) - 1)
+        if prefix_length < MIN_SHARED_PREFIX:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        from trl.models import unwrap_model_for_generation
+
+        self._shared_prefix_calls += 1
+        device = self.accelerator.device
+        pad_id = self._tokenizer.pad_token_id
+        width = max(len(ids) for ids in prompt_ids)
+        input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros_like(input_ids)
+        for i, ids in enumerate(prompt_ids):
+            rest = len(ids) - prefix_length
+            input_ids[i, :prefix_length], input_ids[i, width - rest :] = torch.as_tensor(ids[:prefix_length]), torch.as_tensor(ids[prefix_length:])
+            attention_mask[i, :prefix_length] = 1
+            attention_mask[i, width - rest :] = 1
+        input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+        ):
+            cache = unwrapped_model(input_ids=input_ids[:1, :prefix_length], use_cache=True, logits_to_keep=1).cache
+            cache.batch_repeat_interleave(len(prompt_ids))
+            generated = unwrapped_model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, cache=cache, generation_config=self.generation_config
+            )
+        completion_ids = generated[:, width:]
+        is_eos = torch.isin(completion_ids, torch.tensor(self.eos_token_ids, device=device))
+        eos_idx = torch.full((is_eos.size(0),), is_eos.size(1), dtype=torch.long, device=device)
+        eos_idx[is_eos.any(dim=1)] = is_eos.int().argmax(dim=1)[is_eos.any(dim=1)]
+        keep = torch.arange(is_eos.size(1), device=device)[None, :] <= eos_idx[:, None]
+        return [c[m].tolist() for c, m in zip(completion_ids.cpu(), keep.cpu(), strict=True)], None
+
     def _shared_prefix_applies(self, model, multimodal: dict) -> bool:
         if any(value is not None for value in multimodal.values()):
             return False
