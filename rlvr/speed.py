@@ -62,8 +62,8 @@ def common_prefix_length(rows: list[torch.Tensor]) -> int:
     return shortest if bool(same.all()) else int((~same).int().argmax())
 
 
-class SharedPrefixLogpsMixin:
-    """`_get_per_token_logps_and_entropies` that computes the batch's shared prompt prefix once (see module doc).
+class SharedPrefixMixin:
+    """Generation and log-prob passes that compute the batch's shared prompt prefix once (see module doc).
 
     Falls back to TRL's pass whenever the shortcut is not known to be exact; `self.speedups` (a set of names, set
     by the runner) switches it on. `self._shared_prefix_calls` counts the passes that took the shortcut.

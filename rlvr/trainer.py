@@ -13,7 +13,7 @@ from trl import GRPOTrainer
 
 from rewards.text import completion_text
 from rlvr.reward_batch import RewardBatch, RewardBatchCallback
-from rlvr.speed import SharedPrefixLogpsMixin
+from rlvr.speed import SharedPrefixMixin
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
 
@@ -120,6 +120,6 @@ class RawCompletionsMixin:
                     setattr(self._tokenizer, attribute, None)
 
 
-class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, SharedPrefixLogpsMixin, GRPOTrainer):
+class RLVRGRPOTrainer(RewardHooksMixin, RawCompletionsMixin, SharedPrefixMixin, GRPOTrainer):
     """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions and the speed-ups that
     `speedups` enables (rlvr/speed.py)."""
