@@ -21,6 +21,7 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
 from rlvr.analysis.evaluate import evaluate
+from rlvr.training.speed import apply_process_speedups
 
 PHASES = ("generation", "scoring", "logprobs", "optimization")
 
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num_samples", type=int, default=8, help="evaluation samples per held-out prompt")
     parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
     args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
+    if "--speedups" not in extra or "none" not in extra:  # the evaluations run here: one thread, as GRPO's process
+        apply_process_speedups(frozenset({"threads"}), use_cpu=True)
     out = Path(args.output_dir)
     start = time.perf_counter()
 

@@ -22,6 +22,7 @@ from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
+from rlvr.training.speed import parse_speedups
 from rlvr.training.validation import check_recipe, check_values
 
 @dataclass
@@ -53,6 +54,11 @@ class RecipeArguments(ScriptArguments):
     memory_budget: str = field(
         default="warn",
         metadata={"help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."},
+    )
+    speedups: str = field(
+        default="all",
+        metadata={"help": "Speed-ups that leave samples and loss unchanged (rlvr/training/speed.py): all, none, or a "
+                  "comma list of threads, shared_prefix."},
     )
 
 
@@ -279,6 +285,10 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
     check_quantization(model, training, dry_run=args.dry_run)  # QLoRA: LoRA, CUDA and bitsandbytes, before loading
+    try:
+        parse_speedups(args.speedups)
+    except ValueError as err:
+        raise ConfigError("speedups", str(err)) from None
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)

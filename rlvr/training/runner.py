@@ -36,14 +36,17 @@ def build_trainer(recipe: Recipe):
     from rlvr.recipes.tiny.model import ensure_tiny_model
     from rlvr.training.algorithms import ALGORITHMS
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
+    from rlvr.training.speed import apply_process_speedups, parse_speedups
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
+    speedups = parse_speedups(args.speedups)
+    apply_process_speedups(speedups, use_cpu=training.use_cpu or training.device.type == "cpu")
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = model_init_kwargs(model_args, training)
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
-    return ALGORITHMS[training.algorithm].trainer(
+    trainer = ALGORITHMS[training.algorithm].trainer(
         model=model_args.model_name_or_path,
         reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir),  # a failing reward: one named line
         args=training,
@@ -53,6 +56,8 @@ def build_trainer(recipe: Recipe):
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
+    trainer.speedups = speedups
+    return trainer
 
 
 def write_run_config(argv: list[str], recipe: Recipe) -> None:

@@ -19,6 +19,7 @@ from rlvr.metrics.components import reward_components
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.training.kl import KLEstimatorMixin
+from rlvr.training.speed import SharedPrefixMixin
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
 
@@ -147,6 +148,7 @@ class AlgorithmMixin:
         return super()._compute_loss(model, inputs)
 
 
-class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch and
-    a choice of KL estimator. The algorithm's loss form comes first: without a ratio, the KL term sees none either."""
+class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SharedPrefixMixin, GRPOTrainer):
+    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
+    choice of KL estimator and the speed-ups `speedups` enables (rlvr/training/speed.py). The algorithm's loss form
+    comes first (without a ratio, the KL term sees none either); the speed-ups sit right above TRL's passes."""

@@ -1,0 +1,227 @@
+"""Speed-ups that change how a step is computed, never what it computes: same samples, same loss up to float noise.
+
+Each speed-up has a name; the recipe field `speedups` lists the ones to use ("all", the default, or "none", or a
+comma-separated subset), so a benchmark can run the same recipe with and without each (benchmarks/speed.py).
+
+  threads        One intra-op thread per training process on CPU (unless OMP_NUM_THREADS is set). The tiny model's
+                 matmuls are 64 x 128 x 384: a second OpenMP thread buys nothing on them and, when the other core
+                 is busy, every op waits at the OpenMP barrier for a descheduled thread (measured 50x slower
+                 matmuls on this shared 2-core machine). `accelerate launch` already sets OMP_NUM_THREADS=1; this
+                 makes `python recipes/x.py` behave the same. Hidden cost: on an idle multi-core machine, big
+                 matmuls (large models on CPU) lose the second core.
+  shared_prefix  Log-prob passes (policy with gradient, reference, old policy) run the prompt prefix that every
+                 row of the batch shares (system prompt, task preamble) once, at batch size 1, and the 64 rows only
+                 from there on, attending to the prefix's keys and values. For the tiny speller the shared prefix is
+                 ~140 of ~190 tokens per row, so forward and backward shrink about 3x. The math is the same: causal
+                 attention over the same keys, RoPE relative positions (each row's left padding is dropped, which
+                 only shifts absolute positions). Used only where it is exact and simple: one process (no DDP,
+                 FSDP or DeepSpeed wrapper), no gradient checkpointing, text-only inputs, a prefix of >= 16 tokens.
+                 Hidden cost: the per-row log-probs differ from TRL's fused-head pass by float rounding (~1e-6);
+                 the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
+                 head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+SPEEDUPS = ("threads", "shared_prefix")
+MIN_SHARED_PREFIX = 16  # tokens; below this the extra forward call costs more than it saves
+MAX_LOGITS = 64 * 1024 * 1024  # elements of the materialised (B, kept positions, vocab) logits
+
+
+def parse_speedups(value: str | None) -> frozenset[str]:
+    """'all' | 'none' | 'a,b' -> the set of enabled speed-ups; raises ValueError naming an unknown one."""
+    text = (value or "none").strip().lower()
+    if text == "all":
+        return frozenset(SPEEDUPS)
+    if text in ("none", "off", "false", ""):
+        return frozenset()
+    names = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(names - set(SPEEDUPS))
+    if unknown:
+        raise ValueError(f"unknown speed-up(s) {unknown}; choose from {list(SPEEDUPS)}, 'all' or 'none'")
+    return names
+
+
+def apply_process_speedups(enabled: frozenset[str], use_cpu: bool) -> None:
+    """Process-wide settings, before any model loads."""
+    if "threads" in enabled and use_cpu and not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(1)
+
+
+def common_prefix_length(rows: list[torch.Tensor]) -> int:
+    """Length of the longest token prefix every row starts with."""
+    shortest = min(len(row) for row in rows)
+    if shortest == 0:
+        return 0
+    stacked = torch.stack([row[:shortest] for row in rows])
+    same = (stacked == stacked[0]).all(dim=0)
+    return shortest if bool(same.all()) else int((~same).int().argmax())
+
+
+class SharedPrefixMixin:
+    """Generation and log-prob passes that compute the batch's shared prompt prefix once (see module doc).
+
+    Falls back to TRL's pass whenever the shortcut is not known to be exact; `self.speedups` (a set of names, set
+    by the runner) switches it on. `self._shared_prefix_calls` counts the passes that took the shortcut.
+    """
+
+    speedups: frozenset[str] = frozenset()
+    _shared_prefix_calls = 0
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **multimodal):
+        plan = None
+        if "shared_prefix" in self.speedups and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
+            vocab = model.get_output_embeddings().weight.size(0)
+            if input_ids.numel() * vocab <= MAX_LOGITS:
+                plan = shared_prefix_plan(input_ids, attention_mask, logits_to_keep)
+        if plan is None:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
+            )
+        self._shared_prefix_calls += 1
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            rows = slice(start, start + batch_size)
+            with self.accelerator.autocast():
+                lp, ent = shared_prefix_logps(
+                    model, input_ids[rows], attention_mask[rows], logits_to_keep, plan.prefix_length,
+                    self.temperature, compute_entropy,
+                )
+            logps.append(lp)
+            entropies.append(ent)
+        return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        """Generation with the shared prompt prefix prefilled once (batch 1) and its KV cache repeated per row.
+
+        Rows are laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by
+        the attention mask's cumsum, so every real token keeps the position it has under TRL's left padding. The
+        post-processing (cut at the first EOS) is TRL's regular-generation path, restated.
+        """
+        prefix_length = 0
+        if ("shared_prefix" in self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
+                and images is None and not multimodal_fields and self.pad_to_multiple_of is None
+                and self._shared_prefix_applies(self.model, {})):
+            rows = [torch.as_tensor(ids) for ids in prompt_ids]
+            prefix_length = min(common_prefix_length(rows), min(len(r) for r in rows) - 1)
+        if prefix_length < MIN_SHARED_PREFIX:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        from trl.models import unwrap_model_for_generation
+
+        self._shared_prefix_calls += 1
+        device = self.accelerator.device
+        pad_id = self._tokenizer.pad_token_id
+        width = max(len(ids) for ids in prompt_ids)
+        input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros_like(input_ids)
+        for i, ids in enumerate(prompt_ids):
+            rest = len(ids) - prefix_length
+            input_ids[i, :prefix_length], input_ids[i, width - rest :] = torch.as_tensor(ids[:prefix_length]), torch.as_tensor(ids[prefix_length:])
+            attention_mask[i, :prefix_length] = 1
+            attention_mask[i, width - rest :] = 1
+        input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+        ):
+            cache = unwrapped_model(input_ids=input_ids[:1, :prefix_length], use_cache=True, logits_to_keep=1).cache
+            cache.batch_repeat_interleave(len(prompt_ids))
+            generated = unwrapped_model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, cache=cache, generation_config=self.generation_config
+            )
+        completion_ids = generated[:, width:]
+        is_eos = torch.isin(completion_ids, torch.tensor(self.eos_token_ids, device=device))
+        eos_idx = torch.full((is_eos.size(0),), is_eos.size(1), dtype=torch.long, device=device)
+        eos_idx[is_eos.any(dim=1)] = is_eos.int().argmax(dim=1)[is_eos.any(dim=1)]
+        keep = torch.arange(is_eos.size(1), device=device)[None, :] <= eos_idx[:, None]
+        return [c[m].tolist() for c, m in zip(completion_ids.cpu(), keep.cpu(), strict=True)], None
+
+    def _shared_prefix_applies(self, model, multimodal: dict) -> bool:
+        if any(value is not None for value in multimodal.values()):
+            return False
+        if self.accelerator.num_processes != 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return False
+        if self.args.gradient_checkpointing or getattr(self.args, "cast_lm_head_to_fp32", False):
+            return False
+        config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        # Softcapped or scaled logits would need TRL's fused-head handling; RoPE makes the positions relative.
+        if getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
+            return False
+        return "rope" in str(getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or "")
+
+
+class Plan:
+    def __init__(self, prefix_length: int):
+        self.prefix_length = prefix_length
+
+
+def shared_prefix_plan(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> Plan | None:
+    """The shared prefix length if the batch is left-padded prompts + completions that share >= MIN tokens."""
+    prompt_width = input_ids.size(1) - logits_to_keep
+    prompt_mask = attention_mask[:, :prompt_width].bool()
+    starts = (~prompt_mask).sum(dim=1)  # left padding per row
+    # Left padding only: every row's real prompt tokens are contiguous up to the completion.
+    if not torch.equal(prompt_mask, torch.arange(prompt_width, device=starts.device)[None, :] >= starts[:, None]):
+        return None
+    prompts = [row[int(s):prompt_width] for row, s in zip(input_ids, starts)]
+    # Keep >= 1 prompt token per row after the prefix: its hidden state predicts the first completion token.
+    length = min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1)
+    if length < MIN_SHARED_PREFIX or logits_to_keep == 0:
+        return None
+    return Plan(length)
+
+
+def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
+                        temperature: float, compute_entropy: bool):
+    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once.
+
+    Row i = [pad x s_i] + prefix + rest_i + completion_i. The prefix runs at batch size 1 with a KV cache, the cache
+    is repeated per row (its gradient sums back), and rows [rest_i + completion_i] run right-padded on top of it.
+    """
+    batch, width = input_ids.shape
+    prompt_width = width - logits_to_keep
+    starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
+    first = int(starts[0])
+    prefix = input_ids[:1, first : first + prefix_length]
+    rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
+    suffix_width = int(rest_lengths.max()) + logits_to_keep
+    # Gather each row's tokens after the prefix into a right-padded (B, suffix_width) block.
+    offsets = (starts + prefix_length)[:, None] + torch.arange(suffix_width, device=starts.device)[None, :]
+    valid = offsets < width
+    gather_at = offsets.clamp(max=width - 1)
+    suffix_ids = torch.gather(input_ids, 1, gather_at)
+    suffix_mask = torch.gather(attention_mask, 1, gather_at) * valid
+    pad_id = getattr(model.config, "pad_token_id", None) or 0
+    suffix_ids = suffix_ids.masked_fill(~valid, pad_id)
+
+    prefix_out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
+    cache = prefix_out.cache  # transformers 5 names it `cache` (was past_key_values)
+    cache.batch_repeat_interleave(batch)
+    full_mask = torch.cat([attention_mask.new_ones(batch, prefix_length), suffix_mask], dim=1)
+    # Rows need logits from position rest_i - 1 on; keep the positions from the smallest rest_i - 1 to the end.
+    lowest = int(rest_lengths.min()) - 1
+    keep = suffix_width - lowest
+    logits = model(input_ids=suffix_ids, attention_mask=full_mask, cache=cache, use_cache=True,
+                   logits_to_keep=keep).logits
+    # logits[:, j] is suffix position lowest + j; row i's completion token t is predicted at rest_i - 1 + t.
+    index = (rest_lengths - 1 - lowest)[:, None] + torch.arange(logits_to_keep, device=logits.device)[None, :]
+    picked = torch.gather(logits, 1, index[:, :, None].expand(-1, -1, logits.size(-1))).float() / temperature
+    log_probs = picked.log_softmax(dim=-1)
+    completion_ids = input_ids[:, prompt_width:]
+    completion_mask = attention_mask[:, prompt_width:].bool()
+    per_token = log_probs.gather(-1, completion_ids[:, :, None]).squeeze(-1).masked_fill(~completion_mask, 0.0)
+    entropy = None
+    if compute_entropy:
+        entropy = -(log_probs.exp() * log_probs).sum(-1).masked_fill(~completion_mask, 0.0)
+    return per_token, entropy
