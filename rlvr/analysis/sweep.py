@@ -41,7 +41,7 @@ from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, load_ya
 SWEEP_RECIPE_NAME = "recipe.yaml"
 REPO = Path(__file__).resolve().parents[2]
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
-EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None}  # the spec's `evaluate:` keys and defaults
+EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None}  # the spec's `evaluate:` keys and defaults
 EVAL_DIR = "eval"  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 LAUNCHERS = ("python", "accelerate", "inprocess")  # inprocess: same interpreter, no log file (tests)
