@@ -36,6 +36,7 @@ from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import TIME_PHASES, ZERO_STD_PREFIX
 
 DEFAULT_X = ("step", "samples")
+DPI = 60  # small files: published reports commit their PNGs
 UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
 TITLES = {
     "groups/all_wrong": "groups all wrong (correctness, rollouts)",
@@ -72,7 +73,7 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 
@@ -88,10 +89,16 @@ PREDICTION_STYLES = {  # series -> (label, line style); the logged partial-credi
 def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
     """One panel per run (a G sweep reads left to right): zero-std exact match observed vs the closed form's
     predictions, with the logged partial-credit `zero_std_frac/correctness` in grey (see `zero_std_prediction`)."""
-    runs = [run for run in runs if run.series(EXACT_SERIES[0], x)[0]]
+    firsts = {}  # one panel per setting: its first seed (the others read alike)
+    for run in runs:
+        if run.series(EXACT_SERIES[0], x)[0]:
+            firsts.setdefault(seed_group(run.label), run)
+    runs = list(firsts.values())
     if not runs:
         return None
-    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.4), squeeze=False, sharey=True)
+    cols = min(5, len(runs))
+    rows = -(-len(runs) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 3.2 * rows), squeeze=False, sharey=True)
     for ax, run in zip(axes.flat, runs):
         for key, (label, style) in PREDICTION_STYLES.items():
             xs, ys = run.series(key, x)
@@ -101,10 +108,12 @@ def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
         ax.set_xlabel(X_LABELS[x])
         ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(runs):]:
+        ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("zero-std groups: observed vs predicted from pass rates")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 
@@ -131,7 +140,7 @@ def time_figure(runs: list[Run], path: Path) -> Path:
     share.grid(alpha=0.3)
     share.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 

@@ -176,10 +176,26 @@ def settings_section(summary: list[dict]) -> list[str]:
         return []
     columns = [c for c in SETTING_COLUMNS if any(row.get(c) is not None for row in summary)]
     rows = aggregate(summary, columns)
-    table = [[row["setting"], row["seeds"], *(plus_minus(row[c], row[f"{c}_spread"]) for c in columns)] for row in rows]
-    return ["## Settings (mean ± spread over seeds)", markdown_table(["setting", "seeds", *columns], table),
+    status = learning_status(summary)
+    table = [[row["setting"], row["seeds"], status.get(row["setting"], "-"),
+              *(plus_minus(row[c], row[f"{c}_spread"]) for c in columns)] for row in rows]
+    return ["## Settings (mean ± spread over seeds)", markdown_table(["setting", "seeds", "status", *columns], table),
             "spread = half the range between the best and the worst seed; heldout_* come from `eval/` (the sweep's "
-            "`evaluate:`), before = the base model on the same prompts."]
+            "`evaluate:`), before = the base model on the same prompts. status: **learns** when held-out exact match "
+            f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves)."]
+
+
+LEARNS_GAIN = 0.15  # held-out exact-match gain every seed must reach for "learns"
+
+
+def learning_status(summary: list[dict]) -> dict[str, str]:
+    """Per setting: learns / does not learn, from each seed's held-out exact match before -> after."""
+    gains = {}
+    for row in summary:
+        before, after = row.get("heldout_exact_match_before"), row.get("heldout_exact_match_after")
+        if before is not None and after is not None:
+            gains.setdefault(seed_group(row["run"]), []).append(after - before)
+    return {setting: "learns" if min(values) >= LEARNS_GAIN else "does not learn" for setting, values in gains.items()}
 
 
 def plus_minus(value, spread) -> str:
@@ -241,20 +257,22 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
     ])
 
 
-def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str] | None = None) -> str:
+def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str] | None = None,
+                 x_axes=("step", "samples")) -> str:
     runs = load_runs([sweep_dir])
     if only:  # a page over some settings of a bigger sweep (an ablation that shares the reference runs)
         runs = [run for run in runs if run.label in only or seed_group(run.label) in only]
         if not runs:
             raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
-    pngs = plot_runs(runs, report_dir / "plots")
-    summary_dir = report_dir if only else sweep_dir
+    pngs = plot_runs(runs, report_dir / "plots", x_axes)
+    summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
     summary = write_summary(runs, summary_dir, last_k)
     spec = sweep_dir / SPEC_NAME
-    run_links = [
+    inside = lambda path: Path(os.path.abspath(path)).is_relative_to(os.path.abspath(report_dir))
+    run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
         f"- **{run.label}**: " + ", ".join(
-            f"[{name}]({link(run.path / name, report_dir)})" for name in (CONFIG_NAME, "metrics.jsonl", "train.log")
-            if (run.path / name).exists())
+            f"[{name}]({link(run.path / name, report_dir)})" if inside(run.path) else f"`{run.path / name}`"
+            for name in (CONFIG_NAME, "metrics.jsonl", "train.log") if (run.path / name).exists())
         for run in runs
     ]
     return "\n\n".join([
@@ -291,7 +309,8 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
 
 
 def build_report(path, out=None, before: str | None = None, config: str | None = None, num_prompts: int = 32,
-                 last_k: int = 5, max_rows: int = 20, only: list[str] | None = None) -> Path:
+                 last_k: int = 5, max_rows: int = 20, only: list[str] | None = None,
+                 x_axes=("step", "samples")) -> Path:
     """Write the report for a run or sweep directory; returns its path."""
     path = Path(path)
     dirs = find_run_dirs(path)
@@ -313,7 +332,7 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     else:
         if before:
             raise ConfigError("--before", "before/after runs per run directory; point the report at one run")
-        text = sweep_report(path, out.parent, last_k, only)
+        text = sweep_report(path, out.parent, last_k, only, x_axes)
     out.write_text(text + "\n")
     return out
 
@@ -328,9 +347,11 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--max_rows", type=positive_int, default=20, help="rows of the metrics table")
     parser.add_argument("--only", nargs="+", default=None, help="a sweep's runs to include (labels, seed suffix optional)")
+    parser.add_argument("--x", nargs="+", choices=("step", "samples", "tokens"), default=["step", "samples"],
+                        help="x axes of a sweep page's figures (--x samples: fewer, smaller files to publish)")
     args = parser.parse_args(argv)
     out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows,
-                       args.only)
+                       args.only, tuple(args.x))
     print(f"wrote {out}")
     return out
 
