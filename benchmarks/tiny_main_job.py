@@ -21,20 +21,16 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
 from rlvr.analysis.evaluate import evaluate
+from rlvr.analysis.records import last, load_run, time_totals
+from rlvr.metrics.keys import TIME_PHASES as PHASES
 from rlvr.training.speed import apply_process_speedups
 
-PHASES = ("generation", "scoring", "logprobs", "optimization")
 
-
-def grpo_time_split(metrics_path: Path) -> dict:
-    """Seconds per phase summed over the run's log rows, the final sample count, and the zero-std trajectory."""
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
-    train_rows = [row for row in rows if "time/total_s" in row]
-    split = {phase: sum(row.get(f"time/{phase}_s") or 0.0 for row in train_rows) for phase in PHASES}
-    split["total"] = sum(row["time/total_s"] for row in train_rows)
-    samples = max((row.get("generated_samples") or 0 for row in train_rows), default=0)
-    zero_std = [row.get("zero_std_frac/correctness") for row in train_rows]
-    return {"seconds": split, "generated_samples": int(samples), "zero_std_frac/correctness": zero_std}
+def grpo_time_split(run_dir: Path) -> dict:
+    """Seconds per phase summed over the run (the records' own totals), the sample count, the zero-std trajectory."""
+    run = load_run(run_dir)
+    return {"seconds": time_totals(run), "generated_samples": int(last(run, "generated_samples") or 0),
+            "zero_std_frac/correctness": run.values("zero_std_frac/correctness")}
 
 
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
@@ -71,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
     grpo_s = run_grpo(args.config, out / "grpo", args.launcher, extra)
     after = held_out(str(out / "grpo"), "after")
     total_s = time.perf_counter() - start
-    split = grpo_time_split(out / "grpo" / "metrics.jsonl")
+    split = grpo_time_split(out / "grpo")
 
     k = f"pass@{args.num_samples}"
     report = {
