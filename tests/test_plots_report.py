@@ -11,7 +11,7 @@ from conftest import FAST_RECIPE, REPO
 
 from rlvr.analysis import before_after, plots, report
 from rlvr.cli import ConfigError
-from rlvr.analysis.records import group_outcomes, load_run, load_runs, normalized_auc, summarize
+from rlvr.analysis.records import group_outcomes, load_run, load_runs, normalized_auc, samples_to_reach, summarize
 
 # Four logged steps of 16 samples each, then TRL's closing row.
 CORRECTNESS = [0.0, 0.25, 0.5, 0.5]
@@ -73,6 +73,9 @@ def test_summary_numbers_match_hand_computation(run_dir):
     assert row["final_binary"] == pytest.approx(0.25)
     assert row["mean_zero_std_total"] == pytest.approx(0.25)  # (.5 + .25 + .25 + 0) / 4
     assert row["mean_zero_std_correctness"] == pytest.approx(0.6875)  # (1 + .75 + .5 + .5) / 4
+    assert row["samples_to_0.85"] is None  # correctness never gets there
+    # windows of 2 logged steps: 0, .125, .375 >= .3 at the third step, i.e. after 48 generated samples
+    assert samples_to_reach(load_run(run_dir), 0.3, window=2) == 48
     assert row["generation_share"] == pytest.approx(0.5)  # 8 s of 16 s
     assert row["wall_time_s"] == 12.5 and row["finished"]
     assert (row["steps"], row["generated_samples"], row["generated_tokens"]) == (4, 64, 400)
@@ -114,7 +117,7 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     assert "num_generations: 2" in text  # the config used
     for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "zero_std_frac/correctness"):
         assert series in text
-    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.333 | 64 | 0.250 | 0.688 | 12.500 | 0.500 |" in text
+    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |" in text
     assert "On average 25% of prompt groups had zero reward spread" in text
     assert "50% of the last steps' groups were all wrong and 25% all correct" in text
     assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 |" in text  # time table
