@@ -412,5 +412,5 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
 
 
 def summary_table(summary: list[dict]) -> tuple[list[str], list[list]]:
-    headers = list(summary[0]) if summary else []
-    return headers, [[row[h] for h in headers] for row in summary]
+    headers = list(dict.fromkeys(key for row in summary for key in row))  # rows may differ (held-out columns)
+    return headers, [[row.get(h) for h in headers] for row in summary]

@@ -158,7 +158,8 @@ def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
     summary = summarize(runs, last_k)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (out_dir / "summary.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(summary[0]))
+        columns = list(dict.fromkeys(key for row in summary for key in row))  # runs not yet evaluated lack heldout_*
+        writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(summary)
     (out_dir / "summary.md").write_text(markdown_table(*summary_table(summary)) + "\n")
