@@ -20,6 +20,8 @@ import types
 import typing
 from dataclasses import dataclass, fields
 
+from trl import GRPOConfig
+
 from rlvr.cli import ConfigError
 
 
@@ -188,10 +190,22 @@ def field_types(dataclass_types) -> dict:
     return hints
 
 
+def _grpo_only_fields() -> set[str]:
+    from transformers import TrainingArguments
+
+    return {f.name for f in fields(GRPOConfig)} - {f.name for f in fields(TrainingArguments)}
+
+
+GRPO_ONLY = _grpo_only_fields()  # RULES for these apply to the GRPO family's configs only
+
+
 def check_values(values: dict, dataclass_types) -> None:
     """Raw field values (argparse's namespace, before `__post_init__`): types from the annotations, ranges from RULES."""
     kinds_of = field_types(dataclass_types)
+    grpo = any(isinstance(cls, type) and issubclass(cls, GRPOConfig) for cls in dataclass_types)
     for name, value in values.items():
+        if not grpo and name in GRPO_ONLY:
+            continue  # another trainer's config (SFT's loss_type "nll") with a field of the same name
         kinds, optional = kinds_of.get(name, (set(), True))
         if value is None:
             if kinds and not optional:
@@ -206,7 +220,8 @@ def check_values(values: dict, dataclass_types) -> None:
             continue  # a non-numeric alternative of the annotation (e.g. a string schedule): not a range question
         if problem := rule.problem(value):
             raise ConfigError(name, problem)
-    minimum = min(getattr(cls, "min_generations", 2) for cls in dataclass_types if hasattr(cls, "num_generations"))
+    minimum = min((getattr(cls, "min_generations", 2) for cls in dataclass_types if hasattr(cls, "num_generations")),
+                  default=2)
     if isinstance(values.get("num_generations"), int) and values["num_generations"] < minimum:
         raise ConfigError("num_generations", f"must be >= {minimum} (a group needs a baseline), got "
                                              f"{values['num_generations']}")
