@@ -13,6 +13,7 @@ A spec (see sweeps/*.yaml):
     samples_budget: 7680                    # optional: max_steps per run so each generates this many samples
     seeds: [1, 2]                           # optional: every value trains once per seed, as <label>-s<seed>
     evaluate: {num_samples: 8, k: [1, 8]}   # optional: held-out pass@k of each finished run, and of the base model
+                                            # (also: num_prompts, data: {...} another held-out set, temperature)
 
 Every variant is validated before the first one trains (a bad field fails in seconds, naming it). Runs are sequential
 subprocesses of the script of the recipe's `algorithm:` (recipes/<algorithm>.py); each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
@@ -41,7 +42,7 @@ from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, load_ya
 SWEEP_RECIPE_NAME = "recipe.yaml"
 REPO = Path(__file__).resolve().parents[2]
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
-EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None}  # the spec's `evaluate:` keys and defaults
+EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None}  # the spec's `evaluate:` keys and defaults
 EVAL_DIR = "eval"  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 LAUNCHERS = ("python", "accelerate", "inprocess")  # inprocess: same interpreter, no log file (tests)
@@ -276,7 +277,8 @@ def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: st
     recipe = eval_recipe(config, spec, out_dir / EVAL_DIR / f"{name}.recipe.yaml")
     options = spec.evaluate
     return evaluate(str(recipe), model_path=model, num_samples=options["num_samples"], ks=tuple(options["k"]),
-                    num_prompts=options["num_prompts"], output=str(output))
+                    num_prompts=options["num_prompts"], output=str(output),
+                    temperature=options["temperature"])  # None: each run's own; a number: one for all runs
 
 
 def select(variants: list[Variant], only: list[str] | None) -> list[Variant]:
