@@ -36,7 +36,7 @@ from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import TIME_PHASES, ZERO_STD_PREFIX
 
 DEFAULT_X = ("step", "samples")
-DPI = 60  # small files: published reports commit their PNGs
+DPI = 50  # small files: published reports commit their PNGs
 UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
 TITLES = {
     "groups/all_wrong": "groups all wrong (correctness, rollouts)",
