@@ -224,8 +224,13 @@ def train_cycle(model, optimizer, w: Workload, device: str, accumulate: int = 2)
 def measure_phases(w: Workload, device: str = "cuda") -> dict[str, float]:
     """max_memory_allocated per phase: resident after AdamW's states exist, a cycle's training peak, a full-length
     generation batch (min_new_tokens = max_new_tokens, cache on)."""
+    import gc
+
     import torch
 
+    gc.collect()  # the previous case's model sits in reference cycles (hooks): free it before reading the baseline
+    torch.cuda.empty_cache()
+    baseline = torch.cuda.memory_allocated()  # whatever this process still holds is not this case's
     model = build_training_model(w.shape, w.lora_r is not None, device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6, fused=True)
     train_cycle(model, optimizer, w, device, accumulate=1)
@@ -243,7 +248,10 @@ def measure_phases(w: Workload, device: str = "cuda") -> dict[str, float]:
                        top_p=0.95, top_k=20, max_new_tokens=w.completion_tokens, min_new_tokens=w.completion_tokens,
                        use_cache=True, pad_token_id=0, eos_token_id=1)
     torch.cuda.synchronize()
-    return {"weights + optimizer": resident, "train": train, "generate": torch.cuda.max_memory_allocated()}
+    generate = torch.cuda.max_memory_allocated()
+    del model, optimizer
+    gc.collect()
+    return {"weights + optimizer": resident - baseline, "train": train - baseline, "generate": generate - baseline}
 
 
 def memory_rows(measure: bool) -> list[Row]:
@@ -316,7 +324,8 @@ def child(args: list[str], timeout: float) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--_child", json.dumps(args)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=max(timeout, 1), cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"})
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+                                   "WANDB_MODE": "disabled"})  # keep the caller's path: packages may live there
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timed out after {timeout:.0f} s"}
     tagged = [line for line in done.stdout.splitlines() if line.startswith(RESULT_TAG)]
@@ -326,15 +335,19 @@ def child(args: list[str], timeout: float) -> dict:
     return json.loads(tagged[-1][len(RESULT_TAG):])
 
 
-def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float) -> list[Row]:
+OUT_OF_TIME = "not run: --max_minutes reached"
+
+
+def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=FIT_CONFIGS) -> list[Row]:
     rows = []
-    for config in FIT_CONFIGS:
+    for config in configs:
         name = Path(config).stem
-        if not run:
+        if not run or time.time() >= deadline:
             rows.append(Row("fit", name, f"{steps} GRPO steps <= {budget_gib:g} GiB", planned=planned_fit(config),
-                            note="pending a GPU run"))
+                            note="pending a GPU run" if not run else OUT_OF_TIME))
             continue
         result = child(["fit", config, budget_gib, steps], deadline - time.time())
+        result.setdefault("planned", planned_fit(config))  # a child that timed out still has a plan to compare with
         note = "" if result.get("ok") else result.get("error", "")
         if result.get("error", "").startswith("OOM"):  # how much it misses: the same run, uncapped
             uncapped = child(["fit", config, None, steps], deadline - time.time())
@@ -364,8 +377,8 @@ def eval_rows(run: bool, num_prompts: int, deadline: float) -> list[Row]:
         if use_vllm and importlib.util.find_spec("vllm") is None:
             rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, note="vLLM not installed: skipped"))
             continue
-        if not run:
-            rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, note="pending a GPU run"))
+        if not run or time.time() >= deadline:
+            rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, note="pending a GPU run" if not run else OUT_OF_TIME))
             continue
         result = child(["eval", EVAL_CONFIG, use_vllm, num_prompts], deadline - time.time())
         rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, value=result.get("samples_per_s"),
@@ -381,6 +394,8 @@ def parse(argv: list[str] | None):
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--budget_gib", type=float, default=6.9, help="memory cap for the fit section")
     parser.add_argument("--steps", type=int, default=5, help="GRPO steps per config in the fit section")
+    parser.add_argument("--fit_configs", nargs="+", choices=[Path(c).stem for c in FIT_CONFIGS],
+                        default=[Path(c).stem for c in FIT_CONFIGS], help="which 6.9 GiB configs the fit section runs")
     parser.add_argument("--tolerance", type=float, default=0.15, help="allowed |measured / planned - 1|")
     parser.add_argument("--eval_prompts", type=int, default=64, help="prompts (x 8 samples) for the eval section")
     parser.add_argument("--max_minutes", type=float, default=8.0, help="stop starting measurements after this")
@@ -421,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     if "memory" in args.sections:
         rows += memory_rows(run)
     if "fit" in args.sections:
-        rows += fit_rows(run, args.budget_gib, args.steps, deadline)
+        rows += fit_rows(run, args.budget_gib, args.steps, deadline,
+                         [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs])
     if "eval" in args.sections:
         rows += eval_rows(run, args.eval_prompts, deadline)
     device = torch.cuda.get_device_name(0) if run else "no GPU (dry run)"

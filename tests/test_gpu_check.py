@@ -2,8 +2,10 @@
 for the GPU run (the measurements themselves are pending a GPU)."""
 
 import importlib.util
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -106,3 +108,37 @@ def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
     measured = estimate_prompt_tokens(matched.dataset["train"]["prompt"], str(tmp_path / "model"))
     assert abs(measured - target) <= 0.1 * target, (measured, target)
     assert KNOWN_SHAPES[real.model.model_name_or_path]  # the fit run builds the real shape
+
+
+def test_fit_configs_selects_which_configs_run(capsys):
+    assert gpu_check.main(["--dry_run", "--sections", "fit", "--fit_configs", "grpo_qwen3_4b_qlora"]) == 0
+    fit_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fit ")]
+    assert len(fit_lines) == 1 and "grpo_qwen3_4b_qlora" in fit_lines[0]
+    with pytest.raises(ConfigError, match="--fit_configs"):
+        gpu_check.parse(["--fit_configs", "grpo_qwen3_70b"])
+
+
+def test_past_the_deadline_rows_say_so_and_keep_their_plan(monkeypatch):
+    """The GPU run that exposed this: the QLoRA child used up --max_minutes and the eval row read 'timed out after
+    -0 s'. Past the deadline nothing starts; every row keeps its planned figure and says why it is unmeasured."""
+    monkeypatch.setattr(gpu_check, "child", lambda *a: pytest.fail("no child may start past the deadline"))
+    rows = gpu_check.fit_rows(True, 6.9, 3, time.time() - 1, gpu_check.FIT_CONFIGS[:1])
+    rows += gpu_check.eval_rows(True, 4, time.time() - 1)
+    assert rows[0].planned and rows[0].measured is None and rows[0].note == gpu_check.OUT_OF_TIME
+    assert rows[1].note == gpu_check.OUT_OF_TIME
+    assert gpu_check.failures(rows[:1], 0.15)[0].endswith(f"not measured ({gpu_check.OUT_OF_TIME})")
+
+
+def test_children_keep_the_callers_python_path(monkeypatch):
+    """Packages installed with `pip --target` and PYTHONPATH (as on a GPU box without the project's environment)
+    must reach the measuring child; it failed with `No module named 'trl'` when the child's path was the repo alone."""
+    seen = {}
+
+    def fake_run(command, **kwargs):
+        seen.update(kwargs["env"])
+        return subprocess.CompletedProcess(command, 0, stdout=gpu_check.RESULT_TAG + '{"ok": true}\n', stderr="")
+
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site")
+    monkeypatch.setattr(gpu_check.subprocess, "run", fake_run)
+    assert gpu_check.child(["eval"], 10) == {"ok": True}
+    assert seen["PYTHONPATH"].split(os.pathsep) == [str(REPO), "/tmp/site"]
