@@ -12,7 +12,7 @@ import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.cli import ConfigError
-from rlvr.analysis.sweep import load_spec, main, parse_overrides, plan, run_sweep
+from rlvr.analysis.sweep import find_shared_run, load_spec, main, parse_overrides, plan, run_identity, run_sweep
 
 
 def write_spec(tmp_path, **fields) -> str:
@@ -147,6 +147,42 @@ def test_seeds_only_and_held_out_evaluation(tmp_path, tiny_model_dir):
     with pytest.raises(ConfigError) as err:
         load_spec(write_spec(tmp_path, vary={"temperature": [1.0]}, seeds=[1, 1]))
     assert err.value.field == "seeds"
+
+
+def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_model_dir):
+    """The issue's "share runs where a setting coincides": the second sweep's top_p 1.0 run is the first sweep's run
+    (same parsed recipe, same evaluation), so it links to it, and its report counts it like its own."""
+    overrides = {"model_name_or_path": tiny_model_dir}
+    fixed = {"max_steps": 1, "print_rollouts": False}
+    first = tmp_path / "first.yaml"
+    first.write_text(yaml.safe_dump({"name": "first", "base": FAST_RECIPE, "vary": {"temperature": [1.0]},
+                                     "labels": ["t1"], "fixed": fixed}))
+    assert run_sweep(str(first), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"t1": "done"}
+    second = tmp_path / "second.yaml"
+    second.write_text(yaml.safe_dump({"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0, 0.9]},
+                                      "labels": ["p1", "p09"], "fixed": fixed}))
+    result = run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess", last_k=1)
+    assert result["status"] == {"p1": "shared", "p09": "done"}
+    linked = tmp_path / "out" / "second" / "p1"
+    assert linked.is_symlink() and linked.resolve() == (tmp_path / "out" / "first" / "t1").resolve()
+    with (tmp_path / "out" / "second" / "summary.csv").open() as f:
+        assert [row["run"] for row in csv.DictReader(f)] == ["p1", "p09"]
+    assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {
+        "p1": "skipped", "p09": "skipped"}
+
+    # Evaluated another way (its own held-out set, say), the same training run is not the same result: no sharing.
+    evaluated = load_spec(str(second))
+    evaluated.evaluate = {"num_samples": 2, "k": [1], "num_prompts": 3, "data": None, "temperature": None}
+    variant = plan(evaluated, tmp_path / "elsewhere", {**overrides, **fixed})[0]
+    assert find_shared_run(variant, load_spec(str(second)), tmp_path / "out") is not None
+    assert find_shared_run(variant, evaluated, tmp_path / "out") is None
+
+
+def test_run_identity_fills_defaults_and_ignores_where_the_run_writes():
+    recipe = yaml.safe_load(Path(FAST_RECIPE).read_text())
+    same = run_identity(recipe)
+    assert run_identity({**recipe, "kl_estimator": "k3", "output_dir": "elsewhere"}) == same  # k3 is the default
+    assert run_identity({**recipe, "seed": 7}) != same
 
 
 @pytest.mark.slow

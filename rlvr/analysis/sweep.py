@@ -17,7 +17,9 @@ A spec (see sweeps/*.yaml):
 
 Every variant is validated before the first one trains (a bad field fails in seconds, naming it). Runs are sequential
 subprocesses of the script of the recipe's `algorithm:` (recipes/<algorithm>.py); each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
-`train.log` into its directory. Finished runs are skipped, so rerunning the command resumes a sweep. At the end the
+`train.log` into its directory. Finished runs are skipped, so rerunning the command resumes a sweep; a run that
+another sweep under the same --out already trained from the same recipe (and evaluated the same way) is linked, not
+trained twice. At the end the
 sweep report (rlvr.analysis.report) overlays all runs against generated samples and writes summary.md/.csv/.json.
 """
 
@@ -223,11 +225,66 @@ def render_config(variant: Variant, spec: Spec) -> str:
     return header + yaml.safe_dump(variant.config, sort_keys=False, allow_unicode=True)
 
 
+def run_identity(config: dict) -> str:
+    """What a run trains from, as its script parses it: every field with its default filled in (so `kl_estimator: k3`
+    written out equals k3 by default), where it writes left out. Two recipes with one identity train the same run."""
+    import dataclasses
+
+    from rlvr.training.config import parse_args
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / CONFIG_NAME
+        path.write_text(yaml.safe_dump({**config, "output_dir": "RUN"}, sort_keys=False))
+        parsed = parse_args(["--config", str(path), "--dry_run", "true"])
+    fields = [a.to_dict() if hasattr(a, "to_dict") else dataclasses.asdict(a) for a in parsed]
+    for entry in fields:
+        entry.pop("logging_dir", None)  # derived from the time of parsing in some transformers versions
+    return json.dumps(fields, sort_keys=True, default=str)
+
+
+def find_shared_run(variant: Variant, spec: Spec, out: Path) -> Path | None:
+    """A finished run anywhere under <out> (another sweep, or this one) that trained from this variant's recipe and
+    was evaluated the same way: the sweep links to it instead of training it again (the GRPO baseline of the KL sweep
+    is the reference sweep's GRPO run, seed for seed). Links themselves are never shared from, only real runs."""
+    candidates = []
+    for recipe in sorted(out.glob(f"*/*/{SWEEP_RECIPE_NAME}")):
+        run_dir = recipe.parent
+        if run_dir.is_symlink() or run_dir == variant.run_dir or not (run_dir / "metrics.jsonl").exists():
+            continue
+        old = yaml.safe_load(recipe.read_text()) or {}
+        if (old.get("seed"), old.get("max_steps")) == (variant.config.get("seed"), variant.config.get("max_steps")):
+            candidates.append((run_dir, old))  # cheap filter first: parsing is the slow part
+    if not candidates:
+        return None
+    identity = run_identity(variant.config)
+    for run_dir, old in candidates:
+        try:
+            other = load_spec(run_dir.parent / SPEC_NAME)
+        except (ConfigError, OSError):
+            continue
+        if other.evaluate == spec.evaluate and load_run(run_dir).finished and run_identity(old) == identity:
+            return run_dir
+    return None
+
+
+def share(variant: Variant, source: Path) -> None:
+    """Link the variant's folder to `source` (relative, so the sweep folder can move as a whole)."""
+    import os
+
+    variant.run_dir.parent.mkdir(parents=True, exist_ok=True)
+    variant.run_dir.symlink_to(os.path.relpath(source, variant.run_dir.parent), target_is_directory=True)
+
+
 def status(variant: Variant) -> str:
-    """`done` (finished with this very config) or `pending`; a folder holding another config is an error."""
+    """`done` (finished with this very config) or `pending`; a folder holding another config is an error. A linked
+    folder (a shared run) is done when what it links to trained from the same recipe."""
     if not variant.config_path.exists():
+        if variant.run_dir.is_symlink():  # the run it shared was deleted: train this one afresh
+            variant.run_dir.unlink()
         return "pending"
     old = yaml.safe_load(variant.config_path.read_text()) or {}
+    if variant.run_dir.is_symlink() and run_identity(old) == run_identity(variant.config):
+        return "done" if load_run(variant.run_dir).finished else "pending"
     if old != variant.config:
         changed = next(k for k in {**old, **variant.config} if old.get(k) != variant.config.get(k))
         raise ConfigError(changed, f"{variant.run_dir} holds a run with {changed}={old.get(changed)!r}, the sweep "
@@ -297,7 +354,7 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
               dry_run: bool = False, last_k: int = 5, only: list[str] | None = None) -> dict:
     """Validate every variant, train the pending ones in order, evaluate them, then write the sweep report.
 
-    Returns {"dir", "status" (label -> done/skipped/failed/planned), "report"}.
+    Returns {"dir", "status" (label -> done/skipped/shared/failed/planned), "report"}.
     """
     if launcher not in LAUNCHERS:
         raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
@@ -307,10 +364,13 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
     for variant in variants:
         validate_variant(variant, spec, "max_steps" in overrides)
     states = {v.label: status(v) for v in variants}
+    sources = {v.label: find_shared_run(v, spec, Path(out)) for v in variants
+               if states[v.label] == "pending" and not v.run_dir.exists()}
     sweep_dir = Path(out) / spec.name
     for v in variants:
-        print(f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} "
-              f"({states[v.label]})", flush=True)
+        state = f"shares {sources[v.label]}" if sources.get(v.label) else states[v.label]
+        print(f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})",
+              flush=True)
     if dry_run:
         return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None}
 
@@ -320,6 +380,12 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
     for i, variant in enumerate(variants, 1):
         if states[variant.label] == "done":
             results[variant.label] = "skipped"
+            continue
+        if source := sources.get(variant.label):
+            share(variant, source)
+            results[variant.label] = "shared"
+            print(f"[sweep] {variant.label}: shares {source} (the same recipe, evaluated the same way): not trained "
+                  f"again", flush=True)
             continue
         print(f"[sweep] {i}/{len(variants)} {variant.label}: training (log {variant.run_dir / 'train.log'})", flush=True)
         start = time.perf_counter()
@@ -332,7 +398,7 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
     if spec.evaluate:  # the base model once per sweep, then every finished run (each skipped once written)
         evaluate_model(variants[0].config["model_name_or_path"], variants[0].config, spec, sweep_dir, "before")
         for variant in variants:
-            if results.get(variant.label) in ("done", "skipped"):
+            if results.get(variant.label) in ("done", "skipped", "shared"):
                 after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
                 print(f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True)
 
