@@ -12,7 +12,7 @@ import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.cli import ConfigError
-from rlvr.analysis.sweep import find_shared_run, load_spec, main, parse_overrides, plan, run_identity, run_sweep
+from rlvr.analysis.sweep import evaluation_of, find_shared_run, load_spec, main, parse_overrides, plan, run_identity, run_sweep
 
 
 def write_spec(tmp_path, **fields) -> str:
@@ -183,6 +183,17 @@ def test_run_identity_fills_defaults_and_ignores_where_the_run_writes():
     same = run_identity(recipe)
     assert run_identity({**recipe, "kl_estimator": "k3", "output_dir": "elsewhere"}) == same  # k3 is the default
     assert run_identity({**recipe, "seed": 7}) != same
+
+
+def test_evaluation_left_to_the_run_equals_the_runs_own_temperature(tmp_path):
+    """The temperature sweep evaluates every run at 1.0; the reference sweep at each run's own, which for a run trained
+    at 1.0 is the same evaluation: T1.0 shares the reference GRPO run."""
+    recipe = yaml.safe_load(Path(FAST_RECIPE).read_text())  # temperature 1.0
+    own = load_spec(write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1]}))
+    fixed = load_spec(write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1], "temperature": 1.0}))
+    hot = load_spec(write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1], "temperature": 1.4}))
+    assert evaluation_of(own, recipe) == evaluation_of(fixed, recipe) != evaluation_of(hot, recipe)
+    assert evaluation_of(own, {**recipe, "temperature": 0.6}) != evaluation_of(fixed, {**recipe, "temperature": 0.6})
 
 
 @pytest.mark.slow

@@ -225,9 +225,9 @@ def render_config(variant: Variant, spec: Spec) -> str:
     return header + yaml.safe_dump(variant.config, sort_keys=False, allow_unicode=True)
 
 
-def run_identity(config: dict) -> str:
-    """What a run trains from, as its script parses it: every field with its default filled in (so `kl_estimator: k3`
-    written out equals k3 by default), where it writes left out. Two recipes with one identity train the same run."""
+def parsed_fields(config: dict) -> list[dict]:
+    """The recipe as its script parses it: (recipe, training, model) arguments as dicts, every default filled in, where
+    the run writes left out."""
     import dataclasses
 
     from rlvr.training.config import parse_args
@@ -239,7 +239,21 @@ def run_identity(config: dict) -> str:
     fields = [a.to_dict() if hasattr(a, "to_dict") else dataclasses.asdict(a) for a in parsed]
     for entry in fields:
         entry.pop("logging_dir", None)  # derived from the time of parsing in some transformers versions
-    return json.dumps(fields, sort_keys=True, default=str)
+    return fields
+
+
+def run_identity(config: dict) -> str:
+    """Two recipes with one identity train the same run (so `kl_estimator: k3` written out equals k3 by default)."""
+    return json.dumps(parsed_fields(config), sort_keys=True, default=str)
+
+
+def evaluation_of(spec: Spec, config: dict) -> dict | None:
+    """How a sweep evaluates one run, with the run's own sampling temperature where the spec leaves it to the run
+    (`temperature: 1.0` in the spec and a run trained at 1.0 evaluate alike)."""
+    if not spec.evaluate:
+        return spec.evaluate
+    temperature = spec.evaluate.get("temperature")
+    return {**spec.evaluate, "temperature": parsed_fields(config)[1]["temperature"] if temperature is None else temperature}
 
 
 def find_shared_run(variant: Variant, spec: Spec, out: Path) -> Path | None:
@@ -262,7 +276,8 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> Path | None:
             other = load_spec(run_dir.parent / SPEC_NAME)
         except (ConfigError, OSError):
             continue
-        if other.evaluate == spec.evaluate and load_run(run_dir).finished and run_identity(old) == identity:
+        if (run_identity(old) == identity and evaluation_of(other, old) == evaluation_of(spec, variant.config)
+                and load_run(run_dir).finished):
             return run_dir
     return None
 
