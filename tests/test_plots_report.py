@@ -76,6 +76,7 @@ def test_summary_numbers_match_hand_computation(run_dir):
     assert row["samples_to_0.85"] is None  # correctness never gets there
     # windows of 2 logged steps: 0, .125, .375 >= .3 at the third step, i.e. after 48 generated samples
     assert samples_to_reach(load_run(run_dir), 0.3, window=2) == 48
+    assert samples_to_reach(load_run(run_dir), 0.0, window=2) == 32  # the first full window, not the first step
     assert row["generation_share"] == pytest.approx(0.5)  # 8 s of 16 s
     assert row["wall_time_s"] == 12.5 and row["finished"]
     assert (row["steps"], row["generated_samples"], row["generated_tokens"]) == (4, 64, 400)

@@ -290,9 +290,10 @@ def last(run: Run, key: str):
 
 
 def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
-    """Generated samples when avg_correctness, averaged over `window` logged steps, first reaches `threshold`."""
+    """Generated samples when avg_correctness, averaged over `window` logged steps, first reaches `threshold`. Only
+    full windows count: one lucky first batch (64 samples of easy words) is not "reached"."""
     xs, ys = run.series("avg_correctness", "samples")
-    for i in range(len(ys)):
+    for i in range(min(window, len(ys)) - 1, len(ys)):
         if mean(ys[max(0, i - window + 1) : i + 1]) >= threshold:
             return count(xs[i])
     return None
