@@ -193,3 +193,17 @@ def test_cli_overrides_are_flagged_against_the_recipe_yaml():
     assert report.cli_overrides_note(recipe, args) == (
         "# overridden on the command line (training_args.bin): max_steps: 2\n")
     assert report.cli_overrides_note(recipe, {}) == ""
+
+
+def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
+    from rlvr.analysis.records import aggregate, natural_key
+    from rlvr.analysis.report import settings_section
+
+    names = ["beta0.1-s1", "beta0-s1", "beta0.04-s2", "beta0.04-s1", "g16", "g2"]
+    assert sorted(names, key=lambda n: natural_key(Path(n))) == [
+        "beta0-s1", "beta0.04-s1", "beta0.04-s2", "beta0.1-s1", "g2", "g16"]
+    summary = [{"run": "hot-s1", "samples_to_0.85": 1000}, {"run": "hot-s2", "samples_to_0.85": None},
+               {"run": "hot-s3", "samples_to_0.85": 3000}]
+    (row,) = aggregate(summary, ["samples_to_0.85"])
+    assert (row["samples_to_0.85"], row["samples_to_0.85_spread"], row["samples_to_0.85_n"]) == (2000, 1000, 2)
+    assert "| hot | 3 | - | 2000 ± 1000 (2 of 3) |" in "\n".join(settings_section(summary))

@@ -136,8 +136,9 @@ def find_run_dirs(path) -> list[Path]:
 
 
 def natural_key(path: Path) -> list:
-    """`g-2` before `g-16`: numbers in names compare as numbers."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
+    """`g-2` before `g-16`, `beta0.04` before `beta0.1`: numbers in names (decimals too) compare as numbers."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", path.name)
+    return [float(t) if i % 2 else t for i, t in enumerate(parts)]
 
 
 def load_runs(paths) -> list[Run]:
@@ -361,6 +362,7 @@ def aggregate(summary: list[dict], keys=None) -> list[dict]:
             values = [m[key] for m in members if isinstance(m.get(key), (int, float))]
             row[key] = mean(values)
             row[f"{key}_spread"] = (max(values) - min(values)) / 2 if len(values) > 1 else None
+            row[f"{key}_n"] = len(values)  # seeds that have the value (a threshold some never reached)
         rows.append(row)
     return rows
 

@@ -179,11 +179,14 @@ def settings_section(summary: list[dict]) -> list[str]:
     rows = aggregate(summary, columns)
     status = learning_status(summary)
     table = [[row["setting"], row["seeds"], status.get(row["setting"], "-"),
-              *(plus_minus(row[c], row[f"{c}_spread"]) for c in columns)] for row in rows]
+              *(plus_minus(row[c], row[f"{c}_spread"]) + ("" if row[f"{c}_n"] in (0, row["seeds"]) else
+                                                            f" ({row[f'{c}_n']} of {row['seeds']})")
+                for c in columns)] for row in rows]
     return ["## Settings (mean ± spread over seeds)", markdown_table(["setting", "seeds", "status", *columns], table),
             "spread = half the range between the best and the worst seed; heldout_* come from `eval/` (the sweep's "
             "`evaluate:`), before = the base model on the same prompts. status: **learns** when held-out exact match "
-            f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves)."]
+            f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves). "
+            "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold."]
 
 
 LEARNS_GAIN = 0.15  # held-out exact-match gain every seed must reach for "learns"
