@@ -170,12 +170,20 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {
         "p1": "skipped", "p09": "skipped"}
 
-    # Evaluated another way (its own held-out set, say), the same training run is not the same result: no sharing.
-    evaluated = load_spec(str(second))
-    evaluated.evaluate = {"num_samples": 2, "k": [1], "num_prompts": 3, "data": None, "temperature": None}
-    variant = plan(evaluated, tmp_path / "elsewhere", {**overrides, **fixed})[0]
-    assert find_shared_run(variant, load_spec(str(second)), tmp_path / "out") is not None
-    assert find_shared_run(variant, evaluated, tmp_path / "out") is None
+    # Evaluated another way (its own held-out set, say), the training is still shared, and the evaluation is its own:
+    # a folder of links to the run's files beside a real eval/.
+    third = tmp_path / "third.yaml"
+    third.write_text(yaml.safe_dump({"name": "third", "base": FAST_RECIPE, "vary": {"top_p": [1.0]}, "labels": ["p1"],
+                                     "fixed": fixed, "evaluate": {"num_samples": 2, "k": [1], "num_prompts": 3}}))
+    assert run_sweep(str(third), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "shared"}
+    folder = tmp_path / "out" / "third" / "p1"
+    assert not folder.is_symlink() and (folder / "metrics.jsonl").is_symlink() and (folder / "recipe.yaml").is_symlink()
+    assert json.loads((folder / "eval" / "after.json").read_text())["overall"]["prompts"] == 3
+    assert not (tmp_path / "out" / "first" / "t1" / "eval").exists()  # the source run is untouched
+    assert run_sweep(str(third), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "skipped"}
+    variant = plan(load_spec(str(third)), tmp_path / "elsewhere", {**overrides, **fixed})[0]
+    assert find_shared_run(variant, load_spec(str(third)), tmp_path / "out") == (  # never from a linked folder
+        tmp_path / "out" / "first" / "t1", False)
 
 
 def test_run_identity_fills_defaults_and_ignores_where_the_run_writes():

@@ -18,9 +18,8 @@ A spec (see sweeps/*.yaml):
 Every variant is validated before the first one trains (a bad field fails in seconds, naming it). Runs are sequential
 subprocesses of the script of the recipe's `algorithm:` (recipes/<algorithm>.py); each writes `recipe.yaml` (the recipe it launches; the runner records what ran as `config.yaml`) and
 `train.log` into its directory. Finished runs are skipped, so rerunning the command resumes a sweep; a run that
-another sweep under the same --out already trained from the same recipe (and evaluated the same way) is linked, not
-trained twice. At the end the
-sweep report (rlvr.analysis.report) overlays all runs against generated samples and writes summary.md/.csv/.json.
+another sweep under the same --out already trained from the same recipe is linked, not trained twice (evaluated
+another way, it keeps its own `eval/`). At the end the sweep report (rlvr.analysis.report) overlays all runs against generated samples and writes summary.md/.csv/.json.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -256,14 +256,19 @@ def evaluation_of(spec: Spec, config: dict) -> dict | None:
     return {**spec.evaluate, "temperature": parsed_fields(config)[1]["temperature"] if temperature is None else temperature}
 
 
-def find_shared_run(variant: Variant, spec: Spec, out: Path) -> Path | None:
-    """A finished run anywhere under <out> (another sweep, or this one) that trained from this variant's recipe and
-    was evaluated the same way: the sweep links to it instead of training it again (the GRPO baseline of the KL sweep
-    is the reference sweep's GRPO run, seed for seed). Links themselves are never shared from, only real runs."""
+def is_linked(run_dir: Path) -> bool:
+    """A shared run: the folder itself links to another run, or holds links to its files (and its own evaluation)."""
+    return run_dir.is_symlink() or (run_dir / SWEEP_RECIPE_NAME).is_symlink()
+
+
+def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool] | None:
+    """A finished run anywhere under <out> (another sweep, or this one) that trained from this variant's recipe, and
+    whether that sweep evaluated it the same way. The sweep links to it instead of training it again (the GRPO
+    baseline of the KL sweep is the reference sweep's GRPO run, seed for seed). Only real runs are shared from."""
     candidates = []
     for recipe in sorted(out.glob(f"*/*/{SWEEP_RECIPE_NAME}")):
         run_dir = recipe.parent
-        if run_dir.is_symlink() or run_dir == variant.run_dir or not (run_dir / "metrics.jsonl").exists():
+        if is_linked(run_dir) or run_dir == variant.run_dir or not (run_dir / "metrics.jsonl").exists():
             continue
         old = yaml.safe_load(recipe.read_text()) or {}
         if (old.get("seed"), old.get("max_steps")) == (variant.config.get("seed"), variant.config.get("max_steps")):
@@ -272,33 +277,43 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> Path | None:
         return None
     identity = run_identity(variant.config)
     for run_dir, old in candidates:
+        if run_identity(old) != identity or not load_run(run_dir).finished:
+            continue
         try:
             other = load_spec(run_dir.parent / SPEC_NAME)
         except (ConfigError, OSError):
-            continue
-        if (run_identity(old) == identity and evaluation_of(other, old) == evaluation_of(spec, variant.config)
-                and load_run(run_dir).finished):
-            return run_dir
+            return run_dir, False
+        return run_dir, evaluation_of(other, old) == evaluation_of(spec, variant.config)
     return None
 
 
-def share(variant: Variant, source: Path) -> None:
-    """Link the variant's folder to `source` (relative, so the sweep folder can move as a whole)."""
+def share(variant: Variant, source: Path, same_evaluation: bool) -> None:
+    """Link the variant's folder to `source` (relative links, so the sweeps folder can move as a whole). Evaluated
+    the same way, the whole folder is a link; evaluated another way (a word-length sweep's own held-out set), the
+    folder links to each of the run's files and keeps its own `eval/`."""
     import os
 
     variant.run_dir.parent.mkdir(parents=True, exist_ok=True)
-    variant.run_dir.symlink_to(os.path.relpath(source, variant.run_dir.parent), target_is_directory=True)
+    if same_evaluation:
+        variant.run_dir.symlink_to(os.path.relpath(source, variant.run_dir.parent), target_is_directory=True)
+        return
+    variant.run_dir.mkdir()
+    for entry in sorted(source.iterdir()):
+        if entry.name != EVAL_DIR:
+            (variant.run_dir / entry.name).symlink_to(os.path.relpath(entry, variant.run_dir),
+                                                      target_is_directory=entry.is_dir())
 
 
 def status(variant: Variant) -> str:
     """`done` (finished with this very config) or `pending`; a folder holding another config is an error. A linked
     folder (a shared run) is done when what it links to trained from the same recipe."""
+    linked = is_linked(variant.run_dir)
     if not variant.config_path.exists():
-        if variant.run_dir.is_symlink():  # the run it shared was deleted: train this one afresh
-            variant.run_dir.unlink()
+        if linked:  # the run it shared was deleted: train this one afresh
+            variant.run_dir.unlink() if variant.run_dir.is_symlink() else shutil.rmtree(variant.run_dir)
         return "pending"
     old = yaml.safe_load(variant.config_path.read_text()) or {}
-    if variant.run_dir.is_symlink() and run_identity(old) == run_identity(variant.config):
+    if linked and run_identity(old) == run_identity(variant.config):
         return "done" if load_run(variant.run_dir).finished else "pending"
     if old != variant.config:
         changed = next(k for k in {**old, **variant.config} if old.get(k) != variant.config.get(k))
@@ -383,7 +398,7 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
                if states[v.label] == "pending" and not v.run_dir.exists()}
     sweep_dir = Path(out) / spec.name
     for v in variants:
-        state = f"shares {sources[v.label]}" if sources.get(v.label) else states[v.label]
+        state = f"shares {sources[v.label][0]}" if sources.get(v.label) else states[v.label]
         print(f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})",
               flush=True)
     if dry_run:
@@ -396,11 +411,11 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
         if states[variant.label] == "done":
             results[variant.label] = "skipped"
             continue
-        if source := sources.get(variant.label):
-            share(variant, source)
+        if shared := sources.get(variant.label):
+            share(variant, *shared)
             results[variant.label] = "shared"
-            print(f"[sweep] {variant.label}: shares {source} (the same recipe, evaluated the same way): not trained "
-                  f"again", flush=True)
+            print(f"[sweep] {variant.label}: shares {shared[0]} (the same recipe; "
+                  f"{'evaluated the same way' if shared[1] else 'evaluated here'}): not trained again", flush=True)
             continue
         print(f"[sweep] {i}/{len(variants)} {variant.label}: training (log {variant.run_dir / 'train.log'})", flush=True)
         start = time.perf_counter()
