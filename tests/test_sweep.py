@@ -93,7 +93,14 @@ def test_samples_budget_sets_max_steps_per_run(tmp_path):
     from rlvr.analysis.sweep import validate_variant
 
     validate_variant(run, load_spec(spec), cli_max_steps=False)
-    assert run.config["max_steps"] == 5
+    assert run.config["max_steps"] == 5 and "max_generated_samples" not in run.config  # fixed-size steps: max_steps is exact
+
+    # DAPO's resampling makes samples per step vary: the budget also stops the run on samples
+    dapo = write_spec(tmp_path, vary={"algorithm": ["dapo"]}, samples_budget=40,
+                      fixed={"generation_batch_size": 8, "per_device_train_batch_size": 8})
+    run = plan(load_spec(dapo), tmp_path / "out", {})[0]
+    validate_variant(run, load_spec(dapo), cli_max_steps=False)
+    assert (run.config["max_steps"], run.config["max_generated_samples"]) == (5, 40)
 
 
 def test_two_variants_two_steps_in_process_then_skipped_on_rerun(tmp_path, tiny_model_dir):

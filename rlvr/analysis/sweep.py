@@ -11,6 +11,7 @@ A spec (see sweeps/*.yaml):
     fixed: {max_steps: 60}                  # applied to every run (dotted keys allowed)
     labels: [g2, g4, g8, g16]               # optional run directory names, one per value
     samples_budget: 7680                    # optional: max_steps per run so each generates this many samples
+                                            # (DAPO, whose resampling varies it: max_generated_samples too)
     seeds: [1, 2]                           # optional: every value trains once per seed, as <label>-s<seed>
     evaluate: {num_samples: 8, k: [1, 8]}   # optional: held-out pass@k of each finished run, and of the base model
                                             # (also: num_prompts, data: {...} another held-out set, temperature)
@@ -213,6 +214,8 @@ def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
         variant.config["max_steps"] = math.ceil(
             generations * t.steps_per_generation * t.num_iterations / t.gradient_accumulation_steps
         )
+        if getattr(t, "dynamic_sampling", False):  # resampling makes samples per step vary: stop on samples instead
+            variant.config.setdefault("max_generated_samples", spec.samples_budget)
 
 
 def render_config(variant: Variant, spec: Spec) -> str:

@@ -77,6 +77,12 @@ class RLVRConfig(GRPOConfig):
         metadata={"help": "Estimator of KL(policy || reference) in the loss when beta > 0: k1, k2 or k3 (TRL's); "
                   "see rlvr/training/kl.py."},
     )
+    max_generated_samples: int | None = field(
+        default=None,
+        metadata={"help": "Budget in generated samples: stop once the run has generated this many (resampling "
+                  "included) and run the lr schedule over samples; max_steps stays an upper bound. See "
+                  "rlvr/training/budget.py."},
+    )
 
     def __post_init__(self):
         super().__post_init__()

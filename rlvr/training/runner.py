@@ -19,10 +19,14 @@ from rlvr.cli import ConfigError, cli
 
 def callbacks_for(recipe: Recipe) -> list:
     from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
+    from rlvr.training.budget import SampleBudgetCallback
 
+    ledger = RolloutLedger()
+    budget = recipe.training.max_generated_samples
     return [
         GroupStatsCallback(),
-        RolloutLedger(),
+        ledger,
+        *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
     ]

@@ -18,6 +18,7 @@ from rlvr.rewards.text import completion_text
 from rlvr.metrics.components import reward_components
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.training.budget import SampleScheduleMixin
 from rlvr.training.kl import KLEstimatorMixin
 from rlvr.training.speed import SharedPrefixMixin
 
@@ -148,7 +149,9 @@ class AlgorithmMixin:
         return super()._compute_loss(model, inputs)
 
 
-class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SharedPrefixMixin, GRPOTrainer):
+class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SharedPrefixMixin,
+                  SampleScheduleMixin, GRPOTrainer):
     """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
-    choice of KL estimator and the speed-ups `speedups` enables (rlvr/training/speed.py). The algorithm's loss form
-    comes first (without a ratio, the KL term sees none either); the speed-ups sit right above TRL's passes."""
+    choice of KL estimator, the speed-ups `speedups` enables (rlvr/training/speed.py) and a learning-rate schedule
+    over generated samples under `max_generated_samples` (rlvr/training/budget.py). The algorithm's loss form comes
+    first (without a ratio, the KL term sees none either); the speed-ups sit right above TRL's passes."""

@@ -80,7 +80,8 @@ RULES: dict[str, Num | OneOf] = {
     "gradient_accumulation_steps": POSITIVE_INT,
     "num_iterations": POSITIVE_INT,
     "max_completion_length": POSITIVE_INT,
-    "max_steps": Num(ge=1, also=(-1,)),  # -1: train num_train_epochs instead; 0 would silently train one step
+    "max_steps": Num(ge=1, also=(-1,)),
+    "max_generated_samples": POSITIVE_INT,  # -1: train num_train_epochs instead; 0 would silently train one step
     "num_train_epochs": POSITIVE,
     "logging_steps": POSITIVE,
     "save_steps": POSITIVE,
