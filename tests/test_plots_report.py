@@ -207,3 +207,18 @@ def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
     (row,) = aggregate(summary, ["samples_to_0.85"])
     assert (row["samples_to_0.85"], row["samples_to_0.85_spread"], row["samples_to_0.85_n"]) == (2000, 1000, 2)
     assert "| hot | 3 | - | 2000 ± 1000 (2 of 3) |" in "\n".join(settings_section(summary))
+
+
+def test_settings_are_paired_by_seed_against_the_best():
+    from rlvr.analysis.records import paired_by_seed
+    from rlvr.analysis.report import settings_section
+
+    summary = [{"run": f"{name}-s{seed}", "heldout_exact_match_after": value}
+               for name, values in {"G4": (0.60, 0.62, 0.59), "G8": (0.59, 0.63, 0.55), "G16": (0.50, 0.52)}.items()
+               for seed, value in zip((1, 2, 3), values)]
+    best, pairs = paired_by_seed(summary)
+    assert best == "G4" and [name for name, _ in pairs] == ["G8", "G16"]
+    assert pairs[0][1] == pytest.approx([-0.01, 0.01, -0.04]) and pairs[1][1] == pytest.approx([-0.10, -0.10])
+    text = "\n".join(settings_section(summary))
+    assert "Paired by seed against **G4**" in text
+    assert "- G8: -1.0 / +1.0 / -4.0 (behind on 2 of 3)" in text and "- G16: -10.0 / -10.0 (behind on 2 of 2)" in text

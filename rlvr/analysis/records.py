@@ -349,6 +349,21 @@ def seed_group(label: str) -> str:
     return re.sub(r"-s\d+$", "", label)
 
 
+def paired_by_seed(summary: list[dict], key: str = "heldout_exact_match_after") -> tuple[str | None, list]:
+    """Each setting against the best one (highest mean `key`), seed for seed: (best, [(setting, [its value - best's
+    value per shared seed])]). Seeds share data order and sampling noise, so these differences are what a third seed is
+    for: a setting behind on every seed is behind, one that changes sides is within noise."""
+    values = defaultdict(dict)
+    for row in summary:
+        if isinstance(row.get(key), (int, float)) and (seed := re.search(r"-s(\d+)$", row["run"])):
+            values[seed_group(row["run"])][int(seed.group(1))] = row[key]
+    if len(values) < 2:
+        return None, []
+    best = max(values, key=lambda setting: mean(values[setting].values()))
+    return best, [(setting, [by_seed[s] - values[best][s] for s in sorted(by_seed) if s in values[best]])
+                  for setting, by_seed in values.items() if setting != best]
+
+
 def aggregate(summary: list[dict], keys=None) -> list[dict]:
     """One row per setting: every numeric column as mean and spread (half the min-max range) over its seeds."""
     groups = defaultdict(list)

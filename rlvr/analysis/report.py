@@ -31,6 +31,7 @@ from rlvr.analysis.records import (
     load_runs,
     markdown_table,
     mean,
+    paired_by_seed,
     seed_group,
     series_table,
     summarize,
@@ -183,10 +184,26 @@ def settings_section(summary: list[dict]) -> list[str]:
                                                             f" ({row[f'{c}_n']} of {row['seeds']})")
                 for c in columns)] for row in rows]
     return ["## Settings (mean ± spread over seeds)", markdown_table(["setting", "seeds", "status", *columns], table),
+            *paired_lines(summary),
             "spread = half the range between the best and the worst seed; heldout_* come from `eval/` (the sweep's "
             "`evaluate:`), before = the base model on the same prompts. status: **learns** when held-out exact match "
             f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves). "
             "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold."]
+
+
+def paired_lines(summary: list[dict]) -> list[str]:
+    """Held-out exact match of each setting minus the best setting's, seed for seed (points)."""
+    best, pairs = paired_by_seed(summary)
+    pairs = [(setting, diffs) for setting, diffs in pairs if diffs]
+    if not pairs:
+        return []
+    lines = [(f"Paired by seed against **{best}** (held-out exact match after, points, run minus {best}'s run of the "
+              "same training seed): behind on every seed by more than a point or two is behind; a setting that changes "
+              "sides, or trails by a fraction of a point, is within noise.")]
+    for setting, diffs in pairs:
+        behind = sum(d < 0 for d in diffs)
+        lines.append(f"- {setting}: {' / '.join(f'{100 * d:+.1f}' for d in diffs)} (behind on {behind} of {len(diffs)})")
+    return ["\n".join(lines)]
 
 
 LEARNS_GAIN = 0.15  # held-out exact-match gain every seed must reach for "learns"
