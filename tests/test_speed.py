@@ -114,3 +114,26 @@ def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(
         assert b["reward"] == a["reward"]
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-3, abs=1e-6)
         assert b["kl"] == pytest.approx(a["kl"], rel=1e-3, abs=1e-6)
+
+
+def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
+    """PPO's critic on the shared-prefix path: the same values and value-head/body gradients as its full pass."""
+    trainer, _ = run_recipe("--max_steps", "1", "--num_generations", "1", "--generation_batch_size", "8",
+                            "--per_device_train_batch_size", "8", algorithm="ppo")
+    ids, mask = _batch(trainer)
+    width = ids.shape[1] - 12
+    inputs = {"prompt_ids": ids[:, :width], "prompt_mask": mask[:, :width],
+              "completion_ids": ids[:, width:], "completion_mask": mask[:, width:]}
+    assert not any(m.p for m in trainer.value_model.modules() if isinstance(m, torch.nn.Dropout))  # disable_dropout
+    results = {}
+    for speedups in (frozenset(), frozenset({"shared_prefix"})):
+        trainer.speedups = speedups
+        calls = trainer._shared_prefix_calls
+        trainer.value_model.zero_grad()
+        values = trainer._token_values(inputs)
+        (values * mask[:, width:]).sum().backward()
+        grads = torch.cat([p.grad.flatten() for p in trainer.value_model.parameters() if p.grad is not None])
+        results[speedups] = ((values * mask[:, width:]).detach(), grads)
+        assert (trainer._shared_prefix_calls > calls) == bool(speedups)
+    for off, on in zip(results[frozenset()], results[frozenset({"shared_prefix"})]):
+        torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)

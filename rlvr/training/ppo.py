@@ -11,6 +11,9 @@ needs beyond that:
     token when beta > 0 (the KL is a reward penalty here, not GRPO's loss term);
   * GAE over tokens (gamma, lambda) for advantages and value targets;
   * the clipped value loss, added as vf_coef * L_V to TRL's clipped policy loss.
+
+The critic runs without dropout by default (`disable_dropout`, TRL's PPO default), and under the `shared_prefix`
+speed-up its body computes the prompt prefix the batch shares once, as the policy's log-prob passes do.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import torch
 
 from rlvr.training.config import SingleRolloutConfig
 from rlvr.metrics.components import reward_components
+from rlvr.training.speed import shared_prefix_plan, shared_prefix_values
 from rlvr.training.trainer import RLVRTrainer
 
 VALUE_STATE = "value_state.safetensors"
@@ -38,6 +42,12 @@ class PPOConfig(SingleRolloutConfig):
     whiten_advantages: bool = field(default=True, metadata={"help": "Normalise advantages over the batch's tokens."})
     value_model_name_or_path: str | None = field(default=None, metadata={"help": "Critic init; default: the policy."})
     value_learning_rate: float | None = field(default=None, metadata={"help": "Critic lr; default: learning_rate."})
+    disable_dropout: bool = field(
+        default=True,
+        metadata={"help": "No dropout in the policy, reference or critic (TRL's PPO default). transformers' token "
+                  "classifier puts dropout 0.1 before the critic's head: left on, the old values that GAE's returns "
+                  "come from would be noisy samples, not V."},
+    )
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -90,6 +100,10 @@ class PPOTrainer(RLVRTrainer):
         dtype = (self.args.model_init_kwargs or {}).get("dtype")
         value_model = AutoModelForTokenClassification.from_pretrained(source, num_labels=1, dtype=dtype)
         value_model.config.pad_token_id = self._tokenizer.pad_token_id
+        if self.args.disable_dropout:
+            from trl.trainer.utils import disable_dropout_in_model
+
+            disable_dropout_in_model(value_model)
         if peft_config is not None:
             from peft import get_peft_model
 
@@ -105,11 +119,20 @@ class PPOTrainer(RLVRTrainer):
         return value_model, optimizer
 
     def _token_values(self, inputs) -> torch.Tensor:
-        """V for each completion token: the critic's output at the position just before that token."""
+        """V for each completion token: the critic's output at the position just before that token. Under the
+        `shared_prefix` speed-up the prompt prefix every row shares runs once (rlvr/training/speed.py)."""
         prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        scores = self.value_model(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
+        critic = self.value_model
+        if ("shared_prefix" in self.speedups and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
+                and self._shared_prefix_applies(critic, {})
+                and (plan := shared_prefix_plan(input_ids, attention_mask, completion_ids.shape[1])) is not None):
+            self._shared_prefix_calls += 1
+            with self.accelerator.autocast():
+                return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
+                                            plan.prefix_length)
+        scores = critic(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
         start = prompt_ids.shape[1] - 1
         return scores[:, start : start + completion_ids.shape[1]]
 

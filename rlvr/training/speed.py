@@ -16,6 +16,7 @@ comma-separated subset), so a benchmark can run the same recipe with and without
                  attention over the same keys, RoPE relative positions (each row's left padding is dropped, which
                  only shifts absolute positions). Used only where it is exact and simple: one process (no DDP,
                  FSDP or DeepSpeed wrapper), no gradient checkpointing, text-only inputs, a prefix of >= 16 tokens.
+                 PPO's critic (a token classifier on the same body) takes the same path for its values.
                  Hidden cost: the per-row log-probs differ from TRL's fused-head pass by float rounding (~1e-6);
                  the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
                  head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
@@ -182,42 +183,54 @@ def shared_prefix_plan(input_ids: torch.Tensor, attention_mask: torch.Tensor, lo
     return Plan(length)
 
 
+class SuffixLayout:
+    """Row i = [pad x s_i] + prefix + rest_i + completion_i, re-laid out for a pass on top of the prefix's KV cache:
+    `suffix_ids`/`full_mask` hold rows [rest_i + completion_i] right-padded after the prefix, the pass keeps the last
+    `keep` positions, and `index` (B, logits_to_keep) picks, among those, the position before each completion token."""
+
+    def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int):
+        batch, width = input_ids.shape
+        prompt_width = width - logits_to_keep
+        starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
+        first = int(starts[0])
+        self.prefix = input_ids[:1, first : first + prefix_length]
+        rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
+        suffix_width = int(rest_lengths.max()) + logits_to_keep
+        # Gather each row's tokens after the prefix into a right-padded (B, suffix_width) block.
+        offsets = (starts + prefix_length)[:, None] + torch.arange(suffix_width, device=starts.device)[None, :]
+        valid = offsets < width
+        gather_at = offsets.clamp(max=width - 1)
+        self.suffix_ids = torch.gather(input_ids, 1, gather_at).masked_fill(~valid, pad_id)
+        suffix_mask = torch.gather(attention_mask, 1, gather_at) * valid
+        self.full_mask = torch.cat([attention_mask.new_ones(batch, prefix_length), suffix_mask], dim=1)
+        # Rows need outputs from position rest_i - 1 on; keep the positions from the smallest rest_i - 1 to the end.
+        lowest = int(rest_lengths.min()) - 1
+        self.keep = suffix_width - lowest
+        # kept[:, j] is suffix position lowest + j; row i's completion token t is predicted at rest_i - 1 + t.
+        self.index = (rest_lengths - 1 - lowest)[:, None] + torch.arange(logits_to_keep, device=starts.device)[None, :]
+        self.batch = batch
+
+    def pick(self, kept: torch.Tensor) -> torch.Tensor:
+        """(B, keep, D) outputs of the kept positions -> (B, logits_to_keep, D), the one before each completion token."""
+        return torch.gather(kept, 1, self.index[:, :, None].expand(-1, -1, kept.size(-1)))
+
+    def prefix_cache(self, model):
+        """The prefix's KV cache at batch size 1, repeated per row (its gradient sums back)."""
+        cache = model(input_ids=self.prefix, use_cache=True).cache  # transformers 5 names it `cache`
+        cache.batch_repeat_interleave(self.batch)
+        return cache
+
+
 def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
                         temperature: float, compute_entropy: bool):
-    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once.
-
-    Row i = [pad x s_i] + prefix + rest_i + completion_i. The prefix runs at batch size 1 with a KV cache, the cache
-    is repeated per row (its gradient sums back), and rows [rest_i + completion_i] run right-padded on top of it.
-    """
-    batch, width = input_ids.shape
-    prompt_width = width - logits_to_keep
-    starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
-    first = int(starts[0])
-    prefix = input_ids[:1, first : first + prefix_length]
-    rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
-    suffix_width = int(rest_lengths.max()) + logits_to_keep
-    # Gather each row's tokens after the prefix into a right-padded (B, suffix_width) block.
-    offsets = (starts + prefix_length)[:, None] + torch.arange(suffix_width, device=starts.device)[None, :]
-    valid = offsets < width
-    gather_at = offsets.clamp(max=width - 1)
-    suffix_ids = torch.gather(input_ids, 1, gather_at)
-    suffix_mask = torch.gather(attention_mask, 1, gather_at) * valid
-    pad_id = getattr(model.config, "pad_token_id", None) or 0
-    suffix_ids = suffix_ids.masked_fill(~valid, pad_id)
-
-    prefix_out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
-    cache = prefix_out.cache  # transformers 5 names it `cache` (was past_key_values)
-    cache.batch_repeat_interleave(batch)
-    full_mask = torch.cat([attention_mask.new_ones(batch, prefix_length), suffix_mask], dim=1)
-    # Rows need logits from position rest_i - 1 on; keep the positions from the smallest rest_i - 1 to the end.
-    lowest = int(rest_lengths.min()) - 1
-    keep = suffix_width - lowest
-    logits = model(input_ids=suffix_ids, attention_mask=full_mask, cache=cache, use_cache=True,
-                   logits_to_keep=keep).logits
-    # logits[:, j] is suffix position lowest + j; row i's completion token t is predicted at rest_i - 1 + t.
-    index = (rest_lengths - 1 - lowest)[:, None] + torch.arange(logits_to_keep, device=logits.device)[None, :]
-    picked = torch.gather(logits, 1, index[:, :, None].expand(-1, -1, logits.size(-1))).float() / temperature
-    log_probs = picked.log_softmax(dim=-1)
+    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once (SuffixLayout)."""
+    layout = SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length,
+                          getattr(model.config, "pad_token_id", None) or 0)
+    cache = layout.prefix_cache(lambda **kw: model(**kw, logits_to_keep=1))
+    logits = model(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=cache, use_cache=True,
+                   logits_to_keep=layout.keep).logits
+    log_probs = (layout.pick(logits).float() / temperature).log_softmax(dim=-1)
+    prompt_width = input_ids.size(1) - logits_to_keep
     completion_ids = input_ids[:, prompt_width:]
     completion_mask = attention_mask[:, prompt_width:].bool()
     per_token = log_probs.gather(-1, completion_ids[:, :, None]).squeeze(-1).masked_fill(~completion_mask, 0.0)
@@ -225,3 +238,15 @@ def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, p
     if compute_entropy:
         entropy = -(log_probs.exp() * log_probs).sum(-1).masked_fill(~completion_mask, 0.0)
     return per_token, entropy
+
+
+def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int):
+    """PPO's critic on the same layout: the scalar head's output at the position before each completion token,
+    (B, logits_to_keep). The critic is a token classifier (`.model` body, `.dropout`, `.score` head): the body runs
+    prefix once and suffix on its cache, the head only on the kept positions."""
+    layout = SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length,
+                          getattr(value_model.config, "pad_token_id", None) or 0)
+    body = value_model.model
+    hidden = body(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=layout.prefix_cache(body),
+                  use_cache=True).last_hidden_state[:, -layout.keep :]
+    return value_model.score(value_model.dropout(layout.pick(hidden))).squeeze(-1).float()
