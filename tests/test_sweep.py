@@ -192,6 +192,15 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     assert find_shared_run(variant, load_spec(str(third)), tmp_path / "out") == (  # never from a linked folder
         tmp_path / "out" / "first" / "t1", False)
 
+    # The source deleted: a dry run only reports it pending (and touches nothing); a real run trains it afresh.
+    import shutil
+
+    shutil.rmtree(tmp_path / "out" / "first")
+    assert run_sweep(str(second), tmp_path / "out", overrides, dry_run=True)["status"]["p1"] == "planned"
+    assert linked.is_symlink()
+    assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"]["p1"] == "done"
+    assert not linked.is_symlink() and (linked / "metrics.jsonl").exists()
+
 
 def test_run_identity_fills_defaults_and_ignores_where_the_run_writes():
     recipe = yaml.safe_load(Path(FAST_RECIPE).read_text())

@@ -307,14 +307,19 @@ def share(variant: Variant, source: Path, same_evaluation: bool) -> None:
                                                       target_is_directory=entry.is_dir())
 
 
+def clear_stale_link(variant: Variant) -> None:
+    """A shared run whose source was deleted: remove the link (or the folder of links and its own eval/) so the
+    variant can train afresh. Only links are removed; a real run folder is never touched here."""
+    if is_linked(variant.run_dir) and not variant.config_path.exists():
+        variant.run_dir.unlink() if variant.run_dir.is_symlink() else shutil.rmtree(variant.run_dir)
+
+
 def status(variant: Variant) -> str:
     """`done` (finished with this very config) or `pending`; a folder holding another config is an error. A linked
     folder (a shared run) is done when what it links to trained from the same recipe."""
     linked = is_linked(variant.run_dir)
     if not variant.config_path.exists():
-        if linked:  # the run it shared was deleted: train this one afresh
-            variant.run_dir.unlink() if variant.run_dir.is_symlink() else shutil.rmtree(variant.run_dir)
-        return "pending"
+        return "pending"  # never trained, or a link to a run since deleted (cleared by `clear_stale_link`)
     old = yaml.safe_load(variant.config_path.read_text()) or {}
     if linked and run_identity(old) == run_identity(variant.config):
         return "done" if load_run(variant.run_dir).finished else "pending"
@@ -409,6 +414,8 @@ def run_sweep(spec_path, out="runs/sweeps", overrides: dict | None = None, launc
 
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / SPEC_NAME).write_text(spec.text)
+    for variant in variants:
+        clear_stale_link(variant)
     results = {}
     for i, variant in enumerate(variants, 1):
         if states[variant.label] == "done":
