@@ -12,7 +12,9 @@ import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.cli import ConfigError
-from rlvr.analysis.sweep import evaluation_of, find_shared_run, load_spec, main, parse_overrides, plan, run_identity, run_sweep
+from rlvr.analysis.shared_runs import evaluation_of, find_shared_run, run_identity
+from rlvr.analysis.sweep import main, parse_overrides, run_sweep
+from rlvr.analysis.sweep_spec import load_spec, plan
 
 
 def write_spec(tmp_path, **fields) -> str:
@@ -90,7 +92,7 @@ def test_samples_budget_sets_max_steps_per_run(tmp_path):
     assert result["status"] == {"num_generations-2": "planned", "num_generations-4": "planned"}
     # 40 samples at 8 per generation step -> 5 steps; a CLI --max_steps wins over the budget
     run = plan(load_spec(spec), tmp_path / "out", {})[0]
-    from rlvr.analysis.sweep import validate_variant
+    from rlvr.analysis.sweep_spec import validate_variant
 
     validate_variant(run, load_spec(spec), cli_max_steps=False)
     assert run.config["max_steps"] == 5 and "max_generated_samples" not in run.config  # fixed-size steps: max_steps is exact
