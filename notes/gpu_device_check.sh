@@ -1,0 +1,23 @@
+#!/bin/bash
+# One GPU session: install the carried wheels (the device image lacks trl, datasets, reasoning_gym, bitsandbytes),
+# then benchmarks/gpu_check.py. Everything useful is copied to $OUT.
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
+t0=$(date +%s)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl 2>&1 | tail -3
+(cd /tmp && python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target /tmp/site "$OLDPWD/.whl/pycosat-0.6.6.tar.gz" 2>&1 | tail -2) \
+  || true
+python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import pycosat" 2>/dev/null || { echo "pycosat did not build: stub (spell_backward never calls it)";
+  printf 'def itersolve(*a, **k):\n    raise RuntimeError("pycosat stub on the GPU check machine")\nsolve = itersolve\n' > /tmp/site/pycosat.py; }
+cp -r .whl/bnb/* /tmp/site/
+for p in rewards data recipes; do ln -sfn ../$p rlvr/$p; done
+export PYTHONPATH=/tmp/site:$PWD
+echo "install: $(( $(date +%s) - t0 )) s"
+python3 - <<'PY' || exit 3
+import torch, trl, transformers, datasets, peft, accelerate, bitsandbytes, reasoning_gym, rlvr.rewards, rlvr.data
+print({m.__name__: m.__version__ for m in (torch, trl, transformers, datasets, peft, accelerate, bitsandbytes)})
+print(torch.cuda.get_device_name(0), torch.version.cuda)
+PY
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 benchmarks/gpu_check.py "${@:---steps 3 --max_minutes 7}" 2>&1 | tee $OUT/gpu_check.log
+echo "gpu_check exit ${PIPESTATUS[0]}, total $(( $(date +%s) - t0 )) s"
+cp runs/gpu_check.json $OUT/ 2>/dev/null
