@@ -18,6 +18,7 @@ print({m.__name__: m.__version__ for m in (torch, trl, transformers, datasets, p
 print(torch.cuda.get_device_name(0), torch.version.cuda)
 PY
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-python3 benchmarks/gpu_check.py "${@:---steps 3 --max_minutes 7}" 2>&1 | tee $OUT/gpu_check.log
+args=("$@"); [ ${#args[@]} -eq 0 ] && args=(--steps 3 --max_minutes 7)
+python3 benchmarks/gpu_check.py "${args[@]}" 2>&1 | tee $OUT/gpu_check.log
 echo "gpu_check exit ${PIPESTATUS[0]}, total $(( $(date +%s) - t0 )) s"
 cp runs/gpu_check.json $OUT/ 2>/dev/null
