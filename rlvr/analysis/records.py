@@ -344,9 +344,18 @@ def held_out_columns(run: Run) -> dict:
     return columns
 
 
+SEED_SUFFIX = re.compile(r"-s(\d+)$")  # a sweep's seeded run label: <setting>-s<seed>
+
+
 def seed_group(label: str) -> str:
     """`grpo-s2` -> `grpo`: the runs of one setting that differ only in their seed."""
-    return re.sub(r"-s\d+$", "", label)
+    return SEED_SUFFIX.sub("", label)
+
+
+def seed_of(label: str) -> int | None:
+    """`grpo-s2` -> 2; None for a label without a seed suffix."""
+    match = SEED_SUFFIX.search(label)
+    return int(match.group(1)) if match else None
 
 
 def paired_by_seed(summary: list[dict], key: str = "heldout_exact_match_after") -> tuple[str | None, list]:
@@ -355,8 +364,8 @@ def paired_by_seed(summary: list[dict], key: str = "heldout_exact_match_after") 
     for: a setting behind on every seed is behind, one that changes sides is within noise."""
     values = defaultdict(dict)
     for row in summary:
-        if isinstance(row.get(key), (int, float)) and (seed := re.search(r"-s(\d+)$", row["run"])):
-            values[seed_group(row["run"])][int(seed.group(1))] = row[key]
+        if isinstance(row.get(key), (int, float)) and (seed := seed_of(row["run"])) is not None:
+            values[seed_group(row["run"])][seed] = row[key]
     if len(values) < 2:
         return None, []
     best = max(values, key=lambda setting: mean(values[setting].values()))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from rlvr.analysis.records import seed_group
 from rlvr.analysis.report import CONFIG_NAME
 from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
 
@@ -220,8 +221,8 @@ def select(variants: list[Variant], only: list[str] | None) -> list[Variant]:
     """The variants `--only` names, by label or by label without its seed suffix (`grpo` selects grpo-s1, grpo-s2)."""
     if not only:
         return variants
-    chosen = [v for v in variants if v.label in only or v.label.rsplit("-s", 1)[0] in only]
-    known = sorted({v.label for v in variants} | {v.label.rsplit("-s", 1)[0] for v in variants})
+    chosen = [v for v in variants if v.label in only or seed_group(v.label) in only]
+    known = sorted({v.label for v in variants} | {seed_group(v.label) for v in variants})
     unknown = [name for name in only if name not in known]
     if unknown:
         raise ConfigError("--only", f"no run labelled {unknown[0]!r} in this sweep; labels: {', '.join(known)}")

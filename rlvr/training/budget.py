@@ -56,8 +56,6 @@ class SampleScheduleMixin:
         if not isinstance(steps_schedule, LambdaLR):  # e.g. reduce_lr_on_plateau: no progress function to remap
             self.lr_scheduler = steps_schedule
             return self.lr_scheduler
-        for group, base_lr in zip(optimizer.param_groups, steps_schedule.base_lrs):
-            group["lr"] = base_lr  # get_scheduler already applied f(0); LambdaLR below applies it again from base
 
         def on_samples(step_lambda):  # the step schedule, read at "step" = samples so far as a fraction of max_steps
             return lambda _step: step_lambda(num_training_steps * min(1.0, ledger.generated_samples / budget))
