@@ -9,7 +9,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import pycosat" 2>/dev/null || { echo "pycosat did not build: stub (spell_backward never calls it)";
   printf 'def itersolve(*a, **k):\n    raise RuntimeError("pycosat stub on the GPU check machine")\nsolve = itersolve\n' > /tmp/site/pycosat.py; }
 cp -r .whl/bnb/* /tmp/site/
-for p in rewards data recipes; do ln -sfn ../$p rlvr/$p; done
 export PYTHONPATH=/tmp/site:$PWD
 echo "install: $(( $(date +%s) - t0 )) s"
 python3 - <<'PY' || exit 3

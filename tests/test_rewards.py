@@ -5,7 +5,7 @@ import pytest
 import reasoning_gym
 from reasoning_gym.utils import extract_answer
 
-from rewards import binary, correctness, format, overlong_penalty, resolve_reward_funcs
+from rlvr.rewards import binary, correctness, format, overlong_penalty, resolve_reward_funcs
 from rlvr.rewards.text import completion_text, extract_last_answer
 from rlvr.cli import ConfigError
 
