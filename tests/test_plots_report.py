@@ -98,6 +98,29 @@ def test_group_outcomes_split_zero_std_groups_into_all_wrong_and_all_correct():
     assert [row["groups/mixed"] for row in rows] == [0.5, 0.0]
 
 
+def test_figures_are_legible_at_repository_page_size(run_dir, tmp_path, monkeypatch):
+    """A four-panel figure is >= 1,600 px wide, every text on it >= 10 px high, and it stays a palette PNG."""
+    from matplotlib.text import Text
+    from PIL import Image
+
+    smallest = []
+    save = plots.save
+
+    def measuring_save(fig, path):  # every figure plot_runs draws passes here: measure its text, then save it
+        sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+        smallest.append(min(sizes) * plots.DPI / 72)  # points -> pixels at the saved resolution
+        save(fig, path)
+
+    monkeypatch.setattr(plots, "save", measuring_save)
+    keys = ["avg_correctness", "avg_format", "avg_binary", "avg_total"]
+    path = plots.panel_figure(load_runs([str(run_dir)]), keys, "step", tmp_path / "four.png", "four panels")
+    with Image.open(path) as image:
+        assert image.width >= 1600, image.size
+        assert image.mode == "P"  # palette compression kept
+    plots.plot_runs(load_runs([str(run_dir)]), tmp_path / "all", ["step"])
+    assert len(smallest) > 3 and min(smallest) >= 10, smallest
+
+
 def test_plots_cli_writes_pngs_and_prints_the_series_table(run_dir, tmp_path, capsys):
     out = tmp_path / "plots"
     paths = plots.main([str(run_dir), "--out", str(out), "--x", "step", "samples", "tokens"])

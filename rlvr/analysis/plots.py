@@ -36,7 +36,12 @@ from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import TIME_PHASES, ZERO_STD_PREFIX
 
 DEFAULT_X = ("step", "samples")
-DPI = 50  # small files: published reports commit their PNGs
+# Legible at the width a repository page shows a figure: a panel is PANEL_INCHES x DPI = 540 px wide, so a
+# three-column figure (four to six panels) is 1,620 px, and the smallest text (legends, MIN_FONT_PT) is
+# 8 pt x 120 / 72 = 13 px high. Palette compression below keeps the committed PNGs small all the same.
+DPI = 120
+PANEL_INCHES = 4.5
+MIN_FONT_PT = 8
 PALETTE_COLOURS = 64  # line plots on white: 64 palette entries keep every line and its anti-aliasing, at ~1/3 the bytes
 
 
@@ -65,7 +70,7 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
         return None
     cols = min(3, len(keys))
     rows = -(-len(keys) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_INCHES * cols, 3.2 * rows), squeeze=False)
     colours = {group: f"C{i % 10}" for i, group in enumerate(dict.fromkeys(seed_group(run.label) for run in runs))}
     for ax, key in zip(axes.flat, keys):
         labelled = set()
@@ -83,7 +88,7 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
+    axes.flat[0].legend(fontsize=MIN_FONT_PT)
     fig.suptitle(title)
     fig.tight_layout()
     save(fig, path)
@@ -111,7 +116,7 @@ def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
         return None
     cols = min(5, len(runs))
     rows = -(-len(runs) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 3.2 * rows), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_INCHES * cols, 3.2 * rows), squeeze=False, sharey=True)
     for ax, run in zip(axes.flat, runs):
         for key, (label, style) in PREDICTION_STYLES.items():
             xs, ys = run.series(key, x)
@@ -123,7 +128,7 @@ def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(runs):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
+    axes.flat[0].legend(fontsize=MIN_FONT_PT)
     fig.suptitle("zero-std groups: observed vs predicted from pass rates")
     fig.tight_layout()
     save(fig, path)
@@ -133,7 +138,7 @@ def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
 
 def time_figure(runs: list[Run], path: Path) -> Path:
     """Where the seconds went: stacked seconds per phase for each run, and generation's share per step."""
-    fig, (bars, share) = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, (bars, share) = plt.subplots(1, 2, figsize=(2.5 * PANEL_INCHES, 3.8))
     bottoms = [0.0] * len(runs)
     for phase in TIME_PHASES:
         seconds = [time_totals(run)[phase] for run in runs]
@@ -141,7 +146,7 @@ def time_figure(runs: list[Run], path: Path) -> Path:
         bottoms = [b + s for b, s in zip(bottoms, seconds)]
     bars.set_ylabel("seconds (summed over steps)")
     bars.set_title("time per phase")
-    bars.legend(fontsize=8)
+    bars.legend(fontsize=MIN_FONT_PT)
     bars.tick_params(axis="x", labelrotation=20)
     for run in runs:
         xs, ys = run.series("time/generation_share", "step")
@@ -151,7 +156,7 @@ def time_figure(runs: list[Run], path: Path) -> Path:
     share.set_xlabel(X_LABELS["step"])
     share.set_title("generation share of step time")
     share.grid(alpha=0.3)
-    share.legend(fontsize=8)
+    share.legend(fontsize=MIN_FONT_PT)
     fig.tight_layout()
     save(fig, path)
     plt.close(fig)
