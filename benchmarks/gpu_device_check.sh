@@ -1,6 +1,9 @@
 #!/bin/bash
-# One GPU session: install the carried wheels (the device image lacks trl, datasets, reasoning_gym, bitsandbytes),
-# then benchmarks/gpu_check.py. Everything useful is copied to $OUT.
+# The GPU check on a machine without network access: install the wheels copied into .whl/ (that machine lacked trl,
+# datasets, reasoning_gym, bitsandbytes), then run benchmarks/gpu_check.py; the log and JSON go to $OUT.
+#   OUT=/tmp/out bash benchmarks/gpu_device_check.sh [gpu_check.py arguments]
+# How the wheels were gathered: docs/measurements/gpu-h200.md.
+OUT=${OUT:-runs/gpu_check_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
 t0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl 2>&1 | tail -3
