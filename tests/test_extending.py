@@ -1,6 +1,6 @@
 """The "Extending" recipes of docs/rewards-and-extending.md, each done here with a throwaway piece that must reach
-the records and the plots: a reward (a function + a YAML line), an advantage-only algorithm (a function + a registry line + a `base:` YAML) and a
-per-step metric (one decorated function). Plus the `base:` inheritance they rely on."""
+the records and the plots: a reward (a function + a YAML line), an advantage-only algorithm (a function + a registry
+line + a `base:` YAML) and a per-step metric (one decorated function). Plus the `base:` inheritance they rely on."""
 
 from pathlib import Path
 
