@@ -209,7 +209,10 @@ def run_in_process(kind: str, argv: list[str]) -> None:
 
 
 def test_every_documented_command_runs(scratch, monkeypatch, capsys):
+    import torch
+
     monkeypatch.chdir(scratch)
+    threads = torch.get_num_threads()
     ran, failures = [], []
     for doc, command in all_commands():
         if why_not_run(command):
@@ -223,6 +226,7 @@ def test_every_documented_command_runs(scratch, monkeypatch, capsys):
                 ran.append(command)
             except BaseException as err:  # noqa: BLE001 - report every failing command at once
                 failures.append(f"{doc}: {command}\n    -> {type(err).__name__}: {err}")
+    torch.set_num_threads(threads)  # a dry run applies the recipe's process settings (one CPU thread)
     with capsys.disabled():
         print(f"\n[docs] ran {len(ran)} documented commands in fast form")
     assert not failures, "\n".join(failures)
