@@ -1,12 +1,13 @@
 """Recipe configuration: our dataclasses beside TRL's, parsed from YAML with CLI overrides, validated up front.
 
-`TrlParser` reads `--config recipe.yaml` as defaults and lets any `--field value` override it, exactly like TRL's
-own `trl/scripts/grpo.py`. Two additions: a recipe may start from another with `base: other.yaml` (its fields, then
-this file's on top), and its `algorithm:` field picks the trainer and config class from the registry
-(`rlvr/training/algorithms.py`). Everything that can be wrong in a config (unknown keys, bad rewards, batch
-arithmetic, task options) fails here with one line naming the field, before any model or tokenizer is loaded.
+`load_recipe` is the one loader: it reads `--config recipe.yaml` once (a recipe may start from another with
+`base: other.yaml`: its fields, then this file's on top), uses the mapping as defaults and lets any `--field value`
+override it, exactly like TRL's own `trl/scripts/grpo.py`. It returns a `LoadedRecipe` (the merged mapping and the
+parsed dataclasses), so the run's `config.yaml`, the dry run and sweeps never read the file again. Its `algorithm:`
+field picks the config class from the registry (`rlvr/training/algorithms.py`). Everything that can be wrong in a
+config (unknown keys, bad rewards, batch arithmetic, task options) fails here with one line naming the field, before
+any model or tokenizer is loaded.
 """
-
 from __future__ import annotations
 
 import os

@@ -78,7 +78,7 @@ def write_run_config(recipe: Recipe) -> None:
     config["algorithm"] = recipe.training.algorithm
     parsed = (recipe.args, recipe.training, recipe.model)
     for token in argv:
-        key = token[2:].replace("-", "_") if token.startswith("--") else None
+        key = token[2:].split("=", 1)[0].replace("-", "_") if token.startswith("--") else None  # --k v or --k=v
         if key and key != "config":
             value = next((getattr(d, key) for d in parsed if hasattr(d, key)), None)
             config[key] = getattr(value, "value", value)  # enums (save_strategy, ...) as their YAML string
