@@ -45,6 +45,22 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len([row for row in rows if "loss" in row][0]) > 20  # the full row stays in metrics.jsonl
 
+    from rlvr.analysis import plots, report
+
+    plots.main([str(out), "--out", str(tmp_path / "plots")])  # the analysis commands say where they write, too
+    report.main([str(out)])
+    printed = capsys.readouterr().out
+    assert f"[plots] writing to {tmp_path / 'plots'}/" in printed and f"[plots] wrote {tmp_path / 'plots'}" in printed
+    assert f"[report] writing {out / 'report.md'}" in printed and f"[report] wrote {out / 'report.md'}" in printed
+
+
+def test_data_says_where_it_writes(tmp_path, capsys):
+    from rlvr.data.cli import main
+
+    main(["--config", FAST_RECIPE, "--output_dir", str(tmp_path / "d"), "--size", "60"])
+    printed = capsys.readouterr().out
+    assert f"[data] writing to {tmp_path / 'd'}/" in printed and f"[data] saved to {tmp_path / 'd'}/" in printed
+
 
 def test_known_harmless_warnings_are_dropped_by_message_only():
     from rlvr.metrics.console import silence_known_warnings

@@ -243,7 +243,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         comparison = before_after.compare(before, str(run.path), str(run.path / CONFIG_NAME), num_prompts)
     pngs = plot_runs([run], report_dir / layout.PLOTS_DIR)
     summary = summarize([run], last_k)[0]
-    records = [(f"- [metrics.jsonl]({link(run.path / 'metrics.jsonl', report_dir)}): {len(run.rows)} logged steps, "
+    records = [(f"- [{layout.METRICS}]({link(run.path / layout.METRICS, report_dir)}): {len(run.rows)} logged steps, "
                 "one JSON row each (the closing row holds train_runtime)")]
     if (run.path / layout.ROLLOUTS).exists():
         records.append(f"- [{layout.ROLLOUTS}]({link(run.path / layout.ROLLOUTS, report_dir)}): "
@@ -305,8 +305,8 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         *settings_section(summary),
         "## Summary",
         markdown_table(*summary_table(summary)),
-        summary_note(last_k) + f" Also as [summary.csv]({link(summary_dir / 'summary.csv', report_dir)}) and "
-        f"[summary.json]({link(summary_dir / 'summary.json', report_dir)}).",
+        summary_note(last_k) + f" Also as [{layout.SUMMARY_CSV}]({link(summary_dir / layout.SUMMARY_CSV, report_dir)}) and "
+        f"[{layout.SUMMARY_JSON}]({link(summary_dir / layout.SUMMARY_JSON, report_dir)}).",
         "## Curves at equal generation compute (x = generated samples)",
         images(pngs, report_dir, ("rewards_by_samples.png", "zero_std_by_samples.png")),
         "## Curves by optimizer step",
@@ -338,7 +338,7 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     dirs = find_run_dirs(path)
     out = Path(out or path / layout.REPORT)
     if out.is_dir():
-        raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / 'report.md'}")
+        raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / layout.REPORT}")
     if config and dirs != [path]:
         raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
     if before:

@@ -164,10 +164,12 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
         raise ConfigError(f"--{spec.key}", "is the swept field; change the spec's `vary` instead")
     if "output_dir" in overrides or "output_dir" in spec.fixed:
         raise ConfigError("output_dir", "each run's folder is <out>/<name>/<label>; set --out instead")
-    variants = []
+    variants, read = [], {}
     for index, value in enumerate(spec.values):
         recipe = value if spec.key == RECIPE_KEY else spec.base
-        config = load_recipe_yaml(recipe, "base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}")  # `base:` resolved
+        if recipe not in read:  # each recipe file read once, `base:` resolved; every variant starts from a copy
+            read[recipe] = load_recipe_yaml(recipe, "base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}")
+        config = copy.deepcopy(read[recipe])
         for source, entries in (("fixed", spec.fixed), ("--", overrides)):
             for key, entry in entries.items():
                 set_dotted(config, key, copy.deepcopy(entry), f"{source}.{key}" if source == "fixed" else f"--{key}")
