@@ -150,11 +150,10 @@ def byte_token_recipe(config: str, model_dir, out_dir) -> Path:
     """A copy of the recipe YAML on the random model, with the system prompt cut to match the real token count."""
     import yaml
 
-    from rlvr.cli import load_recipe_yaml
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
-    raw = load_recipe_yaml(REPO / config)  # `base:` resolved: the copy stands alone
-    recipe = validate(*parse_args(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+    recipe = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+    raw = recipe.yaml  # `base:` resolved: the copy stands alone
     prompts = recipe.dataset[recipe.args.dataset_train_split]["prompt"]
     target = estimate_prompt_tokens(prompts)  # the planner's estimate for the real model (no local tokenizer)
     data = dict(raw["data"], system_prompt=matched_system_prompt(prompts, target))
@@ -280,17 +279,17 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int) -> di
     `budget_gib` (None: uncapped). Returns planned (margin left out) and measured peak bytes, and whether it ran."""
     import torch
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.planning import plan_recipe, resolve_shape
     from rlvr.training.runner import main as run_recipe
 
-    model_args = validate(*parse_args(["--config", str(REPO / config), "--dry_run", "true"])).model
+    model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
     model_dir = write_random_model(resolve_shape(model_args.model_name_or_path), work / "model", device="cuda")
     torch.cuda.empty_cache()
     recipe_path = byte_token_recipe(config, model_dir, work)
     argv = ["--config", str(recipe_path), "--max_steps", str(steps), "--print_rollouts", "false",
             "--memory_budget", "off"]
-    planned = plan_recipe(validate(*parse_args(argv))).peak - MARGIN_BYTES
+    planned = plan_recipe(validate(load_recipe(argv))).peak - MARGIN_BYTES
     if budget_gib is not None:
         torch.cuda.set_per_process_memory_fraction(budget_gib * GIB / torch.cuda.get_device_properties(0).total_memory)
     torch.cuda.reset_peak_memory_stats()
@@ -307,11 +306,11 @@ def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int) -> dict:
     """In a fresh process: `rlvr.analysis.evaluate` on the random-weight model of the recipe's shape; samples/s."""
     import torch
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.analysis.evaluate import evaluate
     from rlvr.planning import resolve_shape
 
-    model_args = validate(*parse_args(["--config", str(REPO / config), "--dry_run", "true"])).model
+    model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
     model_dir = write_random_model(resolve_shape(model_args.model_name_or_path), work / "model", device="cuda")
     torch.cuda.empty_cache()
     summary = evaluate(str(byte_token_recipe(config, model_dir, work)), num_prompts=num_prompts, num_samples=8,
@@ -362,10 +361,10 @@ def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=
 
 def planned_fit(config: str) -> float:
     """The planner's peak for a shipped config, margin left out (what the fit row compares with, on any machine)."""
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.planning import plan_recipe
 
-    return plan_recipe(validate(*parse_args(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))).peak - MARGIN_BYTES
+    return plan_recipe(validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))).peak - MARGIN_BYTES
 
 
 def eval_rows(run: bool, num_prompts: int, deadline: float) -> list[Row]:

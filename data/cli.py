@@ -51,15 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed is not None or args.size is not None:
         overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}
         spec = DataSpec.from_dict({**spec.to_dict(), **overrides})
+    print("[data] writing to " + " and ".join(
+        [*([f"{args.output_dir}/"] if args.output_dir else []), *([f"the Hub dataset {args.push_to_hub}"] if args.push_to_hub else [])]
+    ), flush=True)
     dataset = build_dataset(spec)
     print(f"generated {', '.join(f'{k}: {len(v)} rows' for k, v in dataset.items())}")
     if args.output_dir:
         dataset.save_to_disk(args.output_dir)
         (Path(args.output_dir) / "README.md").write_text(dataset_card(spec, dataset))
-        print(f"saved to {args.output_dir}")
+        print(f"[data] saved to {args.output_dir}/ (dataset card: {Path(args.output_dir) / 'README.md'})")
     if args.push_to_hub:
         push_to_hub(dataset, spec, args.push_to_hub, args.private)
-        print(f"pushed to {args.push_to_hub}")
+        print(f"[data] pushed to {args.push_to_hub}")
     return 0
 
 

@@ -21,10 +21,11 @@ import json
 import numbers
 from pathlib import Path
 
+from rlvr import run_layout as layout
 from rlvr.cli import ConfigError
 
 PROBE_ROWS = 2
-ERROR_FILE = "reward_error.json"
+ERROR_FILE = layout.REWARD_ERROR
 
 
 class RewardFunctionError(ConfigError):

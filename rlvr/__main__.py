@@ -37,7 +37,11 @@ def dispatch(argv: list[str]):
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
         raise ConfigError("command", f"unknown command {command!r}; choose one of {', '.join(COMMANDS)}")
-    result = importlib.import_module(COMMANDS[command]).main(rest)
+    program, sys.argv[0] = sys.argv[0], f"rlvr {command}"  # argparse's prog: `--help` and errors name the command
+    try:
+        result = importlib.import_module(COMMANDS[command]).main(rest)
+    finally:
+        sys.argv[0] = program
     return result if isinstance(result, int) else 0
 
 

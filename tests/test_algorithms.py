@@ -8,7 +8,7 @@ from trl import GRPOTrainer
 
 from rlvr.cli import ConfigError
 from rlvr.training.advantages import group_mean_baseline, group_zscore, leave_one_out, maxrl, no_baseline
-from rlvr.training.algorithms import ALGORITHMS, compute_advantages
+from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class
 from rlvr.training.dapo import informative_groups
 from rlvr.training.runner import prepare
 
@@ -86,7 +86,7 @@ def test_unscorable_rows_leave_the_rest_of_the_group_its_signal():
 @pytest.mark.parametrize("algorithm", ["grpo", "drgrpo", "rloo", "reinforce", "maxrl", "dapo"])
 def test_trainer_advantages_on_hand_built_rewards(algorithm, tiny_model_dir, tmp_path, monkeypatch):
     trainer = build(tiny_model_dir, tmp_path, algorithm, *ALGORITHM_FLAGS[algorithm])
-    assert type(trainer) is ALGORITHMS[algorithm].trainer
+    assert type(trainer) is trainer_class(algorithm)
     scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
     output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
     expected = HAND["grpo" if algorithm == "dapo" else algorithm]

@@ -30,7 +30,7 @@ def test_zero_configs_reach_deepspeed_as_accelerate_launch_passes_them(config, s
     from accelerate.utils.launch import prepare_deepspeed_cmd_env
     from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
 
-    from rlvr.training.config import parse_args
+    from rlvr.training.config import load_recipe
 
     args, defaults, mixed_precision_from_config = launch_args(config, "--num_processes", "2")
     assert args.use_deepspeed and args.num_processes == 2 and args.mixed_precision == "bf16"
@@ -46,7 +46,7 @@ def test_zero_configs_reach_deepspeed_as_accelerate_launch_passes_them(config, s
     assert plugin.zero_stage == stage
     assert plugin.deepspeed_config["zero_optimization"]["offload_optimizer"]["device"] == "none"
     # The Trainer fills DeepSpeed's "auto" fields from the recipe's batch settings
-    _, training, _ = parse_args(["--config", str(REPO / "recipes/grpo.yaml"), "--use_cpu", "true"])
+    training = load_recipe(["--config", str(REPO / "recipes/grpo.yaml"), "--use_cpu", "true"]).training
     ds = HfTrainerDeepSpeedConfig({**plugin.deepspeed_config, "bf16": {"enabled": "auto"}})
     ds.trainer_config_process(training)
     assert ds.config["train_micro_batch_size_per_gpu"] == training.per_device_train_batch_size

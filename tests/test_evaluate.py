@@ -98,11 +98,11 @@ def test_evaluate_loads_the_recipes_dtype_on_its_device(tmp_path, tiny_model_dir
 def test_load_policy_passes_the_trainers_from_pretrained_arguments(tmp_path, tiny_model_dir, monkeypatch):
     import trl.trainer.utils
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
     calls = []
     monkeypatch.setattr(trl.trainer.utils, "create_model_from_path", lambda path, **kw: calls.append(kw) or torch.nn.Linear(1, 1))
-    recipe = validate(*parse_args(["--config", recipe_file(tmp_path, tiny_model_dir, attn_implementation="eager")]))
+    recipe = validate(load_recipe(["--config", recipe_file(tmp_path, tiny_model_dir, attn_implementation="eager")]))
     ev.load_policy(tiny_model_dir, recipe, "cpu")
     assert calls[0]["dtype"] == "float32" and calls[0]["attn_implementation"] == "eager"
     assert calls[0]["device_map"] == {"": "cpu"} and "quantization_config" not in calls[0]
@@ -156,11 +156,11 @@ def test_load_in_4bit_without_cuda_stops_before_loading(tmp_path, tiny_model_dir
 
 
 def test_load_in_4bit_needs_lora(tmp_path, tiny_model_dir):
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
-    args = parse_args(["--config", recipe_file(tmp_path, tiny_model_dir), "--load_in_4bit", "true"])
+    loaded = load_recipe(["--config", recipe_file(tmp_path, tiny_model_dir), "--load_in_4bit", "true"])
     with pytest.raises(ConfigError, match="load_in_4bit: quantized weights cannot be trained directly"):
-        validate(*args)
+        validate(loaded)
 
 
 def test_check_quantization_names_the_missing_piece(monkeypatch):

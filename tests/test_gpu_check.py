@@ -94,7 +94,7 @@ def test_random_model_folder_samples_and_scores_with_a_vocabulary_beyond_the_tok
 
 def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
     """The fit runs' prompts are as long in byte tokens as the planner estimates Qwen's tokenizer makes them."""
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.recipes.tiny.model import build_tokenizer
 
     build_tokenizer().save_pretrained(tmp_path / "model")
@@ -102,9 +102,9 @@ def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
     path = gpu_check.byte_token_recipe(config, tmp_path / "model", tmp_path)
     raw = yaml.safe_load(path.read_text())
     assert raw["model_name_or_path"] == str(tmp_path / "model") and raw["report_to"] == "none"
-    real = validate(*parse_args(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+    real = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
     target = estimate_prompt_tokens(real.dataset["train"]["prompt"])
-    matched = validate(*parse_args(["--config", str(path), "--dry_run", "true", "--use_cpu", "true"]))
+    matched = validate(load_recipe(["--config", str(path), "--dry_run", "true", "--use_cpu", "true"]))
     measured = estimate_prompt_tokens(matched.dataset["train"]["prompt"], str(tmp_path / "model"))
     assert abs(measured - target) <= 0.1 * target, (measured, target)
     assert KNOWN_SHAPES[real.model.model_name_or_path]  # the fit run builds the real shape

@@ -305,10 +305,10 @@ def test_ppo_recipe_plans_the_critic(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def tiny_recipe(tmp_path_factory):
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
     path = tmp_path_factory.mktemp("tiny") / "model"  # not built: the planner uses the tiny defaults
-    return validate(*parse_args(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(path),
+    return validate(load_recipe(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(path),
                                  "--build_tiny_model", "true"]))
 
 

@@ -78,11 +78,10 @@ def model_shape(raw: dict | None) -> TinyModelConfig:
 
 def heldout(recipe: str) -> tuple[set[str], dict]:
     """The GRPO recipe's test questions (regenerated from its spec) and its sampling settings."""
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.analysis.evaluate import sampling_settings
 
-    args, training, model = parse_args(["--config", recipe, "--build_tiny_model", "true"])  # no model needed yet
-    grpo = validate(args, training, model)
+    grpo = validate(load_recipe(["--config", recipe, "--build_tiny_model", "true"]))  # no model needed yet
     return set(grpo.dataset["test"]["question"]), sampling_settings(grpo.training, {})
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rlvr import run_layout as layout
 from rlvr.cli import ArgumentParser, ConfigError, cli
 from rlvr.analysis.records import markdown_table, text_table
 
-OUT_SUBDIR = "before_after"
+OUT_SUBDIR = layout.BEFORE_AFTER_DIR
 SIDES = ("before", "after")
 
 
@@ -28,13 +29,13 @@ def compare(before: str, after: str, config: str, num_prompts: int = 32, num_sam
     summaries, records = {}, {}
     for side, model in zip(SIDES, (before, after)):
         summary = evaluate(config, model_path=model, num_prompts=num_prompts, num_samples=num_samples, ks=tuple(ks),
-                           seed=seed, output=str(out / f"{side}.json"), rollouts=str(out / f"{side}.rollouts.jsonl"),
+                           seed=seed, output=str(out / f"{side}.json"), rollouts=str(layout.rollouts_beside(out / f"{side}.json")),
                            use_vllm=use_vllm)
         summaries[side] = summary
         records[side] = [json.loads(line) for line in Path(summary["files"]["rollouts"]).read_text().splitlines()]
     comparison = {"config": config, "models": {"before": before, "after": after},
                   "summaries": summaries, "prompts": pair_prompts(records["before"], records["after"])}
-    (out / "before_after.json").write_text(json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
+    (out / layout.BEFORE_AFTER).write_text(json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
     (out / "before_after.md").write_text(render_markdown(comparison) + "\n")
     return comparison
 
@@ -120,7 +121,7 @@ def render_text(comparison: dict, show: int = 8) -> str:
 
 def load(run_dir) -> dict | None:
     """A saved comparison inside a run directory, if before_after was run into it."""
-    path = Path(run_dir) / OUT_SUBDIR / "before_after.json"
+    path = Path(run_dir) / OUT_SUBDIR / layout.BEFORE_AFTER
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -147,10 +148,11 @@ def main(argv: list[str] | None = None) -> dict:
         folder = Path(getattr(args, flag))
         if not any((folder / name).exists() for name in ("config.json", "adapter_config.json")):
             raise ConfigError(f"--{flag}", f"no model at {str(folder)!r} (a folder with config.json or adapter_config.json)")
+    print(f"[before-after] writing to {Path(args.out or Path(args.after) / OUT_SUBDIR)}/", flush=True)
     comparison = compare(args.before, args.after, args.config, args.num_prompts, args.num_samples, args.k, args.seed,
                          args.out, args.use_vllm)
     print(render_text(comparison, args.show))
-    print(f"wrote {Path(args.out or Path(args.after) / OUT_SUBDIR) / 'before_after.md'}")
+    print(f"[before-after] wrote {Path(args.out or Path(args.after) / OUT_SUBDIR) / 'before_after.md'}")
     return comparison
 
 

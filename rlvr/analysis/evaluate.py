@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rich.progress import ProgressColumn
 
+from rlvr import run_layout as layout
 from rlvr.cli import ArgumentParser, ConfigError, cli, non_negative_float, positive_int
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
@@ -312,14 +313,15 @@ def evaluate(
     import torch
     from transformers import AutoTokenizer
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
-    args, training, model_args = parse_args(["--config", config])
+    loaded = load_recipe(["--config", config])
+    model_args = loaded.model
     model_path = model_path or model_args.model_name_or_path
     if not any((Path(model_path) / name).exists() for name in ("config.json", "adapter_config.json")):
         raise ConfigError("--model", f"no model at {model_path!r} (a folder with config.json or adapter_config.json)")
     model_args.model_name_or_path = model_path
-    recipe = validate(args, training, model_args)
+    recipe = validate(loaded)
     settings = sampling_settings(recipe.training, overrides)
     if split not in recipe.dataset:
         raise ConfigError("--split", f"{split!r} is not a split of the recipe's data ({list(recipe.dataset)})")
@@ -341,6 +343,10 @@ def evaluate(
     rows = recipe.dataset[split]
     rows = [rows[i] for i in range(min(num_prompts or len(rows), len(rows)))]
 
+    output = Path(output or layout.DEFAULT_EVAL_ROOT / layout.evaluation_name(model_path, config, split, len(rows), num_samples))
+    rollouts = Path(rollouts or layout.rollouts_beside(output))
+    print(f"[evaluate] {model_path}: {len(rows)} prompts x {num_samples} samples; writing {output} and {rollouts.name}",
+          flush=True)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prompt_ids = prompt_token_ids(tokenizer, [row["prompt"] for row in rows], recipe.training.chat_template_kwargs)
     torch.manual_seed(seed)
@@ -367,8 +373,6 @@ def evaluate(
         **summarize(records, num_samples, ks, components),
         "step_metrics": step_metrics_of(records, recipe.rewards, num_samples, completion_ids),
     }
-    output = Path(output or Path("runs/eval") / f"{Path(model_path).name}_{split}.json")
-    rollouts = Path(rollouts or output.with_suffix(".rollouts.jsonl"))
     output.parent.mkdir(parents=True, exist_ok=True)
     rollouts.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(summary, indent=2) + "\n")
@@ -414,7 +418,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed), same settings")
     parser.add_argument("--no_progress", dest="show_progress", action="store_false", help="no progress bar")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default=None, help="JSON summary (default runs/eval/<model>_<split>.json)")
+    parser.add_argument("--output", default=None, help="JSON summary (default runs/eval/<model path>.<recipe>.<split>.<prompts>x<samples>.json)")
     parser.add_argument("--rollouts", default=None, help="rollouts JSONL (default: beside the summary)")
     args = vars(parser.parse_args(argv))
     summary = evaluate(
@@ -425,7 +429,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"samples, temperature {s['temperature']}, {summary['backend']} on {summary['device']} ({summary['dtype']}), "
           f"{summary['samples_per_s']} samples/s")
     print(format_table(summary))
-    print(f"summary: {summary['files']['summary']}  rollouts: {summary['files']['rollouts']}")
+    print(f"[evaluate] wrote {summary['files']['summary']} and {summary['files']['rollouts']}")
     return summary
 
 

@@ -194,9 +194,10 @@ def main(argv: list[str] | None = None) -> list[Path]:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError("--out", f"{args.out} is a file; the PNGs need a folder")
     runs = load_runs(args.run_dirs)
+    print(f"[plots] writing to {args.out}/", flush=True)
     paths = plot_runs(runs, args.out, args.x)
     print(terminal_tables(runs, args.max_rows))
-    print("\n" + "\n".join(f"wrote {p}" for p in paths))
+    print("\n" + "\n".join(f"[plots] wrote {p}" for p in paths))
     return paths
 
 

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlvr import run_layout as layout
 from rlvr.cli import ConfigError
 from rlvr.metrics.keys import REWARD_PREFIX, STEP_PREFIX, TIME_PHASES, components_in, ordered, reward_key, zero_std_key
 
@@ -77,7 +78,7 @@ class Run:
     def held_out(self, name: str = "after") -> dict:
         """The overall block of a held-out evaluation the sweep wrote (`eval/after.json`; the base model's
         `eval/before.json` sits in the sweep folder above); {} when there is none."""
-        for path in (self.path / "eval" / f"{name}.json", self.path.parent / "eval" / f"{name}.json"):
+        for path in (self.path / layout.EVAL_DIR / f"{name}.json", self.path.parent / layout.EVAL_DIR / f"{name}.json"):
             if path.exists():
                 return json.loads(path.read_text()).get("overall", {})
         return {}
@@ -87,7 +88,7 @@ class Run:
         return "train_runtime" in self.final
 
     def rollouts(self) -> list[dict]:
-        path = self.path / "rollouts.jsonl"
+        path = self.path / layout.ROLLOUTS
         return read_jsonl(path) if path.exists() else []
 
     def group_rows(self) -> list[dict]:
@@ -110,9 +111,9 @@ class Run:
 
 def load_run(path, label: str | None = None) -> Run:
     path = Path(path)
-    metrics = path / "metrics.jsonl"
+    metrics = path / layout.METRICS
     if not metrics.exists():
-        raise ConfigError("RUN_DIR", f"{path}: no metrics.jsonl here (not a run directory)")
+        raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} here (not a run directory)")
     rows, final = [], {}
     for row in read_jsonl(metrics):
         if "train_runtime" in row:
@@ -127,11 +128,11 @@ def find_run_dirs(path) -> list[Path]:
     path = Path(path)
     if not path.is_dir():
         raise ConfigError("RUN_DIR", f"{path}: no such directory")
-    if (path / "metrics.jsonl").exists():
+    if (path / layout.METRICS).exists():
         return [path]
-    found = sorted((p for p in path.iterdir() if (p / "metrics.jsonl").exists()), key=natural_key)
+    found = sorted((p for p in path.iterdir() if (p / layout.METRICS).exists()), key=natural_key)
     if not found:
-        raise ConfigError("RUN_DIR", f"{path}: no metrics.jsonl in it or in its subdirectories")
+        raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} in it or in its subdirectories")
     return found
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import before_after
+from rlvr import run_layout as layout
 from rlvr.cli import ArgumentParser, ConfigError, cli, load_yaml_mapping, positive_int
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import (
@@ -41,8 +42,8 @@ from rlvr.analysis.records import (
     wall_time,
 )
 
-CONFIG_NAME = "config.yaml"  # the recipe a run used, copied beside its records (the sweep writes it)
-SPEC_NAME = "sweep.yaml"
+CONFIG_NAME = layout.CONFIG  # the recipe a run used, copied beside its records (the sweep writes it)
+SPEC_NAME = layout.SWEEP_SPEC
 TRAINING_ARGS_SHOWN = (
     "learning_rate", "num_generations", "generation_batch_size", "per_device_train_batch_size",
     "gradient_accumulation_steps", "max_steps", "max_completion_length", "temperature", "top_p", "top_k",
@@ -157,13 +158,13 @@ def time_reading(runs: list[Run]) -> str:
 def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
     """summary.json, summary.csv and summary.md: one row per run."""
     summary = summarize(runs, last_k)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    with (out_dir / "summary.csv").open("w", newline="") as f:
+    (out_dir / layout.SUMMARY_JSON).write_text(json.dumps(summary, indent=2) + "\n")
+    with (out_dir / layout.SUMMARY_CSV).open("w", newline="") as f:
         columns = list(dict.fromkeys(key for row in summary for key in row))  # runs not yet evaluated lack heldout_*
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(summary)
-    (out_dir / "summary.md").write_text(markdown_table(*summary_table(summary)) + "\n")
+    (out_dir / layout.SUMMARY_MD).write_text(markdown_table(*summary_table(summary)) + "\n")
     return summary
 
 
@@ -240,15 +241,15 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         if not (run.path / CONFIG_NAME).exists():
             raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {CONFIG_NAME}")
         comparison = before_after.compare(before, str(run.path), str(run.path / CONFIG_NAME), num_prompts)
-    pngs = plot_runs([run], report_dir / "plots")
+    pngs = plot_runs([run], report_dir / layout.PLOTS_DIR)
     summary = summarize([run], last_k)[0]
-    records = [(f"- [metrics.jsonl]({link(run.path / 'metrics.jsonl', report_dir)}): {len(run.rows)} logged steps, "
+    records = [(f"- [{layout.METRICS}]({link(run.path / layout.METRICS, report_dir)}): {len(run.rows)} logged steps, "
                 "one JSON row each (the closing row holds train_runtime)")]
-    if (run.path / "rollouts.jsonl").exists():
-        records.append(f"- [rollouts.jsonl]({link(run.path / 'rollouts.jsonl', report_dir)}): "
+    if (run.path / layout.ROLLOUTS).exists():
+        records.append(f"- [{layout.ROLLOUTS}]({link(run.path / layout.ROLLOUTS, report_dir)}): "
                        f"{len(run.rollouts())} rollouts with their reward components")
-    if (run.path / "train.log").exists():
-        records.append(f"- [train.log]({link(run.path / 'train.log', report_dir)}): the full log")
+    if (run.path / layout.TRAIN_LOG).exists():
+        records.append(f"- [{layout.TRAIN_LOG}]({link(run.path / layout.TRAIN_LOG, report_dir)}): the full log")
     return "\n\n".join([
         f"# Run report: {run.label}",
         (f"`{run.path}` · {'finished' if run.finished else 'NOT finished'} · {summary['steps']} steps · "
@@ -285,7 +286,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         runs = [run for run in runs if run.label in only or seed_group(run.label) in only]
         if not runs:
             raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
-    pngs = plot_runs(runs, report_dir / "plots", x_axes)
+    pngs = plot_runs(runs, report_dir / layout.PLOTS_DIR, x_axes)
     summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
     summary = write_summary(runs, summary_dir, last_k)
     spec = sweep_dir / SPEC_NAME
@@ -293,7 +294,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
     run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
         f"- **{run.label}**: " + ", ".join(
             f"[{name}]({link(run.path / name, report_dir)})" if inside(run.path) else f"`{run.path / name}`"
-            for name in (CONFIG_NAME, "metrics.jsonl", "train.log") if (run.path / name).exists())
+            for name in (CONFIG_NAME, layout.METRICS, layout.TRAIN_LOG) if (run.path / name).exists())
         for run in runs
     ]
     return "\n\n".join([
@@ -304,8 +305,8 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         *settings_section(summary),
         "## Summary",
         markdown_table(*summary_table(summary)),
-        summary_note(last_k) + f" Also as [summary.csv]({link(summary_dir / 'summary.csv', report_dir)}) and "
-        f"[summary.json]({link(summary_dir / 'summary.json', report_dir)}).",
+        summary_note(last_k) + f" Also as [{layout.SUMMARY_CSV}]({link(summary_dir / layout.SUMMARY_CSV, report_dir)}) and "
+        f"[{layout.SUMMARY_JSON}]({link(summary_dir / layout.SUMMARY_JSON, report_dir)}).",
         "## Curves at equal generation compute (x = generated samples)",
         images(pngs, report_dir, ("rewards_by_samples.png", "zero_std_by_samples.png")),
         "## Curves by optimizer step",
@@ -335,9 +336,9 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     """Write the report for a run or sweep directory; returns its path."""
     path = Path(path)
     dirs = find_run_dirs(path)
-    out = Path(out or path / "report.md")
+    out = Path(out or path / layout.REPORT)
     if out.is_dir():
-        raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / 'report.md'}")
+        raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / layout.REPORT}")
     if config and dirs != [path]:
         raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
     if before:
@@ -371,9 +372,11 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--x", nargs="+", choices=("step", "samples", "tokens"), default=["step", "samples"],
                         help="x axes of a sweep page's figures (--x samples: fewer, smaller files to publish)")
     args = parser.parse_args(argv)
+    print(f"[report] writing {args.out or Path(args.path) / layout.REPORT} (figures in {layout.PLOTS_DIR}/ beside it)",
+          flush=True)
     out = build_report(args.path, args.out, args.before, args.config, args.num_prompts, args.last_k, args.max_rows,
                        args.only, tuple(args.x))
-    print(f"wrote {out}")
+    print(f"[report] wrote {out}")
     return out
 
 

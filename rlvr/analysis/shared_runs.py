@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import yaml
 
 from rlvr.analysis.records import load_run
-from rlvr.analysis.report import CONFIG_NAME, SPEC_NAME
+from rlvr.analysis.report import SPEC_NAME
 from rlvr.analysis.sweep_spec import EVAL_DIR, SWEEP_RECIPE_NAME, Spec, Variant, load_spec
+from rlvr import run_layout as layout
 from rlvr.cli import ConfigError
 
 
@@ -28,12 +28,10 @@ def parsed_fields(config: dict) -> list[dict]:
     the run writes left out."""
     import dataclasses
 
-    from rlvr.training.config import parse_args
+    from rlvr.training.config import load_recipe
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / CONFIG_NAME
-        path.write_text(yaml.safe_dump({**config, "output_dir": "RUN"}, sort_keys=False))
-        parsed = parse_args(["--config", str(path), "--dry_run", "true"])
+    loaded = load_recipe(["--dry_run", "true"], config={**config, "output_dir": "RUN"}, source="a sweep run's recipe")
+    parsed = (loaded.args, loaded.training, loaded.model)
     fields = [a.to_dict() if hasattr(a, "to_dict") else dataclasses.asdict(a) for a in parsed]
     for entry in fields:
         entry.pop("logging_dir", None)  # derived from the time of parsing in some transformers versions
@@ -66,7 +64,7 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool
     candidates = []
     for recipe in sorted(out.glob(f"*/*/{SWEEP_RECIPE_NAME}")):
         run_dir = recipe.parent
-        if is_linked(run_dir) or run_dir == variant.run_dir or not (run_dir / "metrics.jsonl").exists():
+        if is_linked(run_dir) or run_dir == variant.run_dir or not (run_dir / layout.METRICS).exists():
             continue
         old = yaml.safe_load(recipe.read_text()) or {}
         if (old.get("seed"), old.get("max_steps")) == (variant.config.get("seed"), variant.config.get("max_steps")):

@@ -23,20 +23,19 @@ from __future__ import annotations
 
 import copy
 import math
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from rlvr.analysis.records import seed_group
-from rlvr.analysis.report import CONFIG_NAME
+from rlvr import run_layout as layout
 from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
 
-SWEEP_RECIPE_NAME = "recipe.yaml"
+SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
 EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None}  # the spec's `evaluate:` keys and defaults
-EVAL_DIR = "eval"  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
+EVAL_DIR = layout.EVAL_DIR  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 
 
@@ -165,10 +164,12 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
         raise ConfigError(f"--{spec.key}", "is the swept field; change the spec's `vary` instead")
     if "output_dir" in overrides or "output_dir" in spec.fixed:
         raise ConfigError("output_dir", "each run's folder is <out>/<name>/<label>; set --out instead")
-    variants = []
+    variants, read = [], {}
     for index, value in enumerate(spec.values):
         recipe = value if spec.key == RECIPE_KEY else spec.base
-        config = load_recipe_yaml(recipe, "base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}")  # `base:` resolved
+        if recipe not in read:  # each recipe file read once, `base:` resolved; every variant starts from a copy
+            read[recipe] = load_recipe_yaml(recipe, "base" if spec.key != RECIPE_KEY else f"vary.{RECIPE_KEY}")
+        config = copy.deepcopy(read[recipe])
         for source, entries in (("fixed", spec.fixed), ("--", overrides)):
             for key, entry in entries.items():
                 set_dotted(config, key, copy.deepcopy(entry), f"{source}.{key}" if source == "fixed" else f"--{key}")
@@ -187,16 +188,13 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
 
 def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
     """Parse the effective recipe exactly as its script will (no model loaded); apply the samples budget."""
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / CONFIG_NAME
-        path.write_text(yaml.safe_dump(variant.config, sort_keys=False))
-        try:
-            recipe = validate(*parse_args(["--config", str(path), "--dry_run", "true"]))
-        except ConfigError as err:
-            message = err.message.replace(str(path), f"the recipe of sweep run {variant.label!r}")
-            raise ConfigError(err.field, message if message != err.message else f"{message} (sweep run {variant.label!r})") from None
+    source = f"the recipe of sweep run {variant.label!r}"
+    try:  # the effective recipe is already in memory: parsed from the mapping, no file written or read
+        recipe = validate(load_recipe(["--dry_run", "true"], config=copy.deepcopy(variant.config), source=source))
+    except ConfigError as err:
+        raise ConfigError(err.field, err.message if source in err.message else f"{err.message} (sweep run {variant.label!r})") from None
     if spec.samples_budget and not cli_max_steps:
         t = recipe.training
         generations = math.ceil(spec.samples_budget / t.generation_batch_size)

@@ -57,7 +57,7 @@ class RolloutLogCallback(RewardBatchCallback):
         self.print_rollouts = print_rollouts
 
     def on_train_begin(self, args, state, control, **kwargs):
-        path = Path(self.path or Path(args.output_dir) / "rollouts.jsonl")
+        path = Path(self.path or Path(args.output_dir) / ROLLOUTS.name)
         if state.is_world_process_zero and (note := start_record(path, state.global_step, ROLLOUTS)):
             print(f"[records] {note}", flush=True)
 
@@ -79,7 +79,7 @@ class RolloutLogCallback(RewardBatchCallback):
             }
             for i, (row, completion, length) in enumerate(zip(batch.rows, batch.completions, batch.completion_lengths))
         ]
-        path = Path(self.path or Path(args.output_dir) / "rollouts.jsonl")
+        path = Path(self.path or Path(args.output_dir) / ROLLOUTS.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
@@ -113,7 +113,7 @@ class MetricsJsonlCallback(RewardBatchCallback):
         self.path = path
 
     def _file(self, args) -> Path:
-        return Path(self.path or Path(args.output_dir) / "metrics.jsonl")
+        return Path(self.path or Path(args.output_dir) / METRICS.name)
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero and (note := start_record(self._file(args), state.global_step, METRICS)):

@@ -27,14 +27,13 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
 
     import torch
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU
     # unless use_cpu is set. The planner loads and trains nothing either way.
     # The recipe's `algorithm:` picks its config class (PPO's YAML parses with PPOConfig, etc.).
-    args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]))
-    recipe = validate(args, training, model_args)
+    recipe = validate(load_recipe(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"])))
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
     free = opts.free_gib * GIB if opts.free_gib is not None else None
     total = opts.total_gib * GIB if opts.total_gib is not None else None

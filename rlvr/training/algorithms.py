@@ -9,10 +9,15 @@ of silently training GRPO.
 
     ratio=False: the loss is the plain policy gradient -A * log pi (no importance ratio, no clip), because each batch
     is used for exactly the gradient it was sampled for (RLOO, REINFORCE and MaxRL as upstream writes them).
+
+The registry is a leaf: it imports no trainer and no config. An entry names its trainer and config classes by dotted
+path, and `trainer_class` / `config_class` import them when a run asks, so `trainer.py`, `dapo.py`, `ppo.py` and
+`config.py` can read the registry without an import circle (tests/test_import_graph.py keeps it so).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,18 +25,17 @@ import torch
 
 from rlvr.cli import ConfigError
 from rlvr.training import advantages
-from rlvr.training.config import RLVRConfig, SingleRolloutConfig
-from rlvr.training.dapo import DAPOConfig, DAPOTrainer
-from rlvr.training.ppo import PPOConfig, PPOTrainer
-from rlvr.training.trainer import RLVRTrainer
+
+TRAINER = "rlvr.training.trainer.RLVRTrainer"
+CONFIG = "rlvr.training.config.RLVRConfig"
 
 
 @dataclass(frozen=True)
 class Algorithm:
     name: str
     summary: str
-    trainer: type = RLVRTrainer
-    config: type = RLVRConfig
+    trainer: str = TRAINER  # dotted path of the trainer class (`trainer_class` imports it)
+    config: str = CONFIG  # dotted path of the config class (`config_class` imports it)
     advantage: Callable[[torch.Tensor, int], torch.Tensor] | None = None  # None: TRL's own (`scale_rewards`)
     advantage_reward: str = "total"  # the reward component the advantage is computed from
     ratio: bool = True  # False: -A * log pi, no importance ratio
@@ -41,15 +45,30 @@ class Algorithm:
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("grpo", "group z-score (r - mean) / std, PPO-clip"),
     Algorithm("drgrpo", "r - group mean, no std, no length normalisation", requires={"scale_rewards": "none", "loss_type": "dr_grpo"}),
-    Algorithm("dapo", "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling", DAPOTrainer, DAPOConfig),
+    Algorithm("dapo", "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling", "rlvr.training.dapo.DAPOTrainer", "rlvr.training.dapo.DAPOConfig"),
     Algorithm("rloo", "leave-one-out baseline, no ratio", advantage=advantages.leave_one_out, ratio=False),
-    Algorithm("reinforce", "raw reward, no baseline, no ratio", config=SingleRolloutConfig, advantage=advantages.no_baseline, ratio=False),
+    Algorithm("reinforce", "raw reward, no baseline, no ratio", config="rlvr.training.config.SingleRolloutConfig", advantage=advantages.no_baseline, ratio=False),
     Algorithm("maxrl", "binary reward over the group success rate, no ratio", advantage=advantages.maxrl, advantage_reward="binary", ratio=False),
     Algorithm("gspo", "sequence-level importance ratio, tight clip", requires={"importance_sampling_level": "sequence"}),
     Algorithm("cispo", "clipped stop-gradient importance weight", requires={"loss_type": "cispo"}),
     Algorithm("sapo", "soft temperature gate instead of a clip", requires={"loss_type": "sapo"}),
-    Algorithm("ppo", "learned critic, GAE over tokens, KL in the reward", PPOTrainer, PPOConfig),
+    Algorithm("ppo", "learned critic, GAE over tokens, KL in the reward", "rlvr.training.ppo.PPOTrainer", "rlvr.training.ppo.PPOConfig"),
 )}
+
+
+def _load(dotted: str) -> type:
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def trainer_class(name: str) -> type:
+    """The trainer class of algorithm `name` (imported now: the registry itself imports no trainer)."""
+    return _load(ALGORITHMS[name].trainer)
+
+
+def config_class(name: str) -> type:
+    """The config dataclass of algorithm `name`, which the recipe parser fills."""
+    return _load(ALGORITHMS[name].config)
 
 
 def check_algorithm_config(training) -> None:

@@ -1,12 +1,13 @@
 """Recipe configuration: our dataclasses beside TRL's, parsed from YAML with CLI overrides, validated up front.
 
-`TrlParser` reads `--config recipe.yaml` as defaults and lets any `--field value` override it, exactly like TRL's
-own `trl/scripts/grpo.py`. Two additions: a recipe may start from another with `base: other.yaml` (its fields, then
-this file's on top), and its `algorithm:` field picks the trainer and config class from the registry
-(`rlvr/training/algorithms.py`). Everything that can be wrong in a config (unknown keys, bad rewards, batch
-arithmetic, task options) fails here with one line naming the field, before any model or tokenizer is loaded.
+`load_recipe` is the one loader: it reads `--config recipe.yaml` once (a recipe may start from another with
+`base: other.yaml`: its fields, then this file's on top), uses the mapping as defaults and lets any `--field value`
+override it, exactly like TRL's own `trl/scripts/grpo.py`. It returns a `LoadedRecipe` (the merged mapping and the
+parsed dataclasses), so the run's `config.yaml`, the dry run and sweeps never read the file again. Its `algorithm:`
+field picks the config class from the registry (`rlvr/training/algorithms.py`). Everything that can be wrong in a
+config (unknown keys, bad rewards, batch arithmetic, task options) fails here with one line naming the field, before
+any model or tokenizer is loaded.
 """
-
 from __future__ import annotations
 
 import os
@@ -113,8 +114,22 @@ class SingleRolloutConfig(RLVRConfig):
 
 
 @dataclass
+class LoadedRecipe:
+    """One read of a recipe: the merged YAML mapping (`base:` chain resolved, as in the file, before the command line),
+    the command line it was parsed with, and the parsed dataclasses. Everything downstream (validation, the run's
+    `config.yaml`, the dry run, sweeps) reads these, never the file again."""
+
+    yaml: dict
+    source: str  # where the mapping came from, for messages: the file path, or a caller's name for an in-memory recipe
+    argv: list[str]
+    args: RecipeArguments
+    training: RLVRConfig
+    model: ModelConfig
+
+
+@dataclass
 class Recipe:
-    """A validated recipe: parsed arguments plus what validation already built (data and rewards)."""
+    """A validated recipe: parsed arguments plus what validation already built (data, rewards, speed-ups)."""
 
     args: RecipeArguments
     training: RLVRConfig
@@ -122,11 +137,15 @@ class Recipe:
     rewards: RewardSet
     dataset: object  # datasets.DatasetDict
     data_spec: DataSpec | None
+    yaml: dict = field(default_factory=dict)  # the merged recipe mapping, as read once (`LoadedRecipe.yaml`)
+    argv: list[str] = field(default_factory=list)  # the command line that overrode it
+    speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
 
 
 class RecipeParser(TrlParser):
-    """TrlParser whose errors are `ConfigError`s (one line, field named) and whose `--config` may name a `base:`. The
-    field is named as in the YAML (`num_generations`, not `--num_generations`): the same key whichever way it was set."""
+    """TrlParser whose errors are `ConfigError`s (one line, field named) and whose defaults come from an already-read
+    recipe mapping. The field is named as in the YAML (`num_generations`, not `--num_generations`): the same key
+    whichever way it was set."""
 
     def error(self, message):
         raise ConfigError(flag_in_message(message).removeprefix("--"), message)
@@ -137,35 +156,45 @@ class RecipeParser(TrlParser):
         check_values(vars(namespace), self.dataclass_types)
         return namespace, remaining
 
-    def parse_args_and_config(self, args=None, **kwargs):
-        args = list(args)
-        if "--config" in args:
-            at = args.index("--config")
-            config = read_config_arg(args)
-            path = config.pop("__path__")
-            del args[at : at + 2]
-            for key, value in (config.pop("env", None) or {}).items():  # TRL's `env:` block, as its parser does
-                os.environ[key] = str(value)
-            reject_unknown_keys(config, {action.dest for action in self._actions}, f"config field in {path}")
-            self.set_defaults_with_config(**config)
+    def parse_recipe(self, config: dict, args: list[str], source: str):
+        """`config` (the merged YAML) as defaults, `args` (the command line without --config) on top."""
+        config = dict(config)
+        for key, value in (config.pop("env", None) or {}).items():  # TRL's `env:` block, as its parser does
+            os.environ[key] = str(value)
+        reject_unknown_keys(config, {action.dest for action in self._actions}, f"config field in {source}")
+        self.set_defaults_with_config(**config)
         return self.parse_args_into_dataclasses(args=args)
+
+    def parse_args_and_config(self, args=None, **kwargs):
+        """TrlParser's entry point for a parser of other dataclasses (the tiny SFT script): `--config` read once,
+        `base:` resolved, the rest of the command line on top."""
+        import sys
+
+        flags, rest = _launch_flags(list(sys.argv[1:] if args is None else args))
+        config = load_recipe_yaml(flags.config) if flags.config is not None else {}
+        return self.parse_recipe(config, rest, flags.config or "the command line")
 
 
 # TRL's __post_init__ messages that describe a field in words rather than by name.
 PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations per prompt": "num_generations"}
 
 
-def read_config_arg(argv: list[str]) -> dict:
-    """The merged recipe mapping that `--config PATH` names (base chain resolved); {} without --config."""
-    if "--config" not in argv:
-        return {}
-    at = argv.index("--config")
-    if at + 1 >= len(argv) or argv[at + 1].startswith("--"):
+def _launch_flags(argv: list[str]):
+    """The flags needed before the full parser exists (the algorithm picks the config class), read by argparse
+    rather than by hand; everything else stays in `rest` for the full parser."""
+    from rlvr.cli import ArgumentParser
+
+    parser = ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--config", help="a recipe YAML file")
+    parser.add_argument("--algorithm")
+    parser.add_argument("--dry_run", nargs="?", const="true")
+    flags, rest = parser.parse_known_args(argv)
+    if flags.config is not None and flags.config.startswith("--"):
         raise ConfigError("--config", "needs the path of a recipe YAML file")
-    config = load_recipe_yaml(argv[at + 1])
-    if not isinstance(config.get("env", {}), dict):
-        raise ConfigError("env", "must be a mapping of environment variable: value")
-    return {**config, "__path__": argv[at + 1]}
+    for name, value in (("algorithm", flags.algorithm), ("dry_run", flags.dry_run)):
+        if value is not None:
+            rest += [f"--{name}", value]  # the full parser reads them too (type-checked there)
+    return flags, rest
 
 
 def _field_named_in(message: str, dataclass_types) -> str:
@@ -177,7 +206,7 @@ def _field_named_in(message: str, dataclass_types) -> str:
     return next((name for phrase, name in PROSE_FIELDS.items() if phrase in message), "config")
 
 
-def requested_algorithm(argv: list[str], script_algorithm: str | None = None) -> str:
+def choose_algorithm(cli_value: str | None, config: dict, source: str, script_algorithm: str | None = None) -> str:
     """Which algorithm a command line trains: `--algorithm`, else the recipe's `algorithm:`, else the script's.
 
     A per-algorithm script (`recipes/dapo.py`) refuses a recipe of another algorithm in one line, so a DAPO YAML can
@@ -185,45 +214,48 @@ def requested_algorithm(argv: list[str], script_algorithm: str | None = None) ->
     """
     from rlvr.training.algorithms import ALGORITHMS
 
-    config = read_config_arg(argv)
-    path = config.get("__path__", "the recipe")
-    cli_value = argv[argv.index("--algorithm") + 1] if "--algorithm" in argv[:-1] else None
     name = cli_value or config.get("algorithm") or script_algorithm or "grpo"
     if name not in ALGORITHMS:
         raise ConfigError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
     if script_algorithm is not None and name != script_algorithm:
         raise ConfigError(
             "algorithm",
-            f"{path} is a {name!r} recipe; run it with recipes/{name}.py (or recipes/train.py), not recipes/{script_algorithm}.py",
+            f"{source} is a {name!r} recipe; run it with recipes/{name}.py (or recipes/train.py), not recipes/{script_algorithm}.py",
         )
     return name
 
 
-def dry_run_requested(argv: list[str]) -> bool:
-    if "--dry_run" in argv[:-1]:
-        return argv[argv.index("--dry_run") + 1].lower() in ("true", "1", "yes")
-    return "--dry_run" in argv or read_config_arg(argv).get("dry_run") is True
-
-
-def parse_args(argv: list[str] | None, script_algorithm: str | None = None):
-    """Parse YAML + CLI into (RecipeArguments, the algorithm's config, ModelConfig); every failure is a `ConfigError`."""
+def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = None, *, config: dict | None = None,
+                source: str = "the recipe") -> LoadedRecipe:
+    """THE recipe loader: reads `--config PATH` once (`base:` chain resolved), then parses YAML + CLI into
+    (RecipeArguments, the algorithm's config, ModelConfig). A caller holding the mapping already (a sweep) passes
+    `config=` and no file is read at all. Every failure is a `ConfigError`."""
     import sys
 
-    from rlvr.training.algorithms import ALGORITHMS
+    from rlvr.training.algorithms import config_class
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--config" not in argv:
-        raise ConfigError("--config", "is required: a recipe YAML, e.g. --config recipes/grpo.yaml")
-    algorithm = ALGORITHMS[requested_algorithm(argv, script_algorithm)]
-    if dry_run_requested(argv) and "--use_cpu" not in argv:
+    flags, rest = _launch_flags(argv)
+    if config is None:
+        if flags.config is None:
+            raise ConfigError("--config", "is required: a recipe YAML, e.g. --config recipes/grpo.yaml")
+        config, source = load_recipe_yaml(flags.config), flags.config
+    elif flags.config is not None:
+        raise ConfigError("--config", "this recipe is given in memory; drop --config")
+    if not isinstance(config.get("env", {}), dict):
+        raise ConfigError("env", "must be a mapping of environment variable: value")
+    algorithm = choose_algorithm(flags.algorithm, config, source, script_algorithm)
+    defaults = dict(config)
+    dry_run = flags.dry_run.lower() in ("true", "1", "yes") if flags.dry_run is not None else config.get("dry_run") is True
+    if dry_run and "--use_cpu" not in rest:
         import torch
 
         if not torch.cuda.is_available():  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
-            argv += ["--use_cpu", "true"]
-    dataclass_types = (RecipeArguments, algorithm.config, ModelConfig)
+            defaults["use_cpu"] = True
+    dataclass_types = (RecipeArguments, config_class(algorithm), ModelConfig)
     parser = RecipeParser(dataclass_types)
     try:
-        args, training, model_args = parser.parse_args_and_config(argv)
+        args, training, model_args = parser.parse_recipe(defaults, rest, source)
     except ConfigError:
         raise
     except (ValueError, TypeError, ArithmeticError) as err:  # the configs' own __post_init__ checks
@@ -232,8 +264,8 @@ def parse_args(argv: list[str] | None, script_algorithm: str | None = None):
         if unknown:
             raise ConfigError(unknown.group(1), "unknown command-line field") from None
         raise ConfigError(_field_named_in(message, dataclass_types), message) from None
-    training.algorithm = algorithm.name
-    return args, training, model_args
+    training.algorithm = algorithm
+    return LoadedRecipe(config, source, argv, args, training, model_args)
 
 
 def check_model_reachable(name_or_path: str, will_build: bool) -> None:
@@ -254,11 +286,12 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
         )
 
 
-def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) -> Recipe:
+def validate(loaded: LoadedRecipe) -> Recipe:
     """Checks that need more than one field; builds the data and the reward set (both cheap, no model) and calls
     each reward once on probe completions (`rlvr.rewards.guard`)."""
     from rlvr.training.algorithms import check_algorithm_config
 
+    args, training, model = loaded.args, loaded.training, loaded.model
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
     check_recipe(args, training, model)
@@ -292,12 +325,12 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
     check_quantization(model, training, dry_run=args.dry_run)  # QLoRA: LoRA, CUDA and bitsandbytes, before loading
     try:
-        parse_speedups(args.speedups)
+        speedups = parse_speedups(args.speedups)
     except ValueError as err:
         raise ConfigError("speedups", str(err)) from None
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
-    return Recipe(args, training, model, rewards, dataset, data_spec)
+    return Recipe(args, training, model, rewards, dataset, data_spec, loaded.yaml, loaded.argv, speedups)
 
 
 def precision_warning(recipe: Recipe) -> str | None:

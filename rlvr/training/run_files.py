@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlvr import run_layout as layout
+
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
 SHARD_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+CHECKPOINT = layout.CHECKPOINT
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,8 @@ class RecordFile:
         return isinstance(step, (int, float)) and step + self.step_offset <= checkpoint_step
 
 
-METRICS = RecordFile("metrics.jsonl", closing_keys=("train_runtime",))
-ROLLOUTS = RecordFile("rollouts.jsonl", step_offset=1)
+METRICS = RecordFile(layout.METRICS, closing_keys=("train_runtime",))
+ROLLOUTS = RecordFile(layout.ROLLOUTS, step_offset=1)
 RECORDS = {record.name: record for record in (METRICS, ROLLOUTS)}
 
 
@@ -54,7 +55,7 @@ def checkpoint_problem(path) -> str | None:
     """Why a checkpoint folder cannot be resumed from (None when it can): a readable state and the weights."""
     path = Path(path)
     try:
-        state = json.loads((path / "trainer_state.json").read_text())
+        state = json.loads((path / layout.TRAINER_STATE).read_text())
     except FileNotFoundError:
         return "no trainer_state.json"
     except (OSError, ValueError):

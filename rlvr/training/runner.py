@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 
-from rlvr.training.config import Recipe, batch_plan, parse_args, precision_warning, read_config_arg, validate
+from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
+from rlvr import run_layout as layout
 from rlvr.cli import ConfigError, cli
 
 
 def callbacks_for(recipe: Recipe) -> list:
     from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
+    from rlvr.metrics.console import ConsoleLineCallback
     from rlvr.training.budget import SampleBudgetCallback
 
     ledger = RolloutLedger()
@@ -29,6 +30,7 @@ def callbacks_for(recipe: Recipe) -> list:
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
+        ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
     ]
 
 
@@ -38,19 +40,19 @@ def build_trainer(recipe: Recipe):
 
     from rlvr.rewards.guard import guard_rewards
     from rlvr.recipes.tiny.model import ensure_tiny_model
-    from rlvr.training.algorithms import ALGORITHMS
+    from rlvr.metrics.console import quiet_console
+    from rlvr.training.algorithms import trainer_class
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
-    from rlvr.training.speed import apply_process_speedups, parse_speedups
+    from rlvr.training.speed import apply_process_speedups
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
-    speedups = parse_speedups(args.speedups)
-    apply_process_speedups(speedups, use_cpu=training.use_cpu or training.device.type == "cpu")
+    apply_process_speedups(recipe.speedups, use_cpu=training.use_cpu or training.device.type == "cpu")
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = model_init_kwargs(model_args, training)
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
-    trainer = ALGORITHMS[training.algorithm].trainer(
+    trainer = trainer_class(training.algorithm)(
         model=model_args.model_name_or_path,
         reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir),  # a failing reward: one named line
         args=training,
@@ -60,26 +62,27 @@ def build_trainer(recipe: Recipe):
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
-    trainer.speedups = speedups
+    trainer.speedups = recipe.speedups
+    quiet_console(trainer)  # the progress bar stays, the per-log dict goes (ConsoleLineCallback prints the line)
     return trainer
 
 
-def write_run_config(argv: list[str], recipe: Recipe) -> None:
+def write_run_config(recipe: Recipe) -> None:
     """`<output_dir>/config.yaml`: the recipe YAML with the command-line overrides applied, i.e. what actually ran."""
     from pathlib import Path
 
     import yaml
 
-    config = read_config_arg(argv)  # `base:` chain resolved: the file holds every field that ran
-    config.pop("__path__", None)
+    config = dict(recipe.yaml)  # as read once, `base:` chain resolved: the file holds every field that ran
+    argv = recipe.argv
     config["algorithm"] = recipe.training.algorithm
     parsed = (recipe.args, recipe.training, recipe.model)
     for token in argv:
-        key = token[2:].replace("-", "_") if token.startswith("--") else None
+        key = token[2:].split("=", 1)[0].replace("-", "_") if token.startswith("--") else None  # --k v or --k=v
         if key and key != "config":
             value = next((getattr(d, key) for d in parsed if hasattr(d, key)), None)
             config[key] = getattr(value, "value", value)  # enums (save_strategy, ...) as their YAML string
-    target = Path(recipe.training.output_dir) / "config.yaml"
+    target = Path(recipe.training.output_dir) / layout.CONFIG
     target.parent.mkdir(parents=True, exist_ok=True)
     header = f"# what ran: {' '.join(['<script>', *argv])}\n"
     target.write_text(header + yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=120))
@@ -113,8 +116,8 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     from rlvr.training.tracking import configure_wandb
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model.
-    args, training, model_args = parse_args(argv, algorithm)
-    recipe = validate(args, training, model_args)
+    recipe = validate(load_recipe(argv, algorithm))
+    args, training = recipe.args, recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
     print(f"[plan] {batch_plan(recipe)}", flush=True)
     if warning := precision_warning(recipe):
@@ -124,16 +127,22 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
 
         check_memory_budget(recipe, stop=args.memory_budget == "stop")
     if args.dry_run:
+        print(f"[dry run] the recipe is valid; nothing loaded, nothing written (a run would write to {training.output_dir}/)",
+              flush=True)
         return recipe, None, None
 
     # 2. Records and tracking: the config as run goes beside the metrics; wandb never prompts for a login.
     if training.process_index == 0:
-        write_run_config(list(sys.argv[1:] if argv is None else argv), recipe)
+        print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.METRICS}, {layout.ROLLOUTS}, "
+              "checkpoints, final model)", flush=True)
+        write_run_config(recipe)
     configure_wandb(training.report_to)
 
-    # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. TRL 1.16 reads transformers 5's
-    #    deprecated `is_gradient_checkpointing` at every generation: a warning no recipe can act on.
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+    # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can act
+    #    on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
+    from rlvr.metrics.console import silence_known_warnings
+
+    silence_known_warnings()
     return recipe, build_trainer(recipe), checkpoint
 
 
@@ -145,6 +154,10 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
     # 4. Train (resuming if asked), then save the final policy beside the checkpoints.
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(recipe.training.output_dir)
+    if trainer.accelerator.is_main_process:
+        out = recipe.training.output_dir
+        print(f"[run] saved the final model to {out}/; metrics in {recipe.args.metrics_path or f'{out}/{layout.METRICS}'}, "
+              f"rollouts in {recipe.args.rollouts_path or f'{out}/{layout.ROLLOUTS}'}", flush=True)
     return trainer
 
 

@@ -149,6 +149,40 @@ class AlgorithmMixin:
         return super()._compute_loss(model, inputs)
 
 
+# The MRO contract: which of our classes override which TRL (or transformers Trainer) method, outermost first, and
+# why in that order. RLVRTrainer's bases are listed in this order; DAPOTrainer and PPOTrainer subclass it and so sit
+# above every mixin. tests/test_trainer_mro.py checks the real MRO of all three trainers against this table, and
+# tests/test_trl_contract.py checks that each TRL method still exists with the signature used here.
+#
+#   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardHooksMixin -> AlgorithmMixin -> TRL
+#       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
+#       advantages by GAE last. RewardHooks' "rollout" timer covers everything below it. AlgorithmMixin replaces
+#       TRL's advantages after TRL's call, reading the rewards RewardHooks' `_calculate_rewards` kept.
+#   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
+#       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
+#       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
+#   _get_per_token_logps_and_entropies  KLEstimatorMixin -> SharedPrefixMixin -> TRL
+#       the KL estimator captures the policy log-probs of whichever pass ran: the shared-prefix shortcut or TRL's.
+#   _generate_single_turn            SharedPrefixMixin -> TRL         (prefills the shared prompt prefix once)
+#   _calculate_rewards, _generate, log  RewardHooksMixin -> TRL       (reward hook, time accounting, counters)
+#   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
+#   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
+#   __init__                         DAPOTrainer / PPOTrainer -> RawCompletionsMixin -> TRL
+#   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
+MRO_CONTRACT = {
+    "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
+    "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
+    "_get_per_token_logps_and_entropies": ("KLEstimatorMixin", "SharedPrefixMixin"),
+    "_generate_single_turn": ("SharedPrefixMixin",),
+    "_calculate_rewards": ("RewardHooksMixin",),
+    "_generate": ("RewardHooksMixin",),
+    "log": ("RewardHooksMixin",),
+    "training_step": ("RewardHooksMixin",),
+    "create_scheduler": ("SampleScheduleMixin",),
+    "__init__": ("RawCompletionsMixin",),
+}  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
+
+
 class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SharedPrefixMixin,
                   SampleScheduleMixin, GRPOTrainer):
     """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a

@@ -1,0 +1,102 @@
+"""A quiet, informative console: one line per logging step, known-harmless library warnings dropped by message,
+every command naming where it writes, `rlvr <cmd> --help` naming its command, and a sweep's smoke mode."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import yaml
+
+from conftest import FAST_RECIPE
+from rlvr.metrics.console import MAX_WIDTH, format_line
+
+
+def test_a_line_is_short_and_says_what_matters():
+    row = {"avg_correctness": 0.3125, "avg_format": 0.75, "avg_total": 0.6875, "avg_binary": 0.25,
+           "zero_std_frac/total": 0.25, "generated_samples": 192.0, "loss": 0.01, "kl": 0.0}
+    line = format_line(row, 12, 200, 3.417)
+    assert line == "step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | 3.42 s/step"
+    assert "success 1.000" in format_line({**row, "avg_success": 1.0}, 12, 200, None)
+    crowded = {**row, **{f"avg_my_reward_number_{i}": 0.5 for i in range(30)}}
+    assert len(format_line(crowded, 12, 200, 1.0)) <= MAX_WIDTH
+    assert format_line({"eval_avg_total": 0.5}, 4, 10, None, prefix="eval_") == "eval step 4/10 | total 0.500"
+
+
+def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_path, capsys):
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from rlvr.metrics.console import QuietProgressCallback
+    from rlvr.training.runner import main
+
+    out = tmp_path / "run"
+    trainer = main(["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir, "--output_dir", str(out),
+                    "--max_steps", "2", "--print_rollouts", "false"])
+    printed = capsys.readouterr().out.splitlines()
+    steps = [line for line in printed if line.startswith("step ")]
+    assert [line.split(" | ")[0] for line in steps] == ["step 1/2", "step 2/2"]
+    assert all(len(line) <= MAX_WIDTH and "samples" in line and "s/step" in line for line in steps)
+    assert not any(line.lstrip().startswith("{'") for line in printed)  # no dict of the logged row
+    assert any(line.startswith(f"[run] writing to {out}/") for line in printed)
+    assert any(line.startswith(f"[run] saved the final model to {out}/") for line in printed)
+    kinds = [type(cb) for cb in trainer.callback_handler.callbacks]
+    assert QuietProgressCallback in kinds and ProgressCallback not in kinds and PrinterCallback not in kinds
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len([row for row in rows if "loss" in row][0]) > 20  # the full row stays in metrics.jsonl
+
+    from rlvr.analysis import plots, report
+
+    plots.main([str(out), "--out", str(tmp_path / "plots")])  # the analysis commands say where they write, too
+    report.main([str(out)])
+    printed = capsys.readouterr().out
+    assert f"[plots] writing to {tmp_path / 'plots'}/" in printed and f"[plots] wrote {tmp_path / 'plots'}" in printed
+    assert f"[report] writing {out / 'report.md'}" in printed and f"[report] wrote {out / 'report.md'}" in printed
+
+
+def test_data_says_where_it_writes(tmp_path, capsys):
+    from rlvr.data.cli import main
+
+    main(["--config", FAST_RECIPE, "--output_dir", str(tmp_path / "d"), "--size", "60"])
+    printed = capsys.readouterr().out
+    assert f"[data] writing to {tmp_path / 'd'}/" in printed and f"[data] saved to {tmp_path / 'd'}/" in printed
+
+
+def test_known_harmless_warnings_are_dropped_by_message_only():
+    from rlvr.metrics.console import silence_known_warnings
+
+    silence_known_warnings()
+    deepspeed = logging.getLogger("DeepSpeed")
+
+    def record(message):
+        return logging.LogRecord("DeepSpeed", logging.WARNING, __file__, 1, message, None, None)
+
+    assert not deepspeed.filter(record("Setting accelerator to CPU. If you have GPU or other accelerator, we were "
+                                       "unable to detect it."))
+    assert deepspeed.filter(record("Setting accelerator to CUDA"))  # any other message still shows
+
+
+@pytest.mark.parametrize("command", ["data", "evaluate", "before-after", "plots", "report", "sweep", "plan"])
+def test_help_names_its_command(command, capsys):
+    from rlvr.__main__ import dispatch
+
+    with pytest.raises(SystemExit):
+        dispatch([command, "--help"])
+    assert capsys.readouterr().out.startswith(f"usage: rlvr {command} ")
+
+
+def test_a_smoke_sweep_shrinks_the_evaluation(tiny_model_dir, tmp_path, capsys):
+    from rlvr.analysis.sweep import SMOKE_EVALUATION, is_smoke, run_sweep
+
+    assert is_smoke({"max_steps": 2}, False) and is_smoke({}, True) and not is_smoke({"max_steps": 60}, False)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "smoke", "base": FAST_RECIPE, "vary": {"seed": [1]},
+                                    "fixed": {"print_rollouts": False},
+                                    "evaluate": {"num_samples": 8, "k": [1, 8]}}))
+    result = run_sweep(str(spec), tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2},
+                       launcher="inprocess")
+    assert result["smoke"] and result["status"] == {"seed-1": "done"}
+    after = json.loads((tmp_path / "out" / "smoke" / "seed-1" / "eval" / "after.json").read_text())
+    assert (after["overall"]["prompts"], after["num_samples"]) == (SMOKE_EVALUATION["num_prompts"], 2)
+    printed = capsys.readouterr().out
+    assert "[sweep] smoke:" in printed and f"smoke sweep written to {tmp_path / 'out' / 'smoke'}/" in printed
