@@ -8,16 +8,18 @@ from conftest import FAST_RECIPE, read_jsonl
 
 from rlvr.cli import ConfigError
 from rlvr.training.runner import main
-from rlvr.training.speed import SPEEDUPS, apply_process_speedups, common_prefix_length, parse_speedups, shared_prefix_plan
+from rlvr.training.speed import (SPEEDUPS, apply_cpu_threads, common_prefix_length, cpu_threads_for, local_processes,
+                                 parse_speedups, shared_prefix_plan)
 
 
 def test_speedups_field_parses_all_none_and_lists():
     assert parse_speedups("all") == frozenset(SPEEDUPS)
     assert parse_speedups("none") == frozenset()
-    assert parse_speedups("threads") == {"threads"}
-    assert parse_speedups(" shared_prefix , threads ") == {"threads", "shared_prefix"}
+    assert parse_speedups(" shared_prefix , ") == {"shared_prefix"}
     with pytest.raises(ValueError, match="bogus"):
-        parse_speedups("threads,bogus")
+        parse_speedups("shared_prefix,bogus")
+    with pytest.raises(ValueError, match="cpu_threads"):  # the old name points at its replacement
+        parse_speedups("threads")
 
 
 def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
@@ -28,23 +30,60 @@ def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
     assert err.value.field == "speedups" and "warp_drive" in str(err.value)
 
 
-def test_threads_switch_sets_one_thread_only_when_on_and_unset(monkeypatch):
+@pytest.mark.parametrize("value, cores, environ, expected", [
+    ("auto", {0, 1}, {}, 2),                                     # plain python on a 2-core machine: both cores
+    ("auto", {0, 1}, {"OMP_NUM_THREADS": "1"}, 2),               # accelerate's export does not decide
+    ("auto", {0, 1, 2, 3}, {"LOCAL_WORLD_SIZE": "2"}, 2),        # 2 processes share 4 cores
+    ("auto", {0, 1}, {"LOCAL_WORLD_SIZE": "4"}, 1),              # never below one
+    ("auto", {0, 1, 2, 3, 4, 5}, {"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 2),
+    ("auto", {3}, {}, 1),                                        # taskset/cgroup limits count, not the machine's cores
+    ("1", {0, 1}, {}, 1),                                        # the crowded-machine switch
+    ("3", {0, 1}, {"LOCAL_WORLD_SIZE": "2"}, 3),                 # an explicit count is taken as given
+])
+def test_cpu_threads_follow_affinity_and_local_processes(monkeypatch, value, cores, environ, expected):
+    for name in ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, setting in environ.items():
+        monkeypatch.setenv(name, setting)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: cores)
+    assert cpu_threads_for(value) == expected
     before = torch.get_num_threads()
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
-        torch.set_num_threads(2)
-        apply_process_speedups(frozenset(), use_cpu=True)
-        assert torch.get_num_threads() == 2
-        apply_process_speedups(frozenset({"threads"}), use_cpu=False)
-        assert torch.get_num_threads() == 2
-        monkeypatch.setenv("OMP_NUM_THREADS", "2")
-        apply_process_speedups(frozenset({"threads"}), use_cpu=True)
-        assert torch.get_num_threads() == 2
-        monkeypatch.delenv("OMP_NUM_THREADS")
-        apply_process_speedups(frozenset({"threads"}), use_cpu=True)
-        assert torch.get_num_threads() == 1
+        torch.set_num_threads(7 if expected != 7 else 5)
+        assert apply_cpu_threads(value, use_cpu=False) is None and torch.get_num_threads() != expected  # GPU: untouched
+        assert apply_cpu_threads(value, use_cpu=True) == expected == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+def test_local_processes_ignores_junk():
+    assert local_processes({"LOCAL_WORLD_SIZE": "x", "MPI_LOCALNRANKS": "0"}) == 1
+    assert local_processes({"MPI_LOCALNRANKS": "2"}) == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
+def test_bad_cpu_threads_is_one_line_before_any_model_loads(tmp_path, value):
+    argv = ["--config", FAST_RECIPE, "--model_name_or_path", str(tmp_path / "none"), "--build_tiny_model", "false",
+            "--output_dir", str(tmp_path / "o"), "--cpu_threads", value]
+    with pytest.raises(ConfigError) as err:
+        main(argv)
+    assert err.value.field == "cpu_threads" and "positive integer" in str(err.value)
+
+
+def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what `accelerate launch` exports
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        torch.set_num_threads(1)
+        trainer, _ = run_recipe("--max_steps", "1", "--cpu_threads", "auto")
+        seen.append(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2]
+    assert "[threads] 2 intra-op thread(s) per process (cpu_threads auto)" in capsys.readouterr().out
 
 
 def test_shared_prefix_plan_finds_the_prefix_and_steps_aside_when_it_cannot_apply():

@@ -40,11 +40,12 @@ def build_trainer(recipe: Recipe):
     from rlvr.recipes.tiny.model import ensure_tiny_model
     from rlvr.training.algorithms import ALGORITHMS
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
-    from rlvr.training.speed import apply_process_speedups, parse_speedups
+    from rlvr.training.speed import apply_cpu_threads, parse_speedups
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
     speedups = parse_speedups(args.speedups)
-    apply_process_speedups(speedups, use_cpu=training.use_cpu or training.device.type == "cpu")
+    if threads := apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu"):
+        print(f"[threads] {threads} intra-op thread(s) per process (cpu_threads {args.cpu_threads})", flush=True)
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = model_init_kwargs(model_args, training)
