@@ -37,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.machine_load import measured_load  # noqa: E402
 from rlvr.cli import ArgumentParser, ConfigError, cli  # noqa: E402
 from rlvr.planning import (  # noqa: E402
     GIB, KNOWN_SHAPES, LINEAR_MODULES, MARGIN_BYTES, ModelShape, Workload, estimate_prompt_tokens, plan_memory,
@@ -433,13 +434,14 @@ def main(argv: list[str] | None = None) -> int:
                                   "figures alone)")
     run, deadline = not args.dry_run, time.time() + 60 * args.max_minutes
     rows = []
-    if "memory" in args.sections:
-        rows += memory_rows(run)
-    if "fit" in args.sections:
-        rows += fit_rows(run, args.budget_gib, args.steps, deadline,
-                         [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs])
-    if "eval" in args.sections:
-        rows += eval_rows(run, args.eval_prompts, deadline)
+    with measured_load("gpu_check"):  # the CPU side (generation loop, rewards) shows in GPU throughput too
+        if "memory" in args.sections:
+            rows += memory_rows(run)
+        if "fit" in args.sections:
+            rows += fit_rows(run, args.budget_gib, args.steps, deadline,
+                             [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs])
+        if "eval" in args.sections:
+            rows += eval_rows(run, args.eval_prompts, deadline)
     device = torch.cuda.get_device_name(0) if run else "no GPU (dry run)"
     print(f"gpu_check on {device}; tolerance +-{args.tolerance:g}, budget {args.budget_gib:g} GiB")
     print(format_table(rows))

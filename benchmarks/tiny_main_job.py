@@ -20,6 +20,7 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
+from benchmarks.machine_load import measured_load
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.records import last, load_run, time_totals
 from rlvr.metrics.keys import TIME_PHASES as PHASES
@@ -64,9 +65,10 @@ def main(argv: list[str] | None = None) -> dict:
         summary["wall_s"] = time.perf_counter() - t0
         return summary
 
-    before = held_out(None, "before")
-    grpo_s = run_grpo(args.config, out / "grpo", args.launcher, extra)
-    after = held_out(str(out / "grpo"), "after")
+    with measured_load("tiny_main_job") as load:
+        before = held_out(None, "before")
+        grpo_s = run_grpo(args.config, out / "grpo", args.launcher, extra)
+        after = held_out(str(out / "grpo"), "after")
     total_s = time.perf_counter() - start
     split = grpo_time_split(out / "grpo")
 
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
         "samples_per_s": split["generated_samples"] / grpo_s,
         "grpo_seconds": split["seconds"],
         "zero_std_frac/correctness": split["zero_std_frac/correctness"],
+        "load": load,
     }
     (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
 

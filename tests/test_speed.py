@@ -176,3 +176,15 @@ def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
         assert (trainer._shared_prefix_calls > calls) == bool(speedups)
     for off, on in zip(results[frozenset()], results[frozenset({"shared_prefix"})]):
         torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
+
+
+def test_time_accounts_split_reference_old_policy_and_optimizer(run_recipe):
+    """beta > 0 and two passes per generation: reference and old-policy passes and the optimizer step are timed."""
+    _, out = run_recipe("--max_steps", "2", "--beta", "0.04", "--num_iterations", "2")
+    rows = [r for r in read_jsonl(Path(out) / "metrics.jsonl") if "time/total_s" in r]
+    assert len(rows) == 2 and all(r["time/optimizer_s"] > 0 for r in rows)  # step 2 reuses step 1's rollout
+    assert rows[0]["time/reference_s"] > 0 and rows[1]["time/reference_s"] == 0
+    assert rows[0]["time/old_policy_s"] > 0
+    for r in rows:
+        assert r["time/reference_s"] + r["time/old_policy_s"] <= r["time/logprobs_s"] + 1e-6
+        assert r["time/optimizer_s"] <= r["time/optimization_s"] + 1e-6

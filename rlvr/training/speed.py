@@ -16,6 +16,10 @@ field `cpu_threads` sets it, see `cpu_threads_for` below.
                  Hidden cost: the per-row log-probs differ from TRL's fused-head pass by float rounding (~1e-6);
                  the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
                  head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
+
+Measured and left out: a fused or foreach AdamW. transformers 5 already defaults to `optim: adamw_torch_fused` (torch
+>= 2.8), which on the tiny model's 46 tensors (0.82M parameters) took 4 ms a step against 11-15 ms for the per-tensor
+loop and 12-14 ms for foreach (1 thread, busy machine: direction only); nothing is left to switch.
 """
 
 from __future__ import annotations
