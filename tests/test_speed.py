@@ -188,3 +188,25 @@ def test_time_accounts_split_reference_old_policy_and_optimizer(run_recipe):
     for r in rows:
         assert r["time/reference_s"] + r["time/old_policy_s"] <= r["time/logprobs_s"] + 1e-6
         assert r["time/optimizer_s"] <= r["time/optimization_s"] + 1e-6
+
+
+def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_forward():
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("speed_benchmark", REPO / "benchmarks" / "speed.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    shape = {"samples": 4, "shared_prefix": 10, "matmul_params": 1000, "attention_width": 0, "params": 1200, "beta": 0.0}
+    flops = bench.step_flops(shape, tokens=4 * 30, completion_tokens=4 * 20, old_policy=False)
+    assert flops["generation"] == (4 * 30 - 3 * 10) * 2 * 1000  # 90 distinct tokens, 2 FLOPs per weight
+    assert flops["policy_fwd_bwd"] == 3 * flops["generation"] and flops["reference"] == flops["old_policy"] == 0
+    assert bench.step_flops({**shape, "beta": 0.04}, 120, 80, old_policy=True)["reference"] == flops["generation"]
+    result = {"per_step": {"time/generation_s": 1.0, "time/optimization_s": 0.5, "time/optimizer_s": 0.1,
+                           "time/total_s": 2.0}, "tokens_per_step": 120, "completion_tokens_per_step": 80}
+    rows = {row[0]: row for row in bench.floor_table(shape, result, rate=1.8e5, optimizer_floor=0.05)}
+    assert rows["generation"][2:] == (1.0, 1.0, 1.0)  # 180 kFLOP at 180 kFLOP/s: at the floor
+    assert rows["optimizer"][2:] == (0.05, 0.1, 0.5)
+    assert rows["other (scoring, bookkeeping)"][3] == pytest.approx(2.0 - 1.0 - 0.4 - 0.1)
+    assert rows["step"][3] == 2.0 and "reference" not in rows
