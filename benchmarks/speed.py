@@ -17,9 +17,21 @@ Printed per run: samples/s over the training loop's own step time (`time/total_s
 TRL's `train_runtime` (the training time the ratios use: the same clock for rlvr and bare runs), wall time with
 start-up, mean loss and reward. Then, per variant, the floor table: each phase's FLOPs per step (forward = 2 x matmul
 parameters x tokens + 4 x layers x heads x head_dim x attended keys; backward = 2 x forward), its floor (FLOPs / the
-measured fp32 matmul rate at a representative size; the optimizer's floor is one fused AdamW step over a single
+best measured fp32 matmul rate, of a 1024^3 matmul and one at the model's shapes; the optimizer's floor is one fused AdamW step over a single
 tensor of the model's size), its measured seconds per step (the trainer's `time/*` accounts) and floor / measured.
 Token counts are the floor's: the prompt prefix shared by every row counted once, as the shared_prefix path runs it.
+A last row, outside the step, is training time spent between steps (logging, callbacks writing metrics and rollouts,
+data loading): `train_runtime` minus the accounted steps, per step.
+
+What was measured toward the floor (direction only: a busy shared 2-core machine, load ~6), and why it is not a switch:
+- fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/training/speed.py); the optimizer
+  is ~2 ms of a step.
+- logging per step: the row above; 0.02-0.03 s per step under load (4.4-6.5 s steps): under 1%, no switch.
+- the reference pass fused into the policy's forward (beta > 0): the two models have different weights once the
+  policy moves, so their matmuls cannot share one GEMM; stacking them (torch.func) would only save launches, while
+  the shared-prefix path already cuts the reference pass to the distinct tokens. Not built.
+- static KV cache / torch.compile for decoding: not built in this round; generation is the phase furthest from its
+  floor (37 sequential decode steps of (64 x 128) x (128 x 384) matmuls, which run at ~1% of the 1024^3 rate).
 """
 
 from __future__ import annotations
@@ -53,14 +65,16 @@ def read_rows(output_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
-def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: str, output_dir: Path) -> dict:
+def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: str, output_dir: Path,
+             cpu_threads: str = "auto") -> dict:
     """One training run (a variant of `speedups`, or `bare` TRL); samples/s, train_runtime, wall time, loss, reward."""
     prefix = ["accelerate", "launch"] if launcher == "accelerate" and variant != BARE else [sys.executable]
     if variant == BARE:
-        command = [*prefix, __file__, "--_bare", config, "--max_steps", str(max_steps), "--output_dir", str(output_dir)]
+        command = [*prefix, __file__, "--_bare", config, "--max_steps", str(max_steps), "--output_dir", str(output_dir),
+                   "--cpu_threads", cpu_threads]
     else:
         command = [*prefix, script_for(config), "--config", config, "--max_steps", str(max_steps), "--speedups",
-                   variant, "--output_dir", str(output_dir), *COMMON]
+                   variant, "--output_dir", str(output_dir), "--cpu_threads", cpu_threads, *COMMON]
     start = time.perf_counter()
     subprocess.run(command, check=True, env={**os.environ, **ENV}, cwd=ROOT, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
@@ -84,12 +98,14 @@ def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: s
         result["per_step"] = {key: mean(row.get(key, 0.0) for row in timed) for key in keys}
         result["tokens_per_step"] = per_step("num_tokens")
         result["completion_tokens_per_step"] = per_step("generated_tokens")
+        # Training time outside the accounted steps: logging, callbacks (metrics/rollout files), data loading.
+        result["outside_steps_s"] = (result["train_runtime"] - sum(r["time/total_s"] for r in accounted)) / len(accounted)
     else:
         result["samples_per_s"] = None
     return result
 
 
-def bare_trl(config: str, max_steps: int, output_dir: str) -> None:
+def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> None:
     """The bare contender, in its own process: plain trl.GRPOTrainer with the recipe's model, rows, reward callables
     and GRPOConfig fields; writes TRL's log history as metrics.jsonl."""
     import dataclasses
@@ -101,7 +117,8 @@ def bare_trl(config: str, max_steps: int, output_dir: str) -> None:
     from rlvr.training.model_loading import model_init_kwargs
     from rlvr.training.speed import cpu_threads_for
 
-    argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, *COMMON]
+    argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, "--cpu_threads", cpu_threads,
+            *COMMON]
     recipe = validate(*parse_args(argv))
     training = recipe.training
     torch.set_num_threads(cpu_threads_for(recipe.args.cpu_threads))  # the same rule as the rlvr runs
@@ -214,15 +231,17 @@ def floor_table(shape: dict, result: dict, rate: float, optimizer_floor: float) 
     total_floor = sum(r[2] for r in rows)
     rows.append(("step", sum(flops.values()) / 1e9, total_floor, per.get("time/total_s", 0.0),
                  total_floor / per["time/total_s"] if per.get("time/total_s") else None))
+    if "outside_steps_s" in result:  # not in the step's floor: logging and callbacks should cost ~0
+        rows.append(("outside the step (logging, callbacks)", 0.0, 0.0, result["outside_steps_s"], None))
     return rows
 
 
 def print_floor(config: str, variant: str, rows: list[tuple]) -> None:
     print(f"\n{config} speedups={variant}: per generation step")
-    print(f"  {'phase':<30}{'GFLOP':>8}{'floor s':>10}{'measured s':>12}{'% of floor':>12}")
+    print(f"  {'phase':<40}{'GFLOP':>8}{'floor s':>10}{'measured s':>12}{'% of floor':>12}")
     for phase, gflop, floor, measured, share in rows:
         pct = f"{100 * share:9.1f} %" if share is not None else "        -"
-        print(f"  {phase:<30}{gflop:8.2f}{floor:10.4f}{measured:12.4f}{pct:>12}")
+        print(f"  {phase:<40}{gflop:8.2f}{floor:10.4f}{measured:12.4f}{pct:>12}")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -236,17 +255,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every contender")
     parser.add_argument("--launcher", choices=["python", "accelerate"], default="python")
     parser.add_argument("--output", default=None, help="JSON report path")
+    parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for every contender (1 on a busy machine)")
     parser.add_argument("--_bare", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output_dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._bare:
-        bare_trl(args._bare, args.max_steps, args.output_dir)
+        bare_trl(args._bare, args.max_steps, args.output_dir, args.cpu_threads)
         return {}
     import torch
 
     from rlvr.training.speed import cpu_threads_for
 
-    torch.set_num_threads(cpu_threads_for("auto"))
+    torch.set_num_threads(cpu_threads_for(args.cpu_threads))
     report = {}
     with measured_load("speed") as load, tempfile.TemporaryDirectory(prefix="speed-") as scratch:
         big = matmul_rate(1024, 1024, 1024)
@@ -265,7 +285,8 @@ def main(argv: list[str] | None = None) -> dict:
             for round_ in range(args.rounds):
                 for contender in contenders:
                     out = Path(scratch) / f"{Path(config).stem}-{contender.replace(',', '+')}-{round_}"
-                    result = run_once(config, contender, args.max_steps, args.warmup, args.launcher, out)
+                    result = run_once(config, contender, args.max_steps, args.warmup, args.launcher, out,
+                                      args.cpu_threads)
                     results[contender].append(result)
                     rate = f"{result['samples_per_s']:6.1f} samples/s" if result["samples_per_s"] else "      -          "
                     print(f"{config} {'speedups=' + contender if contender != BARE else 'bare TRL':<24} round {round_}: "
@@ -276,8 +297,9 @@ def main(argv: list[str] | None = None) -> dict:
                 summary[contender] = {key: mean(r[key] for r in runs) for key in ("train_runtime", "wall_s", "loss", "reward")}
                 if runs[0]["samples_per_s"]:
                     summary[contender]["samples_per_s"] = mean(r["samples_per_s"] for r in runs)
-                    merged = {**runs[-1], "per_step": {k: mean(r["per_step"].get(k, 0.0) for r in runs) for k in runs[0]["per_step"]}}
-                    floor = floor_table(shape, merged, big, optimizer_floor)
+                    merged = {**runs[-1], "outside_steps_s": mean(r["outside_steps_s"] for r in runs),
+                              "per_step": {k: mean(r["per_step"].get(k, 0.0) for r in runs) for k in runs[0]["per_step"]}}
+                    floor = floor_table(shape, merged, max(big, own), optimizer_floor)
                     summary[contender]["floor"] = floor
                     print_floor(config, contender, floor)
             base = summary[args.variants[0]]["train_runtime"]
