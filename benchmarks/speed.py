@@ -16,9 +16,9 @@ a warning when the machine was busy: such figures show direction only.
 Printed per run: samples/s over the training loop's own step time (`time/total_s`, first `--warmup` steps left out),
 TRL's `train_runtime` (the training time the ratios use: the same clock for rlvr and bare runs), wall time with
 start-up, mean loss and reward. Then, per variant, the floor table: each phase's FLOPs per step (forward = 2 x matmul
-parameters x tokens + 4 x layers x heads x head_dim x attended keys; backward = 2 x forward), its floor (FLOPs / the
-best measured fp32 matmul rate, of a 1024^3 matmul and one at the model's shapes; the optimizer's floor is one fused AdamW step over a single
-tensor of the model's size), its measured seconds per step (the trainer's `time/*` accounts) and floor / measured.
+parameters x tokens + 4 x layers x heads x head_dim x attended keys; backward = 2 x forward), its floor (FLOPs /
+the best measured fp32 matmul rate, of a 1024^3 matmul and one at the model's shapes; the optimizer's floor is one
+fused AdamW step over a single tensor of the model's size), its measured seconds per step (the trainer's `time/*` accounts) and floor / measured.
 Token counts are the floor's: the prompt prefix shared by every row counted once, as the shared_prefix path runs it.
 A last row, outside the step, is training time spent between steps (logging, callbacks writing metrics and rollouts,
 data loading): `train_runtime` minus the accounted steps, per step.
