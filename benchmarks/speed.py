@@ -8,9 +8,9 @@ training-time ratios, and each phase's distance from its arithmetic floor.
 Each run is the recipe command a user types (`python recipes/<algo>.py --config ... --speedups <variant>`), seeded
 identically, so every variant generates from the same model state and scores the same loss (printed, to compare).
 The contender `bare` is plain `trl.GRPOTrainer` on the same model, rows, reward functions (the plain callables, no
-rlvr wrapper) and GRPOConfig fields, at the same intra-op thread count (`cpu_threads auto`), with no rlvr trainer
-code at all; it runs for GRPO-family configs. Runs alternate (A, B, bare, A, B, bare, ...) so that load from other
-processes hits every contender alike; the load average is printed before and after (benchmarks/machine_load.py), with
+rlvr wrapper) and GRPOConfig fields, at the same intra-op thread count (`--cpu_threads`, default auto), with no rlvr
+trainer code at all; it runs for configs whose algorithm is plain grpo. Runs alternate (A, B, bare, A, B, bare,
+...) so that load from other processes hits every contender alike; the load average is printed before and after (benchmarks/machine_load.py), with
 a warning when the machine was busy: such figures show direction only.
 
 Printed per run: samples/s over the training loop's own step time (`time/total_s`, first `--warmup` steps left out),
@@ -197,6 +197,7 @@ def model_shape(config: str) -> dict:
         "prompt_tokens": mean(len(p) for p in prompts),
         "samples": t.generation_batch_size,
         "beta": t.beta,
+        "algorithm": t.algorithm,
     }
 
 
@@ -284,7 +285,8 @@ def main(argv: list[str] | None = None) -> dict:
                   f"({shape['samples'] * 32}x{shape['hidden']}x{shape['intermediate']}) {own / 1e9:.1f} GFLOP/s, "
                   f"decode ({shape['samples']}x{shape['hidden']}x{shape['intermediate']}) {decode / 1e9:.1f} GFLOP/s; "
                   f"shared prefix {shape['shared_prefix']} of {shape['prompt_tokens']:.0f} prompt tokens", flush=True)
-            contenders = [*args.variants, *([] if args.no_bare or Path(config).stem in SCRIPTS else [BARE])]
+            bare = not args.no_bare and shape["algorithm"] == "grpo"  # plain TRL has no other algorithm's advantages
+            contenders = [*args.variants, *([BARE] if bare else [])]
             results = {contender: [] for contender in contenders}
             for round_ in range(args.rounds):
                 for contender in contenders:
