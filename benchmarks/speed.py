@@ -1,8 +1,8 @@
 """Speed benchmark: the same recipe with speed-ups off and on, and bare TRL, interleaved, in one run; prints samples/s,
 training-time ratios, and each phase's distance from its arithmetic floor.
 
-    HF_HUB_OFFLINE=1 WANDB_MODE=disabled python benchmarks/speed.py                      # tiny GRPO: none, all, bare TRL
-    python benchmarks/speed.py --variants all --max_steps 30 --rounds 2                   # issue 22's check: default vs bare TRL
+    HF_HUB_OFFLINE=1 WANDB_MODE=disabled python benchmarks/speed.py          # tiny GRPO: none, all, bare TRL
+    python benchmarks/speed.py --variants all --max_steps 30 --rounds 2       # issue 22: default vs bare TRL
     python benchmarks/speed.py --configs recipes/tiny/{grpo,dapo,rloo,ppo}.yaml --max_steps 10 --no_bare
 
 Each run is the recipe command a user types (`python recipes/<algo>.py --config ... --speedups <variant>`), seeded
@@ -10,15 +10,16 @@ identically, so every variant generates from the same model state and scores the
 The contender `bare` is plain `trl.GRPOTrainer` on the same model, rows, reward functions (the plain callables, no
 rlvr wrapper) and GRPOConfig fields, at the same intra-op thread count (`--cpu_threads`, default auto), with no rlvr
 trainer code at all; it runs for configs whose algorithm is plain grpo. Runs alternate (A, B, bare, A, B, bare,
-...) so that load from other processes hits every contender alike; the load average is printed before and after (benchmarks/machine_load.py), with
-a warning when the machine was busy: such figures show direction only.
+...) so that load from other processes hits every contender alike; the load average is printed before and after
+(benchmarks/machine_load.py), with a warning when the machine was busy: such figures show direction only.
 
 Printed per run: samples/s over the training loop's own step time (`time/total_s`, first `--warmup` steps left out),
 TRL's `train_runtime` (the training time the ratios use: the same clock for rlvr and bare runs), wall time with
 start-up, mean loss and reward. Then, per variant, the floor table: each phase's FLOPs per step (forward = 2 x matmul
 parameters x tokens + 4 x layers x heads x head_dim x attended keys; backward = 2 x forward), its floor (FLOPs /
 the best measured fp32 matmul rate, of a 1024^3 matmul and one at the model's shapes; the optimizer's floor is one
-fused AdamW step over a single tensor of the model's size), its measured seconds per step (the trainer's `time/*` accounts) and floor / measured.
+fused AdamW step over a single tensor of the model's size), its measured seconds per step (the trainer's `time/*`
+accounts) and floor / measured.
 Token counts are the floor's: the prompt prefix shared by every row counted once, as the shared_prefix path runs it.
 A last row, outside the step, is training time spent between steps (logging, callbacks writing metrics and rollouts,
 data loading): `train_runtime` minus the accounted steps, per step.
@@ -103,7 +104,8 @@ def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: s
         result["tokens_per_step"] = per_step("num_tokens")
         result["completion_tokens_per_step"] = per_step("generated_tokens")
         # Training time outside the accounted steps: logging, callbacks (metrics/rollout files), data loading.
-        result["outside_steps_s"] = (result["train_runtime"] - sum(r["time/total_s"] for r in accounted)) / len(accounted)
+        stepped = sum(r["time/total_s"] for r in accounted)
+        result["outside_steps_s"] = (result["train_runtime"] - stepped) / len(accounted)
     else:
         result["samples_per_s"] = None
     return result
@@ -127,7 +129,8 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     training = recipe.training
     torch.set_num_threads(cpu_threads_for(recipe.args.cpu_threads))  # the same rule as the rlvr runs
     skip = {"steps_per_generation"}  # derived from generation_batch_size; TRL refuses both
-    values = {f.name: getattr(training, f.name) for f in dataclasses.fields(GRPOConfig) if f.init and f.name not in skip}
+    names = [f.name for f in dataclasses.fields(GRPOConfig) if f.init and f.name not in skip]
+    values = {name: getattr(training, name) for name in names}
     values = {k: getattr(v, "value", v) for k, v in values.items()}
     values.update(model_init_kwargs=model_init_kwargs(recipe.model, training), reward_weights=recipe.rewards.weights)
     trainer = GRPOTrainer(model=recipe.model.model_name_or_path, reward_funcs=list(recipe.rewards.funcs),
@@ -225,12 +228,14 @@ def floor_table(shape: dict, result: dict, rate: float, optimizer_floor: float) 
         "policy_fwd_bwd": per.get("time/optimization_s", 0.0) - per.get("time/optimizer_s", 0.0),
         "optimizer": per.get("time/optimizer_s", 0.0),
     }
-    flops = step_flops(shape, result["tokens_per_step"], result["completion_tokens_per_step"], measured["old_policy"] > 0)
+    flops = step_flops(shape, result["tokens_per_step"], result["completion_tokens_per_step"],
+                       old_policy=measured["old_policy"] > 0)
     rows = []
     for phase, value in flops.items():
         floor = optimizer_floor if phase == "optimizer" else value / rate
         if value or measured[phase]:
-            rows.append((phase, value / 1e9, floor, measured[phase], floor / measured[phase] if measured[phase] else None))
+            share = floor / measured[phase] if measured[phase] else None
+            rows.append((phase, value / 1e9, floor, measured[phase], share))
     other = per.get("time/total_s", 0.0) - sum(measured.values())
     rows.append(("other (scoring, bookkeeping)", 0.0, 0.0, other, None))
     total_floor = sum(r[2] for r in rows)
@@ -241,12 +246,31 @@ def floor_table(shape: dict, result: dict, rate: float, optimizer_floor: float) 
     return rows
 
 
-def print_floor(config: str, variant: str, rows: list[tuple]) -> None:
+def print_floor(config: str, variant: str, rows: list[tuple]) -> list[tuple]:
     print(f"\n{config} speedups={variant}: per generation step")
     print(f"  {'phase':<40}{'GFLOP':>8}{'floor s':>10}{'measured s':>12}{'% of floor':>12}")
     for phase, gflop, floor, measured, share in rows:
         pct = f"{100 * share:9.1f} %" if share is not None else "        -"
         print(f"  {phase:<40}{gflop:8.2f}{floor:10.4f}{measured:12.4f}{pct:>12}")
+    return rows
+
+
+def summarise(results: dict[str, list[dict]], baseline: str, show_floor) -> dict:
+    """Means over rounds per contender, training-time ratios to the baseline variant and to bare TRL; `show_floor`
+    gets each rlvr contender's round-averaged step accounts (bare TRL has none) and returns its floor table."""
+    summary = {}
+    for contender, runs in results.items():
+        summary[contender] = {key: mean(r[key] for r in runs) for key in ("train_runtime", "wall_s", "loss", "reward")}
+        if runs[0]["samples_per_s"]:
+            summary[contender]["samples_per_s"] = mean(r["samples_per_s"] for r in runs)
+            per_step = {k: mean(r["per_step"].get(k, 0.0) for r in runs) for k in runs[0]["per_step"]}
+            merged = {**runs[-1], "outside_steps_s": mean(r["outside_steps_s"] for r in runs), "per_step": per_step}
+            summary[contender]["floor"] = show_floor(contender, merged)
+    for entry in summary.values():
+        entry["time_ratio_to_baseline"] = entry["train_runtime"] / summary[baseline]["train_runtime"]
+        if BARE in summary:
+            entry["time_ratio_to_bare"] = entry["train_runtime"] / summary[BARE]["train_runtime"]
+    return summary
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -260,7 +284,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every contender")
     parser.add_argument("--launcher", choices=["python", "accelerate"], default="python")
     parser.add_argument("--output", default=None, help="JSON report path")
-    parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for every contender (1 on a busy machine)")
+    parser.add_argument("--cpu_threads", default="auto",
+                        help="the recipe field, for every contender (1 on a busy machine)")
     parser.add_argument("--_bare", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output_dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -294,25 +319,13 @@ def main(argv: list[str] | None = None) -> dict:
                     result = run_once(config, contender, args.max_steps, args.warmup, args.launcher, out,
                                       args.cpu_threads)
                     results[contender].append(result)
-                    rate = f"{result['samples_per_s']:6.1f} samples/s" if result["samples_per_s"] else "      -          "
-                    print(f"{config} {'speedups=' + contender if contender != BARE else 'bare TRL':<24} round {round_}: "
+                    rate = f"{result['samples_per_s']:6.1f} samples/s" if result["samples_per_s"] else f"{'-':>17}"
+                    label = "bare TRL" if contender == BARE else "speedups=" + contender
+                    print(f"{config} {label:<24} round {round_}: "
                           f"{rate}  train {result['train_runtime']:6.1f} s  wall {result['wall_s']:5.1f} s  "
                           f"loss {result['loss']:+.5f}  reward {result['reward']:.4f}", flush=True)
-            summary = {}
-            for contender, runs in results.items():
-                summary[contender] = {key: mean(r[key] for r in runs) for key in ("train_runtime", "wall_s", "loss", "reward")}
-                if runs[0]["samples_per_s"]:
-                    summary[contender]["samples_per_s"] = mean(r["samples_per_s"] for r in runs)
-                    merged = {**runs[-1], "outside_steps_s": mean(r["outside_steps_s"] for r in runs),
-                              "per_step": {k: mean(r["per_step"].get(k, 0.0) for r in runs) for k in runs[0]["per_step"]}}
-                    floor = floor_table(shape, merged, max(big, own), optimizer_floor)
-                    summary[contender]["floor"] = floor
-                    print_floor(config, contender, floor)
-            base = summary[args.variants[0]]["train_runtime"]
-            for contender in contenders:
-                summary[contender]["time_ratio_to_baseline"] = summary[contender]["train_runtime"] / base
-                if BARE in summary:
-                    summary[contender]["time_ratio_to_bare"] = summary[contender]["train_runtime"] / summary[BARE]["train_runtime"]
+            summary = summarise(results, args.variants[0], lambda name, merged: print_floor(
+                config, name, floor_table(shape, merged, max(big, own), optimizer_floor)))
             report[config] = {"shape": shape, "matmul_gflops": {"1024^3": big / 1e9, "model": own / 1e9,
                                                                  "decode": decode / 1e9}, "contenders": summary}
     report["load"] = load
@@ -321,7 +334,8 @@ def main(argv: list[str] | None = None) -> dict:
         if config == "load":
             continue
         for contender, s in entry["contenders"].items():
-            cells = [f"train {s['train_runtime']:.1f} s", f"x{s['time_ratio_to_baseline']:.2f} of {args.variants[0]}'s time"]
+            cells = [f"train {s['train_runtime']:.1f} s",
+                     f"x{s['time_ratio_to_baseline']:.2f} of {args.variants[0]}'s time"]
             if "time_ratio_to_bare" in s:
                 cells.append(f"x{s['time_ratio_to_bare']:.2f} of bare TRL's time")
             if "samples_per_s" in s:

@@ -210,3 +210,9 @@ def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_for
     assert rows["optimizer"][2:] == (0.05, 0.1, 0.5)
     assert rows["other (scoring, bookkeeping)"][3] == pytest.approx(2.0 - 1.0 - 0.4 - 0.1)
     assert rows["step"][3] == 2.0 and "reference" not in rows
+    run = {"train_runtime": 10.0, "wall_s": 12.0, "loss": 0.1, "reward": 1.0, "samples_per_s": 5.0,
+           "outside_steps_s": 0.01, **result}
+    results = {"all": [run, {**run, "train_runtime": 14.0}], "bare": [{**run, "train_runtime": 36.0, "samples_per_s": None}]}
+    summary = bench.summarise(results, "all", lambda name, merged: name)
+    assert summary["all"]["time_ratio_to_bare"] == pytest.approx(12 / 36) and summary["all"]["floor"] == "all"
+    assert summary["bare"]["time_ratio_to_baseline"] == 3.0 and "floor" not in summary["bare"]
