@@ -18,6 +18,10 @@ Three sections, every model a random-weight Qwen3 built from its published shape
   estimates the real tokenizer makes, so KV cache and activations match the real run's.
 - eval: `rlvr.analysis.evaluate` throughput (samples/s) on the Qwen3-0.6B config with transformers' generate, and with vLLM
   when it is importable.
+- speed: training throughput (samples/s over the steps after the first, from the trainer's `time/total_s`, and
+  seconds per 1,000 samples) of recipes/grpo.yaml (Qwen3-1.7B shape) uncapped, with transformers generation and with
+  vLLM colocate (when importable). The fit section's runs report the same figures for the 0.6B and 4B QLoRA configs
+  (in their notes), at the 6.9 GiB cap.
 
 Exit status 0 only if every planned figure is within +-tolerance of the measured one and every 6.9 GiB config fits;
 1 otherwise; 2 (one `error:` line) for bad flags or no CUDA device.
@@ -37,16 +41,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.machine_load import measured_load  # noqa: E402
 from rlvr.cli import ArgumentParser, ConfigError, cli  # noqa: E402
 from rlvr.planning import (  # noqa: E402
     GIB, KNOWN_SHAPES, LINEAR_MODULES, MARGIN_BYTES, ModelShape, Workload, estimate_prompt_tokens, plan_memory,
 )
 
-SECTIONS = ("memory", "fit", "eval")
+SECTIONS = ("memory", "fit", "eval", "speed")
 FIT_CONFIGS = ("recipes/grpo_qwen3_0.6b_full.yaml", "recipes/grpo_qwen3_1.7b_lora.yaml",
                "recipes/grpo_qwen3_4b_qlora.yaml")
 MEMORY_CASES = (("Qwen/Qwen3-0.6B", "full"), ("Qwen/Qwen3-1.7B", "full"), ("Qwen/Qwen3-1.7B", "lora"))
 EVAL_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
+SPEED_CONFIG = "recipes/grpo.yaml"
+VLLM_COLOCATE = ["--use_vllm", "true", "--vllm_mode", "colocate", "--vllm_gpu_memory_utilization", "0.3"]
 RESULT_TAG = "GPU_CHECK_RESULT "
 
 
@@ -274,9 +281,10 @@ def memory_rows(measure: bool) -> list[Row]:
 # --- Section 2: the 6.9 GiB configs, GRPO steps under a memory cap ------------------------------------------------
 
 
-def fit_one(work: Path, config: str, budget_gib: float | None, steps: int) -> dict:
+def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = ()) -> dict:
     """In a fresh process: the runner's GRPO steps on the random-weight model of the recipe's shape, capped at
-    `budget_gib` (None: uncapped). Returns planned (margin left out) and measured peak bytes, and whether it ran."""
+    `budget_gib` (None: uncapped), `extra` flags on top. Returns planned (margin left out) and measured peak bytes,
+    whether it ran, and its samples/s."""
     import torch
 
     from rlvr.training.config import load_recipe, validate
@@ -288,7 +296,7 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int) -> di
     torch.cuda.empty_cache()
     recipe_path = byte_token_recipe(config, model_dir, work)
     argv = ["--config", str(recipe_path), "--max_steps", str(steps), "--print_rollouts", "false",
-            "--memory_budget", "off"]
+            "--memory_budget", "off", "--logging_steps", "1", *extra]
     planned = plan_recipe(validate(load_recipe(argv))).peak - MARGIN_BYTES
     if budget_gib is not None:
         torch.cuda.set_per_process_memory_fraction(budget_gib * GIB / torch.cuda.get_device_properties(0).total_memory)
@@ -299,7 +307,21 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int) -> di
     except torch.cuda.OutOfMemoryError as err:
         error = "OOM: " + str(err).splitlines()[0][:80]
     return {"planned": planned, "measured": torch.cuda.max_memory_allocated(), "ok": not error, "error": error,
-            "seconds": round(time.perf_counter() - start, 1), "steps": steps}
+            "seconds": round(time.perf_counter() - start, 1), "steps": steps,
+            "samples_per_s": None if error else samples_per_second(work / "run" / "metrics.jsonl")}
+
+
+def samples_per_second(metrics_path: Path) -> float | None:
+    """Generated samples per second of step time (`time/total_s`) over the steps after the first (its warm-up)."""
+    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    steps = [row for row in rows if "time/total_s" in row]
+    if len(steps) < 2:
+        return None
+    return (steps[-1]["generated_samples"] - steps[0]["generated_samples"]) / sum(r["time/total_s"] for r in steps[1:])
+
+
+def throughput_note(samples_per_s: float | None) -> str:
+    return f"{1000 / samples_per_s:.0f} s per 1,000 samples" if samples_per_s else "no throughput figure"
 
 
 def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int) -> dict:
@@ -354,8 +376,29 @@ def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=
                 result["measured"] = uncapped["measured"]
                 note = f"needs {uncapped['measured'] / GIB:.2f} GiB: {(uncapped['measured'] - budget_gib * GIB) / GIB:.2f} over"
         rows.append(Row("fit", name, f"{steps} GRPO steps <= {budget_gib:g} GiB", result.get("planned"),
-                        result.get("measured"), fits=bool(result.get("ok")),
-                        note=note or f"{result.get('seconds')} s for {steps} steps"))
+                        result.get("measured"), fits=bool(result.get("ok")), value=result.get("samples_per_s"),
+                        note=note or f"{result.get('seconds')} s for {steps} steps; "
+                                     + throughput_note(result.get("samples_per_s"))))
+    return rows
+
+
+def speed_rows(run: bool, steps: int, deadline: float) -> list[Row]:
+    """Training samples/s of SPEED_CONFIG, uncapped, with transformers generation and with vLLM colocate."""
+    import importlib.util
+
+    rows = []
+    name = Path(SPEED_CONFIG).stem
+    for backend, extra in (("transformers generate", []), ("vLLM colocate", VLLM_COLOCATE)):
+        phase = f"{steps} GRPO steps, {backend}"
+        if extra and importlib.util.find_spec("vllm") is None:
+            rows.append(Row("speed", name, phase, note="vLLM not installed: skipped"))
+            continue
+        if not run or time.time() >= deadline:
+            rows.append(Row("speed", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME))
+            continue
+        result = child(["fit", SPEED_CONFIG, None, steps, extra], deadline - time.time())
+        rows.append(Row("speed", name, phase, measured=result.get("measured"), value=result.get("samples_per_s"),
+                        note=result.get("error") or throughput_note(result.get("samples_per_s"))))
     return rows
 
 
@@ -432,13 +475,16 @@ def main(argv: list[str] | None = None) -> int:
                                   "figures alone)")
     run, deadline = not args.dry_run, time.time() + 60 * args.max_minutes
     rows = []
-    if "memory" in args.sections:
-        rows += memory_rows(run)
-    if "fit" in args.sections:
-        rows += fit_rows(run, args.budget_gib, args.steps, deadline,
-                         [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs])
-    if "eval" in args.sections:
-        rows += eval_rows(run, args.eval_prompts, deadline)
+    with measured_load("gpu_check"):  # the CPU side (generation loop, rewards) shows in GPU throughput too
+        if "memory" in args.sections:
+            rows += memory_rows(run)
+        if "fit" in args.sections:
+            rows += fit_rows(run, args.budget_gib, args.steps, deadline,
+                             [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs])
+        if "eval" in args.sections:
+            rows += eval_rows(run, args.eval_prompts, deadline)
+        if "speed" in args.sections:
+            rows += speed_rows(run, args.steps, deadline)
     device = torch.cuda.get_device_name(0) if run else "no GPU (dry run)"
     print(f"gpu_check on {device}; tolerance +-{args.tolerance:g}, budget {args.budget_gib:g} GiB")
     print(format_table(rows))

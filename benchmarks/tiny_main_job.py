@@ -20,10 +20,11 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
+from benchmarks.machine_load import measured_load
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.records import last, load_run, time_totals
 from rlvr.metrics.keys import TIME_PHASES as PHASES
-from rlvr.training.speed import apply_process_speedups
+from rlvr.training.speed import apply_cpu_threads
 
 
 def grpo_time_split(run_dir: Path) -> dict:
@@ -50,9 +51,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--output_dir", default="runs/bench-tiny")
     parser.add_argument("--num_samples", type=int, default=8, help="evaluation samples per held-out prompt")
     parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
+    parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for the evaluations and the GRPO run")
     args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
-    if "--speedups" not in extra or "none" not in extra:  # the evaluations run here: one thread, as GRPO's process
-        apply_process_speedups(frozenset({"threads"}), use_cpu=True)
+    apply_cpu_threads(args.cpu_threads, use_cpu=True)  # the evaluations run here, with GRPO's thread count
+    extra = ["--cpu_threads", args.cpu_threads, *extra]
     out = Path(args.output_dir)
     start = time.perf_counter()
 
@@ -63,9 +65,10 @@ def main(argv: list[str] | None = None) -> dict:
         summary["wall_s"] = time.perf_counter() - t0
         return summary
 
-    before = held_out(None, "before")
-    grpo_s = run_grpo(args.config, out / "grpo", args.launcher, extra)
-    after = held_out(str(out / "grpo"), "after")
+    with measured_load("tiny_main_job") as load:
+        before = held_out(None, "before")
+        grpo_s = run_grpo(args.config, out / "grpo", args.launcher, extra)
+        after = held_out(str(out / "grpo"), "after")
     total_s = time.perf_counter() - start
     split = grpo_time_split(out / "grpo")
 
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
         "samples_per_s": split["generated_samples"] / grpo_s,
         "grpo_seconds": split["seconds"],
         "zero_std_frac/correctness": split["zero_std_frac/correctness"],
+        "load": load,
     }
     (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
 

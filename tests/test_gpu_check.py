@@ -70,6 +70,33 @@ def test_dry_run_plans_every_row_on_any_machine(capsys):
     assert len(fit_lines) == 3 and all(line.endswith("pending a GPU run") for line in fit_lines)
 
 
+def test_dry_run_lists_the_training_throughput_rows_and_the_load(capsys):
+    import importlib.util
+
+    assert gpu_check.main(["--dry_run", "--sections", "speed"]) == 0
+    out = capsys.readouterr().out
+    speed_lines = [line for line in out.splitlines() if line.startswith("speed ")]
+    assert len(speed_lines) == 2 and all("grpo" in line for line in speed_lines)
+    assert "transformers generate" in speed_lines[0] and speed_lines[0].endswith("pending a GPU run")
+    vllm = "pending a GPU run" if importlib.util.find_spec("vllm") else "vLLM not installed: skipped"
+    assert "vLLM colocate" in speed_lines[1] and speed_lines[1].endswith(vllm)
+    assert "[gpu_check] load before:" in out and "[gpu_check] load after:" in out
+
+
+def test_samples_per_second_leaves_the_first_step_out(tmp_path):
+    import json
+
+    rows = [{"loss": 0.1, "time/total_s": 9.0, "generated_samples": 32},  # warm-up: compile, allocator
+            {"loss": 0.1, "time/total_s": 2.0, "generated_samples": 64},
+            {"loss": 0.1, "time/total_s": 2.0, "generated_samples": 96}, {"train_runtime": 13.0}]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert gpu_check.samples_per_second(path) == 16.0
+    assert gpu_check.throughput_note(16.0) == "62 s per 1,000 samples"
+    path.write_text(json.dumps(rows[0]) + "\n")
+    assert gpu_check.samples_per_second(path) is None
+
+
 def test_memory_workloads_are_the_shipped_batch_shape():
     w = gpu_check.memory_workload("Qwen/Qwen3-1.7B", "lora")
     assert (w.micro_batch, w.prompt_tokens + w.completion_tokens, w.generation_sequences, w.lora_r) == (2, 712, 32, 16)

@@ -8,16 +8,18 @@ from conftest import FAST_RECIPE, read_jsonl
 
 from rlvr.cli import ConfigError
 from rlvr.training.runner import main
-from rlvr.training.speed import SPEEDUPS, apply_process_speedups, common_prefix_length, parse_speedups, shared_prefix_plan
+from rlvr.training.speed import (SPEEDUPS, apply_cpu_threads, common_prefix_length, cpu_threads_for, local_processes,
+                                 parse_speedups, shared_prefix_plan)
 
 
 def test_speedups_field_parses_all_none_and_lists():
     assert parse_speedups("all") == frozenset(SPEEDUPS)
     assert parse_speedups("none") == frozenset()
-    assert parse_speedups("threads") == {"threads"}
-    assert parse_speedups(" shared_prefix , threads ") == {"threads", "shared_prefix"}
+    assert parse_speedups(" shared_prefix , ") == {"shared_prefix"}
     with pytest.raises(ValueError, match="bogus"):
-        parse_speedups("threads,bogus")
+        parse_speedups("shared_prefix,bogus")
+    with pytest.raises(ValueError, match="cpu_threads"):  # the old name points at its replacement
+        parse_speedups("threads")
 
 
 def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
@@ -28,23 +30,60 @@ def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
     assert err.value.field == "speedups" and "warp_drive" in str(err.value)
 
 
-def test_threads_switch_sets_one_thread_only_when_on_and_unset(monkeypatch):
+@pytest.mark.parametrize("value, cores, environ, expected", [
+    ("auto", {0, 1}, {}, 2),                                     # plain python on a 2-core machine: both cores
+    ("auto", {0, 1}, {"OMP_NUM_THREADS": "1"}, 2),               # accelerate's export does not decide
+    ("auto", {0, 1, 2, 3}, {"LOCAL_WORLD_SIZE": "2"}, 2),        # 2 processes share 4 cores
+    ("auto", {0, 1}, {"LOCAL_WORLD_SIZE": "4"}, 1),              # never below one
+    ("auto", {0, 1, 2, 3, 4, 5}, {"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 2),
+    ("auto", {3}, {}, 1),                                        # taskset/cgroup limits count, not the machine's cores
+    ("1", {0, 1}, {}, 1),                                        # the crowded-machine switch
+    ("3", {0, 1}, {"LOCAL_WORLD_SIZE": "2"}, 3),                 # an explicit count is taken as given
+])
+def test_cpu_threads_follow_affinity_and_local_processes(monkeypatch, value, cores, environ, expected):
+    for name in ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, setting in environ.items():
+        monkeypatch.setenv(name, setting)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: cores)
+    assert cpu_threads_for(value) == expected
     before = torch.get_num_threads()
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
-        torch.set_num_threads(2)
-        apply_process_speedups(frozenset(), use_cpu=True)
-        assert torch.get_num_threads() == 2
-        apply_process_speedups(frozenset({"threads"}), use_cpu=False)
-        assert torch.get_num_threads() == 2
-        monkeypatch.setenv("OMP_NUM_THREADS", "2")
-        apply_process_speedups(frozenset({"threads"}), use_cpu=True)
-        assert torch.get_num_threads() == 2
-        monkeypatch.delenv("OMP_NUM_THREADS")
-        apply_process_speedups(frozenset({"threads"}), use_cpu=True)
-        assert torch.get_num_threads() == 1
+        torch.set_num_threads(7 if expected != 7 else 5)
+        assert apply_cpu_threads(value, use_cpu=False) is None and torch.get_num_threads() != expected  # GPU: untouched
+        assert apply_cpu_threads(value, use_cpu=True) == expected == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+def test_local_processes_ignores_junk():
+    assert local_processes({"LOCAL_WORLD_SIZE": "x", "MPI_LOCALNRANKS": "0"}) == 1
+    assert local_processes({"MPI_LOCALNRANKS": "2"}) == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
+def test_bad_cpu_threads_is_one_line_before_any_model_loads(tmp_path, value):
+    argv = ["--config", FAST_RECIPE, "--model_name_or_path", str(tmp_path / "none"), "--build_tiny_model", "false",
+            "--output_dir", str(tmp_path / "o"), "--cpu_threads", value]
+    with pytest.raises(ConfigError) as err:
+        main(argv)
+    assert err.value.field == "cpu_threads" and "positive integer" in str(err.value)
+
+
+def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what `accelerate launch` exports
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        torch.set_num_threads(1)
+        trainer, _ = run_recipe("--max_steps", "1", "--cpu_threads", "auto")
+        seen.append(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2]
+    assert "[threads] 2 intra-op thread(s) per process (cpu_threads auto)" in capsys.readouterr().out
 
 
 def test_shared_prefix_plan_finds_the_prefix_and_steps_aside_when_it_cannot_apply():
@@ -137,3 +176,43 @@ def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
         assert (trainer._shared_prefix_calls > calls) == bool(speedups)
     for off, on in zip(results[frozenset()], results[frozenset({"shared_prefix"})]):
         torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
+
+
+def test_time_accounts_split_reference_old_policy_and_optimizer(run_recipe):
+    """beta > 0 and two passes per generation: reference and old-policy passes and the optimizer step are timed."""
+    _, out = run_recipe("--max_steps", "2", "--beta", "0.04", "--num_iterations", "2")
+    rows = [r for r in read_jsonl(Path(out) / "metrics.jsonl") if "time/total_s" in r]
+    assert len(rows) == 2 and all(r["time/optimizer_s"] > 0 for r in rows)  # step 2 reuses step 1's rollout
+    assert rows[0]["time/reference_s"] > 0 and rows[1]["time/reference_s"] == 0
+    assert rows[0]["time/old_policy_s"] > 0
+    for r in rows:
+        assert r["time/reference_s"] + r["time/old_policy_s"] <= r["time/logprobs_s"] + 1e-6
+        assert r["time/optimizer_s"] <= r["time/optimization_s"] + 1e-6
+
+
+def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_forward():
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("speed_benchmark", REPO / "benchmarks" / "speed.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    shape = {"samples": 4, "shared_prefix": 10, "matmul_params": 1000, "attention_width": 0, "params": 1200, "beta": 0.0}
+    flops = bench.step_flops(shape, tokens=4 * 30, completion_tokens=4 * 20, old_policy=False)
+    assert flops["generation"] == (4 * 30 - 3 * 10) * 2 * 1000  # 90 distinct tokens, 2 FLOPs per weight
+    assert flops["policy_fwd_bwd"] == 3 * flops["generation"] and flops["reference"] == flops["old_policy"] == 0
+    assert bench.step_flops({**shape, "beta": 0.04}, 120, 80, old_policy=True)["reference"] == flops["generation"]
+    result = {"per_step": {"time/generation_s": 1.0, "time/optimization_s": 0.5, "time/optimizer_s": 0.1,
+                           "time/total_s": 2.0}, "tokens_per_step": 120, "completion_tokens_per_step": 80}
+    rows = {row[0]: row for row in bench.floor_table(shape, result, rate=1.8e5, optimizer_floor=0.05)}
+    assert rows["generation"][2:] == (1.0, 1.0, 1.0)  # 180 kFLOP at 180 kFLOP/s: at the floor
+    assert rows["optimizer"][2:] == (0.05, 0.1, 0.5)
+    assert rows["other (scoring, bookkeeping)"][3] == pytest.approx(2.0 - 1.0 - 0.4 - 0.1)
+    assert rows["step"][3] == 2.0 and "reference" not in rows
+    run = {"train_runtime": 10.0, "wall_s": 12.0, "loss": 0.1, "reward": 1.0, "samples_per_s": 5.0,
+           "outside_steps_s": 0.01, **result}
+    results = {"all": [run, {**run, "train_runtime": 14.0}], "bare": [{**run, "train_runtime": 36.0, "samples_per_s": None}]}
+    summary = bench.summarise(results, "all", lambda name, merged: name)
+    assert summary["all"]["time_ratio_to_bare"] == pytest.approx(12 / 36) and summary["all"]["floor"] == "all"
+    assert summary["bare"]["time_ratio_to_baseline"] == 3.0 and "floor" not in summary["bare"]

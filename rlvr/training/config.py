@@ -23,7 +23,7 @@ from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
-from rlvr.training.speed import parse_speedups
+from rlvr.training.speed import parse_cpu_threads, parse_speedups
 from rlvr.training.validation import check_recipe, check_values
 
 @dataclass
@@ -59,7 +59,13 @@ class RecipeArguments(ScriptArguments):
     speedups: str = field(
         default="all",
         metadata={"help": "Speed-ups that leave samples and loss unchanged (rlvr/training/speed.py): all, none, or a "
-                  "comma list of threads, shared_prefix."},
+                  "comma list of shared_prefix."},
+    )
+    cpu_threads: str = field(
+        default="auto",
+        metadata={"help": "Intra-op threads per process of a CPU run: auto (the cores available to the process / the "
+                  "local processes; wins over the OMP_NUM_THREADS=1 accelerate exports), 1 on a crowded machine, or "
+                  "N. See rlvr/training/speed.py cpu_threads_for."},
     )
 
 
@@ -328,6 +334,10 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         speedups = parse_speedups(args.speedups)
     except ValueError as err:
         raise ConfigError("speedups", str(err)) from None
+    try:
+        parse_cpu_threads(args.cpu_threads)
+    except ValueError as err:
+        raise ConfigError("cpu_threads", str(err)) from None
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec, loaded.yaml, loaded.argv, speedups)

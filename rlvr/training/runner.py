@@ -43,10 +43,11 @@ def build_trainer(recipe: Recipe):
     from rlvr.metrics.console import quiet_console
     from rlvr.training.algorithms import trainer_class
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
-    from rlvr.training.speed import apply_process_speedups
+    from rlvr.training.speed import apply_cpu_threads
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
-    apply_process_speedups(recipe.speedups, use_cpu=training.use_cpu or training.device.type == "cpu")
+    if threads := apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu"):
+        print(f"[threads] {threads} intra-op thread(s) per process (cpu_threads {args.cpu_threads})", flush=True)
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = model_init_kwargs(model_args, training)

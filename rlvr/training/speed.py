@@ -2,13 +2,9 @@
 
 Each speed-up has a name; the recipe field `speedups` lists the ones to use ("all", the default, or "none", or a
 comma-separated subset), so a benchmark can run the same recipe with and without each (benchmarks/speed.py).
+How many intra-op threads torch uses is not a speed-up of that kind (it changes nothing but the time): the recipe
+field `cpu_threads` sets it, see `cpu_threads_for` below.
 
-  threads        One intra-op thread per training process on CPU (unless OMP_NUM_THREADS is set). The tiny model's
-                 matmuls are 64 x 128 x 384: a second OpenMP thread buys nothing on them and, when the other core
-                 is busy, every op waits at the OpenMP barrier for a descheduled thread (measured 50x slower
-                 matmuls on this shared 2-core machine). `accelerate launch` already sets OMP_NUM_THREADS=1; this
-                 makes `python recipes/x.py` behave the same. Hidden cost: on an idle multi-core machine, big
-                 matmuls (large models on CPU) lose the second core.
   shared_prefix  Log-prob passes (policy with gradient, reference, old policy) run the prompt prefix that every
                  row of the batch shares (system prompt, task preamble) once, at batch size 1, and the 64 rows only
                  from there on, attending to the prefix's keys and values. For the tiny speller the shared prefix is
@@ -20,6 +16,10 @@ comma-separated subset), so a benchmark can run the same recipe with and without
                  Hidden cost: the per-row log-probs differ from TRL's fused-head pass by float rounding (~1e-6);
                  the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
                  head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
+
+Measured and left out: a fused or foreach AdamW. transformers 5 already defaults to `optim: adamw_torch_fused` (torch
+>= 2.8), which on the tiny model's 46 tensors (0.82M parameters) took 4 ms a step against 11-15 ms for the per-tensor
+loop and 12-14 ms for foreach (1 thread, busy machine: direction only); nothing is left to switch.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ import os
 
 import torch
 
-SPEEDUPS = ("threads", "shared_prefix")
+SPEEDUPS = ("shared_prefix",)
+MOVED = {"threads": "the thread count is the recipe field cpu_threads now (1 = the old `threads` speed-up)"}
+LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
 MIN_SHARED_PREFIX = 16  # tokens; below this the extra forward call costs more than it saves
 MAX_LOGITS = 64 * 1024 * 1024  # elements of the materialised (B, kept positions, vocab) logits
 
@@ -41,16 +43,64 @@ def parse_speedups(value: str | None) -> frozenset[str]:
     if text in ("none", "off", "false", ""):
         return frozenset()
     names = frozenset(part.strip() for part in text.split(",") if part.strip())
+    for name in sorted(names & set(MOVED)):
+        raise ValueError(f"{name!r} is no speed-up any more: {MOVED[name]}")
     unknown = sorted(names - set(SPEEDUPS))
     if unknown:
         raise ValueError(f"unknown speed-up(s) {unknown}; choose from {list(SPEEDUPS)}, 'all' or 'none'")
     return names
 
 
-def apply_process_speedups(enabled: frozenset[str], use_cpu: bool) -> None:
-    """Process-wide settings, before any model loads."""
-    if "threads" in enabled and use_cpu and not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(1)
+def local_processes(environ=None) -> int:
+    """Training processes on this machine: torchrun's LOCAL_WORLD_SIZE (what `accelerate launch --num_processes N`
+    exports), or an MPI launcher's local size; 1 for a plain `python` or single-process `accelerate launch`."""
+    environ = os.environ if environ is None else environ
+    for name in LOCAL_SIZE_ENV:
+        if str(environ.get(name, "")).strip().isdigit() and int(environ[name]) > 0:
+            return int(environ[name])
+    return 1
+
+
+def parse_cpu_threads(value) -> int | None:
+    """'auto' -> None (decide from the machine); a positive integer -> itself; anything else raises ValueError."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{value!r} is neither 'auto' nor a positive integer (1 = the crowded-machine setting)")
+    return int(text)
+
+
+def cpu_threads_for(value, cores: int | None = None, processes: int | None = None) -> int:
+    """Intra-op threads per training process for the recipe field `cpu_threads` (default `auto`).
+
+    auto   The cores this process may run on (`os.sched_getaffinity`, so taskset/cgroup limits count) divided by the
+           training processes on the machine (`local_processes`), at least 1. Measured on a quiet 2-core machine
+           (load < 1), tiny GRPO recipe, 30 steps, interleaved: 1 thread 30.2 s / 30.8 s, 2 threads 19.8 s /
+           21.4 s; the main job's GRPO phase 170 s at 1 thread vs 103 s at 2 (issue 22). This holds under a plain
+           `accelerate launch` too: it exports OMP_NUM_THREADS=1, which cannot be told apart from a user's own
+           setting, so the recipe field decides and OMP_NUM_THREADS is not read.
+    1      The crowded-machine switch: when other jobs keep the cores busy, every op of a multi-threaded torch waits
+           at the OpenMP barrier for a descheduled thread. Measured with four other jobs on the 2 cores: the tiny
+           model's (6400,128)x(128,384) matmul 7.7 ms at 1 thread vs 17-25 ms at 2, a whole step 2.7 s vs 22 s,
+           small matmuls up to 50x slower (notes/perf.md). Hidden cost: on a quiet machine it leaves cores idle.
+    N      Exactly N threads (e.g. to leave cores to a vLLM server or reward workers).
+    """
+    fixed = parse_cpu_threads(value)
+    if fixed is not None:
+        return fixed
+    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    processes = local_processes() if processes is None else processes
+    return max(1, cores // max(1, processes))
+
+
+def apply_cpu_threads(value, use_cpu: bool) -> int | None:
+    """Process-wide, before any model loads: the intra-op threads of a CPU run (returned); GPU runs are left alone."""
+    if not use_cpu:
+        return None
+    threads = cpu_threads_for(value)
+    torch.set_num_threads(threads)
+    return threads
 
 
 def common_prefix_length(rows: list[torch.Tensor]) -> int:

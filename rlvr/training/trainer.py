@@ -29,8 +29,12 @@ class RewardHooksMixin:
     """Dispatches gathered rewards to reward callbacks, logs what they return, and accounts for wall time.
 
     Time accounting (seconds per log window, logged as `time/*`): `generation` is sampling completions,
-    `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs, and
-    `optimization` the forward/backward/step on the buffered batch. `time/generation_share` is generation's share.
+    `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs (and the rest of
+    the rollout's bookkeeping), and `optimization` the forward/backward on the buffered batch plus the optimizer
+    step. Finer accounts inside those: `reference` and `old_policy` split the log-prob passes by model (a PEFT
+    run's reference is the policy with its adapter off, so it counts as `old_policy`), and `optimizer` is
+    `optimizer.step()` alone (timed by hooks on the optimizer). `total` is the training step plus the optimizer step
+    (not logging nor callbacks); `time/generation_share` is generation's share of it.
     """
 
     def _timed(self, account: str, fn, *args, **kwargs):
@@ -46,7 +50,33 @@ class RewardHooksMixin:
         return self._timed("generation", super()._generate, prompts)
 
     def _generate_and_score_completions(self, inputs):
-        return self._timed("rollout", super()._generate_and_score_completions, inputs)
+        self._in_rollout = True
+        try:
+            return self._timed("rollout", super()._generate_and_score_completions, inputs)
+        finally:
+            self._in_rollout = False
+
+    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+        if not getattr(self, "_in_rollout", False):  # the policy's own pass inside the loss: part of `optimization`
+            return super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+        account = "reference" if model is getattr(self, "ref_model", None) and model is not None else "old_policy"
+        return self._timed(account, super()._get_per_token_logps_and_entropies, model, *args, **kwargs)
+
+    def create_optimizer(self, *args, **kwargs):
+        optimizer = super().create_optimizer(*args, **kwargs)
+        if hasattr(optimizer, "register_step_post_hook") and not getattr(optimizer, "_rlvr_timed", False):
+            def started(*_):
+                self._optimizer_started = time.perf_counter()
+
+            def finished(*_):
+                if not hasattr(self, "_time_accounts"):
+                    self._time_accounts = defaultdict(float)
+                self._time_accounts["optimizer"] += time.perf_counter() - self._optimizer_started
+
+            optimizer.register_step_pre_hook(started)
+            optimizer.register_step_post_hook(finished)
+            optimizer._rlvr_timed = True
+        return optimizer
 
     def training_step(self, model, inputs, num_items_in_batch):
         return self._timed("step", super().training_step, model, inputs, num_items_in_batch)
@@ -64,14 +94,18 @@ class RewardHooksMixin:
         spent = getattr(self, "_time_accounts", None) or {}
         self._time_accounts = defaultdict(float)
         generation, scoring, rollout = spent.get("generation", 0.0), spent.get("scoring", 0.0), spent.get("rollout", 0.0)
-        total = spent.get("step", 0.0) or rollout
-        if total == 0.0:
+        step = spent.get("step", 0.0) or rollout
+        if step == 0.0:
             return {}
+        total = step + spent.get("optimizer", 0.0)
         return {
             "time/generation_s": generation,
             "time/scoring_s": scoring,
             "time/logprobs_s": max(rollout - generation - scoring, 0.0),
+            "time/reference_s": spent.get("reference", 0.0),
+            "time/old_policy_s": spent.get("old_policy", 0.0),
             "time/optimization_s": max(total - rollout, 0.0),
+            "time/optimizer_s": spent.get("optimizer", 0.0),
             "time/total_s": total,
             "time/generation_share": generation / total,
         }
