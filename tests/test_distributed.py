@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.metrics.components import group_summary
+from rlvr.metrics.components import group_summary, reward_components
 
 CONFIGS = REPO / "accelerate_configs"
 
@@ -79,7 +79,7 @@ def recomputed(rollouts: list[dict], step: int, names=("correctness", "format"),
     """The group statistics of one generation step, recomputed in this single process from the logged rollouts."""
     rows = [r for r in rollouts if r["step"] == step]
     rewards = torch.tensor([[r[name] for name in names] for r in rows], dtype=torch.float32)
-    return group_summary(rewards, list(names), torch.tensor(weights), G)
+    return group_summary(reward_components(rewards, list(names), torch.tensor(weights)), G)
 
 
 def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -89,7 +89,8 @@ def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
     rollouts = read_jsonl(output_dir / "rollouts.jsonl")
     assert [row["step"] for row in rows] == [1, 2] and len(rollouts) == 2 * GENERATION_BATCH
     for step, row in enumerate(rows):
-        assert row["zero_std_frac/total"] == pytest.approx(row["frac_reward_zero_std"])
+        # Ours is exact; TRL's isclose(std, 0) misses some flat groups (0.2 x G), so it can only read lower.
+        assert row["zero_std_frac/total"] >= row["frac_reward_zero_std"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["reward"])
         for key, value in recomputed(rollouts, step).items():
             assert row[key] == pytest.approx(value, nan_ok=True), key

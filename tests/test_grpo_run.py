@@ -34,7 +34,8 @@ def test_tiny_run_logs_every_component_and_changes_the_weights(run_recipe, tiny_
     assert [row["step"] for row in rows] == [1, 2, 3]
     for row in rows:
         assert all(key in row for key in REQUIRED_KEYS), sorted(set(REQUIRED_KEYS) - set(row))
-        assert row["zero_std_frac/total"] == pytest.approx(row["frac_reward_zero_std"])  # TRL's own, under group scaling
+        # TRL's own under group scaling, whose isclose(std, 0) misses some flat groups (0.2 x G): ours is exact.
+        assert row["zero_std_frac/total"] >= row["frac_reward_zero_std"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["avg_correctness"] + 0.5 * row["avg_format"] + row["avg_penalty"])
     assert [row["generated_samples"] for row in rows] == [16, 32, 48]
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()

@@ -21,7 +21,7 @@ class GroupStatsCallback(RewardBatchCallback):
     every registered `step/*` metric (`rlvr/metrics/step_metrics.py`)."""
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
-        summary = group_summary(batch.rewards_per_func, batch.names, batch.weights, batch.num_generations)
+        summary = group_summary(batch.components(), batch.num_generations)
         return {**summary, **compute_step_metrics(batch)}
 
 

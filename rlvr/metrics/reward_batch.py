@@ -29,13 +29,18 @@ class RewardBatch:
     mode: str = "train"
     round: int = 0  # > 0 for DAPO's extra generation rounds within one step
     extra: dict = field(default_factory=dict)
+    _components: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def size(self) -> int:
         return self.rewards_per_func.shape[0]
 
     def components(self) -> dict[str, torch.Tensor]:
-        return reward_components(self.rewards_per_func, self.names, self.weights)
+        """Every reward component by name (`reward_components`), computed on first use and cached: one pass over the
+        batch, whoever reads it (advantage, metrics, rollouts, step metrics, DAPO's filter)."""
+        if self._components is None:
+            self._components = reward_components(self.rewards_per_func, self.names, self.weights)
+        return self._components
 
 
 class RewardBatchCallback(TrainerCallback):
