@@ -24,6 +24,7 @@ def metric_rows(samples_per_step=16, correctness=CORRECTNESS, zero_std=ZERO_STD_
         rows.append({
             "step": i, "epoch": i / 100, "time": 1000.0 + 4 * i, "loss": 0.01,
             "avg_correctness": corr, "avg_format": 0.5 + corr / 2, "avg_binary": corr / 2,
+            "avg_success": corr / 4, "zero_std_frac/success": 1.0,
             "avg_total": corr + 0.5 * (0.5 + corr / 2), "avg_penalty": 0.0,
             "zero_std_frac/total": zstd, "zero_std_frac/correctness": 1.0 - corr, "zero_std_frac/format": 0.5,
             "zero_std_frac/penalty": 1.0, "zero_std_frac/binary": 1.0,
@@ -71,6 +72,7 @@ def test_summary_numbers_match_hand_computation(run_dir):
     assert row["auc_up_to_samples"] == 64
     assert row["final_correctness"] == pytest.approx(0.5)  # mean of the last 2
     assert row["final_binary"] == pytest.approx(0.25)
+    assert row["final_success"] == pytest.approx(0.125)
     assert row["mean_zero_std_total"] == pytest.approx(0.25)  # (.5 + .25 + .25 + 0) / 4
     assert row["mean_zero_std_correctness"] == pytest.approx(0.6875)  # (1 + .75 + .5 + .5) / 4
     assert row["samples_to_0.85"] is None  # correctness never gets there
@@ -107,7 +109,8 @@ def test_plots_cli_writes_pngs_and_prints_the_series_table(run_dir, tmp_path, ca
     assert "time_accounting.png" in names
     assert all((out / name).stat().st_size > 1000 for name in names)
     printed = capsys.readouterr().out
-    for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "time/generation_share"):
+    for series in ("avg_correctness", "avg_format", "avg_success", "avg_binary", "zero_std_frac/total",
+                   "time/generation_share"):
         assert series in printed
     assert "0.250" in printed and "known-run" in printed
 
@@ -116,9 +119,10 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     path = report.build_report(run_dir, last_k=2)
     text = path.read_text()
     assert "num_generations: 2" in text  # the config used
-    for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "zero_std_frac/correctness"):
+    for series in ("avg_correctness", "avg_format", "avg_success", "avg_binary", "zero_std_frac/total",
+                   "zero_std_frac/correctness"):
         assert series in text
-    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |" in text
+    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.125 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |" in text
     assert "On average 25% of prompt groups had zero reward spread" in text
     assert "50% of the last steps' groups were all wrong and 25% all correct" in text
     assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 |" in text  # time table

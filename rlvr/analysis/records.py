@@ -318,7 +318,8 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             "generated_samples": count(last(run, "generated_samples")),
             "generated_tokens": count(last(run, "generated_tokens")),
             "final_correctness": tail_mean(ys, last_k),
-            "final_binary": tail_mean(run.values("avg_binary"), last_k),
+            "final_binary": tail_mean(run.values("avg_binary"), last_k),  # partial credit, as the homework defines it
+            "final_success": tail_mean(run.values("avg_success"), last_k),  # 0/1: exact answer and full format
             "auc_correctness": normalized_auc(xs, ys, common_end),
             "auc_up_to_samples": count(common_end),
             f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
@@ -327,7 +328,7 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             "wall_time_s": wall_time(run),
             "generation_share": totals["generation_share"],
             **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
-               for c in run.components if c not in ("correctness", "binary", "format", "total", "penalty")},
+               for c in run.components if c not in ("correctness", "success", "binary", "format", "total", "penalty")},
             **held_out_columns(run),
         })
     return rows

@@ -46,7 +46,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("dapo", "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling", DAPOTrainer, DAPOConfig),
     Algorithm("rloo", "leave-one-out baseline, no ratio", advantage=advantages.leave_one_out, ratio=False),
     Algorithm("reinforce", "raw reward, no baseline, no ratio", config=SingleRolloutConfig, advantage=advantages.no_baseline, ratio=False, group_baseline=False),
-    Algorithm("maxrl", "binary reward over the group success rate, no ratio", advantage=advantages.maxrl, advantage_reward="binary", ratio=False),
+    Algorithm("maxrl", "0/1 success over the group success rate, no ratio", advantage=advantages.maxrl, advantage_reward="success", ratio=False),
     Algorithm("gspo", "sequence-level importance ratio, tight clip", requires={"importance_sampling_level": "sequence"}),
     Algorithm("cispo", "clipped stop-gradient importance weight", requires={"loss_type": "cispo"}),
     Algorithm("sapo", "soft temperature gate instead of a clip", requires={"loss_type": "sapo"}),
