@@ -112,3 +112,24 @@ def test_capped_correctness_pays_the_hack_less_than_the_exact_answer():
     assert torch.tensor(capped[0], dtype=torch.float32) < torch.tensor(capped[1], dtype=torch.float32)
     rewards = resolve_reward_funcs(["capped_correctness", "format"], [1.0, 0.5])
     assert rewards.names == ["capped_correctness", "format", "correctness", "success"]  # correctness still measured
+
+
+def test_hack_watch_recipes_and_sweep_plan_equal_samples(tmp_path):
+    """The two runs differ only in the trained correctness reward; 3-10 letter words, answers fit, same budget."""
+    from conftest import REPO
+
+    from rlvr.analysis.sweep import run_sweep
+    from rlvr.cli import load_recipe_yaml
+    from rlvr.recipes.tiny.sft_data import spelled_completion
+    from transformers import AutoTokenizer
+
+    plain, capped = (load_recipe_yaml(REPO / "recipes" / "tiny" / f"{name}.yaml") for name in ("hack_watch", "hack_watch_capped"))
+    assert plain["data"]["specs"][0]["config"] == {"min_word_len": 3, "max_word_len": 10}
+    assert plain["reward_funcs"] == ["correctness", "format"] and capped["reward_funcs"] == ["capped_correctness", "format"]
+    differing = {key for key in {**plain, **capped} if plain.get(key) != capped.get(key)}
+    assert differing == {"reward_funcs", "output_dir"}
+    tokenizer = AutoTokenizer.from_pretrained(REPO / plain["model_name_or_path"])
+    ten_letters = len(tokenizer(spelled_completion("abcdefghij") + "<|im_end|>")["input_ids"])
+    assert plain["max_completion_length"] >= ten_letters + 11  # the main job's margin (37 tokens in 48 for 6 letters)
+    result = run_sweep(REPO / "sweeps" / "reward_hack.yaml", out=str(tmp_path), dry_run=True)
+    assert result["status"] == {"correctness-s1": "planned", "capped-s1": "planned"}
