@@ -88,7 +88,7 @@ def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
     rows = [row for row in read_jsonl(output_dir / "metrics.jsonl") if "loss" in row]
     rollouts = read_jsonl(output_dir / "rollouts.jsonl")
     assert [row["step"] for row in rows] == [1, 2] and len(rollouts) == 2 * GENERATION_BATCH
-    for step, row in enumerate(rows):
+    for step, row in enumerate(rows, start=1):
         # Ours is exact; TRL's isclose(std, 0) misses some flat groups (0.2 x G), so it can only read lower.
         assert row["zero_std_frac/total"] >= row["frac_reward_zero_std"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["reward"])
@@ -117,5 +117,5 @@ def test_two_processes_gather_whole_groups(run_recipe, tiny_model_dir, tmp_path)
     _, rollouts_two = check_run(two)
     assert [r["question"] for r in rollouts_one] == [r["question"] for r in rollouts_two]
     # The test has power only if a straddling group has rewards that differ between its two halves at some step.
-    straddling = [[r["total"] for r in rollouts_two if r["step"] == step and r["group"] == 1] for step in (0, 1)]
+    straddling = [[r["total"] for r in rollouts_two if r["step"] == step and r["group"] == 1] for step in (1, 2)]
     assert any(len(set(group)) > 1 for group in straddling), "no straddling group had reward variance; change seed"

@@ -49,7 +49,7 @@ def test_zero_std_stays_per_group_under_batch_scaling(run_recipe):
     """TRL's frac_reward_zero_std becomes 0 or 1 under scale_rewards=batch; ours is still the per-group fraction."""
     _, out = run_recipe("--max_steps", "2", "--scale_rewards", "batch", "--num_generations", "2")
     rows, rollouts = train_rows(Path(out) / "metrics.jsonl"), read_jsonl(Path(out) / "rollouts.jsonl")
-    for row, step in zip(rows, (0, 1)):
+    for row, step in zip(rows, (1, 2)):
         totals = torch.tensor([r["total"] for r in rollouts if r["step"] == step])
         assert row["zero_std_frac/total"] == pytest.approx(zero_std_fraction(totals, 2))
         assert row["frac_reward_zero_std"] in (0.0, 1.0)

@@ -37,8 +37,8 @@ def metric_rows(samples_per_step=16, correctness=CORRECTNESS, zero_std=ZERO_STD_
     return rows
 
 
-# Two steps, two groups of G = 2: step 0 has one all-wrong and one mixed group; step 1 one all-correct, one all-wrong.
-ROLLOUT_CORRECTNESS = {(0, 0): [0.0, 0.0], (0, 1): [1.0, 0.0], (1, 0): [1.0, 1.0], (1, 1): [0.0, 0.0]}
+# Two steps, two groups of G = 2: step 1 has one all-wrong and one mixed group; step 2 one all-correct, one all-wrong.
+ROLLOUT_CORRECTNESS = {(1, 0): [0.0, 0.0], (1, 1): [1.0, 0.0], (2, 0): [1.0, 1.0], (2, 1): [0.0, 0.0]}
 
 
 def rollout_rows():
@@ -93,7 +93,7 @@ def test_auc_is_cut_at_a_shared_budget_by_interpolation():
 
 def test_group_outcomes_split_zero_std_groups_into_all_wrong_and_all_correct():
     rows = group_outcomes(rollout_rows())
-    assert [row["step"] for row in rows] == [1, 2]  # generated at global step 0 -> logged at step 1
+    assert [row["step"] for row in rows] == [1, 2]  # rollouts and metrics number the same step alike
     assert [row["generated_samples"] for row in rows] == [4, 8]
     assert [row["groups/all_wrong"] for row in rows] == [0.5, 0.5]
     assert [row["groups/all_correct"] for row in rows] == [0.0, 0.5]
@@ -226,3 +226,22 @@ def test_settings_are_paired_by_seed_against_the_best():
     text = "\n".join(settings_section(summary))
     assert "Paired by seed against **G4**" in text
     assert "- G8: -1.0 / +1.0 / -4.0 (behind on 2 of 3)" in text and "- G16: -10.0 / -10.0 (behind on 2 of 2)" in text
+
+
+def test_run_report_reads_the_evaluations_already_in_the_run_folder(run_dir):
+    """A sweep's eval/after.json in the run folder (and the base model's eval/before.json beside the runs) show up in
+    the report instead of "Not run yet"."""
+    def evaluation(model, exact):
+        block = {"prompts": 2, "samples": 16, "exact_match": exact, "mean_correctness": 0.9, "mean_success": exact,
+                 "pass@1": exact, "false_full_credit": 0.0625}
+        return {"model": model, "split": "test", "num_samples": 8, "sampling": {"temperature": 1.0},
+                "overall": block, "by_length": {"3": block, "10": block}}
+
+    (run_dir / "eval").mkdir()
+    (run_dir / "eval" / "after.json").write_text(json.dumps(evaluation(str(run_dir), 0.625)))
+    (run_dir.parent / "eval").mkdir()
+    (run_dir.parent / "eval" / "before.json").write_text(json.dumps(evaluation("models/tiny-speller", 0.25)))
+    text = report.build_report(run_dir, last_k=2).read_text()
+    assert "Not run yet" not in text
+    assert "after.json" in text and "before.json" in text and "models/tiny-speller" in text
+    assert "0.625" in text and "false_full_credit" in text and "0.062" in text

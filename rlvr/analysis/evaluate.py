@@ -288,8 +288,14 @@ def summarize(records: list[dict], num_samples: int, ks: list[int],
         lengths[rollouts[0]["difficulty"]].append(prompt_id)
     return {
         "overall": block(list(by_prompt)),
-        "by_length": {str(length): block(ids) for length, ids in sorted(lengths.items(), key=lambda kv: str(kv[0]))},
+        "by_length": {str(length): block(ids) for length, ids in sorted(lengths.items(), key=_length_order)},
     }
+
+
+def _length_order(item) -> tuple:
+    """Integer word lengths in numeric order (3, 4, ..., 10), then any other difficulty by its text."""
+    length = item[0]
+    return (0, length, "") if isinstance(length, int) else (1, 0, str(length))
 
 
 def format_table(summary: dict) -> str:

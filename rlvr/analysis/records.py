@@ -151,7 +151,7 @@ def load_runs(paths) -> list[Run]:
 def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
     """Per generation step, in order: the row's x values and the step's prompt groups (each a list of its rollouts).
 
-    A rollout's `step` is the global step when it was generated, so it is logged at metrics step `step + 1`;
+    A rollout's `step` is the optimizer step it was generated for, numbered as metrics.jsonl numbers it (1-based);
     `generated_samples` / `generated_tokens` count every rollout up to that step, as the trainer's ledger does.
     DAPO's extra rounds are groups of the same step.
     """
@@ -169,7 +169,7 @@ def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
     for step in sorted(by_step):
         seen_samples += samples[step]
         seen_tokens += tokens[step]
-        x = {"step": step + 1, "generated_samples": seen_samples, "generated_tokens": seen_tokens}
+        x = {"step": step, "generated_samples": seen_samples, "generated_tokens": seen_tokens}
         steps.append((x, by_step[step]))
     return steps
 
@@ -332,6 +332,27 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             **held_out_columns(run),
         })
     return rows
+
+
+EVALUATION_PLACES = ("*.json", "eval/*.json", "before_after/*.json")  # where a run folder keeps evaluations
+
+
+def evaluations_in(run_dir) -> list[tuple[Path, dict]]:
+    """Every held-out evaluation summary (`rlvr.analysis.evaluate` output: a JSON with `overall` and `by_length`) kept
+    in a run folder: the sweep's `eval/after.json`, before_after's `before.json` / `after.json`, or an evaluate
+    `--output` written into the folder; then the sweep's base-model `eval/before.json` one folder up."""
+    run_dir = Path(run_dir)
+    paths = [p for pattern in EVALUATION_PLACES for p in sorted(run_dir.glob(pattern))]
+    paths += [run_dir.parent / "eval" / "before.json"]
+    found = []
+    for path in dict.fromkeys(paths):
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(summary, dict) and isinstance(summary.get("overall"), dict) and "by_length" in summary:
+            found.append((path, summary))
+    return found
 
 
 def held_out_columns(run: Run) -> dict:

@@ -67,7 +67,7 @@ class RolloutLogCallback(RewardBatchCallback):
         components = {name: values.tolist() for name, values in batch.components().items()}
         records = [
             {
-                "step": state.global_step,
+                "step": state.global_step + 1,  # the optimizer step these rollouts are for, as metrics.jsonl numbers it
                 "round": batch.round,
                 "group": i // batch.num_generations,
                 "question": row.get("question"),
