@@ -29,3 +29,14 @@ def test_logged_zero_std_fractions_equal_a_recount_from_the_rollouts(run_recipe)
             assert row[key] == pytest.approx(zero_std_fraction(values, G), abs=1e-9), (row["step"], key)
             checked += 1
     assert checked >= 3 * 6  # correctness, format, success, binary, total, penalty at every step
+
+
+def test_rollouts_carry_the_exact_answer_flag_and_readers_prefer_it(run_recipe):
+    from rlvr.analysis.records import exact_match
+
+    _, out = run_recipe("--max_steps", "1")
+    rollouts = read_jsonl(Path(out) / "rollouts.jsonl")
+    assert all(isinstance(r["exact"], bool) for r in rollouts)
+    assert all(r["correctness"] == 1.0 and r["success"] == float(r["format"] == 1.0) for r in rollouts if r["exact"])
+    assert exact_match({"exact": False, "correctness": 1.0}) is False  # full credit, wrong answer (the hack route)
+    assert exact_match({"correctness": 1.0}) is True  # a rollout written before the flag existed

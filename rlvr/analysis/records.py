@@ -194,8 +194,14 @@ def flat_probability(p: float, num_generations: int) -> float:
     return p**num_generations + (1 - p) ** num_generations
 
 
+def exact_match(rollout: dict) -> bool:
+    """A rollout's exact match: its `exact` field (the extracted answer is exactly right), written by runs since it
+    exists; older rollouts fall back to correctness == 1.0, which a wrong answer can reach (step/false_full_credit)."""
+    return bool(rollout["exact"]) if "exact" in rollout else rollout.get("correctness") == 1.0
+
+
 def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
-    """Per step, the fraction of groups with zero std on exact match (correctness == 1), observed and predicted.
+    """Per step, the fraction of groups with zero std on exact match (`exact_match`), observed and predicted.
 
     The closed form p^G + (1 - p)^G holds for 0/1 outcomes. Correctness has partial credit: the logged
     `zero_std_frac/correctness` counts a group scoring 0.5 G times as flat and a group of 0.2s and 0.5s as mixed,
@@ -215,7 +221,7 @@ def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
     for x, groups in rollout_steps(rollouts):
         outcomes = []  # (difficulty, exact-match outcomes) per scored group
         for g in groups:
-            exact = [float(r["correctness"] == 1.0) for r in g if r.get("correctness") is not None]
+            exact = [float(exact_match(r)) for r in g if r.get("correctness") is not None]
             if exact:
                 outcomes.append((g[0].get("difficulty"), exact))
         row = {**x, **dict.fromkeys(EXACT_SERIES)}

@@ -57,9 +57,10 @@ def flat_rows(values: torch.Tensor, num_generations: int) -> torch.Tensor:
 
 
 def zero_std_fraction(rewards: torch.Tensor, num_generations: int) -> float:
-    """Fraction of prompt groups whose G rewards are all equal (`flat_groups`): their z-scored advantage is 0.
+    """Fraction of prompt groups whose scorable rewards are all equal (`flat_groups`): their advantage is 0.
 
-    Always per group: TRL's own `frac_reward_zero_std` becomes all-or-nothing under `scale_rewards: batch`.
+    Always per group and exact: TRL's own `frac_reward_zero_std` becomes all-or-nothing under `scale_rewards: batch`,
+    and its `isclose(std, 0)` misses flat groups at values such as 0.2 (see `flat_groups`).
     """
     return flat_groups(rewards, num_generations).float().mean().item()
 
