@@ -179,7 +179,7 @@ def test_before_after_pairs_prompts_and_goes_into_the_report(tiny_model_dir, run
     assert len(comparison["prompts"]) == 3
     first = comparison["prompts"][0]
     assert {"question", "answer", "difficulty", "before", "after"} <= set(first)
-    assert {"completion", "correctness", "format", "binary", "mean_correctness"} <= set(first["before"])
+    assert {"completion", "correctness", "format", "success", "binary", "mean_correctness"} <= set(first["before"])
     assert sum(before_after.changes(comparison["prompts"]).values()) == 3
     text = report.build_report(run_dir).read_text()
     assert "## Before / after training" in text and "pass@2 before" in text and "pass@2 after" in text
