@@ -127,7 +127,11 @@ class RawCompletionsMixin:
 
 
 class AlgorithmMixin:
-    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py)."""
+    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py).
+
+    Advantages come from the batch's components (`self._reward_batch`, computed once). Where TRL computes them (GRPO,
+    Dr. GRPO, DAPO, GSPO, ...), the rows of flat groups are set to exactly 0 after it: TRL's float arithmetic leaves a
+    residue there (-1.2e-3 on a group of eight 1.1667 totals under GRPO), and its `isclose(std, 0)` does not see them."""
 
     def _generate_and_score_completions(self, inputs):
         from rlvr.training.algorithms import compute_advantages, zero_flat_groups
