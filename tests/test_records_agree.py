@@ -20,6 +20,7 @@ def test_logged_zero_std_fractions_equal_a_recount_from_the_rollouts(run_recipe)
     assert sorted({r["step"] for r in rollouts}) == [1, 2, 3]  # one step numbering for both files
     checked = 0
     for row in rows:
+        assert {"avg_success", "zero_std_frac/success", "step/false_full_credit"} <= set(row)
         step_rollouts = [r for r in rollouts if r["step"] == row["step"]]
         assert len(step_rollouts) == 16
         for key in [k for k in row if k.startswith(ZERO_STD_PREFIX)]:
