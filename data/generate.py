@@ -6,7 +6,8 @@ Rows carry what the trainer, the rewards and later analyses need:
   answer      the oracle answer
   task        the reasoning_gym task that produced the row
   metadata    the reasoning_gym entry's metadata as JSON: enough for the task's own `score_answer` to re-score
-  difficulty  the task's difficulty knob for breakdowns (word length for spell_backward), None if it has none
+  difficulty  the task's difficulty knob for breakdowns (word length for spell_backward) as an int, None if it has
+              none; a loaded dataset's string column ('4') is cast to int, so breakdowns sort 3, 4, ..., 10
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ def make_prompt(question: str, system_prompt: str | None) -> list[dict[str, str]
     return messages + [{"role": "user", "content": question}]
 
 
+def as_difficulty(value) -> int | None:
+    """An integral difficulty as an int: ints, floats such as 4.0, numpy integers and numeric strings ('4'); anything
+    else (None, 'hard', 4.5, NaN, booleans) is None."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() else None
+
+
 def _entry_to_row(entry: dict, system_prompt: str | None) -> dict:
     metadata = entry.get("metadata", {})
     task = metadata.get("source_dataset", "")
@@ -51,7 +64,7 @@ def _entry_to_row(entry: dict, system_prompt: str | None) -> dict:
         "answer": str(entry["answer"]),
         "task": task,
         "metadata": json.dumps(metadata, default=str),
-        "difficulty": int(difficulty) if isinstance(difficulty, (int, float)) else None,
+        "difficulty": as_difficulty(difficulty),
     }
 
 
@@ -94,7 +107,17 @@ def load_task_dataset(source: str) -> DatasetDict:
         missing = [column for column in REQUIRED_COLUMNS if column not in ds.column_names]
         if missing:
             raise ConfigError("dataset_name", f"split {split!r} of {source!r} lacks columns {missing}")
-    return dataset
+    return DatasetDict({split: int_difficulty(ds) for split, ds in dataset.items()})
+
+
+def int_difficulty(ds: Dataset) -> Dataset:
+    """The `difficulty` column as int64 (None where a row has none), whatever type the stored dataset gave it."""
+    from datasets import Value
+
+    if "difficulty" not in ds.column_names or ds.features["difficulty"] == Value("int64"):
+        return ds
+    ds = ds.map(lambda row: {"difficulty": as_difficulty(row["difficulty"])})
+    return ds.cast_column("difficulty", Value("int64"))
 
 
 def dataset_card(spec: DataSpec, dataset: DatasetDict) -> str:

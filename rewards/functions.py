@@ -3,7 +3,13 @@
     correctness  reasoning_gym's own `score_answer` on the last <answer>...</answer> (partial credit per position)
     format       0.25 for each of <think>, </think>, <answer>, </answer> present
     penalty      DAPO's soft overlong penalty on completion length in tokens (TRL's implementation)
-    binary       correctness * (format == 1); a metric, not a training reward
+    success      1.0 when the extracted answer is exactly the expected one and the format is full, else 0.0: the 0/1
+                 success indicator (MaxRL's reward, `avg_success`); always measured
+    capped_correctness  opt-in: correctness capped at 0.99 unless the answer is exact (closes the full-credit route for
+                 wrong answers that `step/false_full_credit` watches)
+    binary       correctness * (format == 1), as the homework defines it: it carries partial credit (spell_backward
+                 scores per letter), so it is NOT 0/1; a metric, not a training reward (derived in
+                 `rlvr.metrics.components`)
 
 Every function returns one float per completion and never raises: a completion it cannot score gets 0.0.
 """
@@ -62,8 +68,37 @@ def format(completions, **kwargs) -> list[float]:  # noqa: A001 - the component'
     return [format_score(completion_text(c)) for c in completions]
 
 
+def exact_answer(text: str, answer) -> bool:
+    """The last <answer> of `text` is exactly the expected answer: reasoning_gym spell_backward's own exact branch
+    (both lower-cased, the answer stripped as its `extract_answer` strips it), the case it scores 1.0 by equality.
+    Not `correctness == 1.0`: the partial-credit sum of n terms 1/n is not exactly 1.0 for n = 6, 7, 9, 10, 11, so
+    the right word plus extra characters escapes the -0.2 for wrong answers and rounds to exactly 1.0 in float32."""
+    extracted = extract_last_answer(text)
+    return extracted is not None and answer is not None and extracted.lower() == str(answer).lower()
+
+
+def success(completions, answer, metadata=None, **kwargs) -> list[float]:
+    """1.0 when the answer is exactly right (`exact_answer`) and the format is full (all four tags), else 0.0: the
+    0/1 success indicator MaxRL's (b - mean) / mean is derived for. `binary` is its partial-credit counterpart."""
+    texts = [completion_text(c) for c in completions]
+    return [float(exact_answer(t, a) and format_score(t) == 1.0) for t, a in zip(texts, answer)]
+
+
+CAPPED_BELOW_EXACT = 0.99  # the most a not-exactly-right answer earns under capped_correctness
+
+
+def capped_correctness(completions, answer, metadata=None, **kwargs) -> list[float]:
+    """Opt-in reward (`reward_funcs: [capped_correctness, format]`): reasoning_gym's partial credit, capped at 0.99
+    unless the answer is exactly right. spell_backward's scorer pays ~1.0 (exactly 1.0 in float32) for the right word
+    plus extra characters at 6, 7, 9, 10 and 11 letters; capped, such an answer earns 0.99 and the exact answer keeps a
+    margin over it. `correctness` itself stays bit-identical to reasoning_gym (and is still measured)."""
+    scores = correctness(completions, answer, metadata)
+    texts = [completion_text(c) for c in completions]
+    return [s if exact_answer(t, a) else min(s, CAPPED_BELOW_EXACT) for s, t, a in zip(scores, texts, answer)]
+
+
 def binary(completions, answer, metadata=None, **kwargs) -> list[float]:
-    """Strict success: full partial-credit correctness only when the format is complete."""
+    """correctness * (format == 1), as the homework defines it: partial credit, not 0/1 (see `success`)."""
     scores = correctness(completions, answer, metadata)
     return [s * (format_score(completion_text(c)) == 1.0) for s, c in zip(scores, completions)]
 

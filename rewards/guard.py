@@ -6,7 +6,10 @@ minutes into training, naming nothing. Two guards:
 
   * `probe_rewards` (before any model loads, also in a dry run): each function is called the way TRL calls it, on a
     few dataset rows with probe completions (empty, well formed, malformed); raising or returning anything but a
-    list of numbers-or-None, one per completion, is a `ConfigError` naming the function and what it returned.
+    list of numbers-or-None, one per completion, is a `ConfigError` naming the function and what it returned. A
+    function that returns the same value for every probe completion trains on a constant (every group flat, advantage
+    0): one warning line names it, the value, and the usual cause, `len(c)` or `c.count(...)` on a completion that is
+    a list of chat messages, not a string (`rlvr.rewards.text.completion_text` turns either into the text).
   * `guard_rewards` (at run time): each function is wrapped; a failure re-scores the batch one completion at a time
     to find the offender, writes it and its dataset row to `<output_dir>/reward_error.json`, and stops the run with
     a one-line `RewardFunctionError` naming the function and the step. Nothing is saved on the way out, so the last
@@ -19,6 +22,7 @@ import functools
 import inspect
 import json
 import numbers
+import sys
 from pathlib import Path
 
 from rlvr import run_layout as layout
@@ -37,7 +41,8 @@ def _as_completion(text: str, conversational: bool):
 
 
 def probe_texts(answer) -> list[str]:
-    """Empty, well formed (the right answer in the right tags) and malformed completions."""
+    """Empty, well formed (the right answer in the right tags) and malformed completions: they differ in length,
+    correctness (0, 1, 0), format (0, 1, 0.75) and success, so no sensible reward is constant on them."""
     return ["", f"<think>{answer}</think><answer>{answer}</answer>", "</answer><think>\x00<answer>"]
 
 
@@ -104,6 +109,22 @@ def probe_rewards(reward_set, rows: list[dict]) -> None:
         if problem := output_problem(output, len(texts)):
             raise ConfigError("reward_funcs", f"{_name(func)} {problem} on probe completions (expected a list of "
                                               f"{len(texts)} numbers or None)")
+        if (warning := constant_warning(_name(func), output, isinstance(rows[0].get("prompt"), list))) is not None:
+            print(warning, file=sys.stderr, flush=True)
+
+
+CONSTANT_BY_DESIGN = ("penalty",)  # the overlong penalty is 0 on every completion shorter than its threshold
+
+
+def constant_warning(name: str, output: list, conversational: bool) -> str | None:
+    """One line when a reward returned the same value for every probe completion (None otherwise)."""
+    values = {v for v in output if v is not None}
+    if name in CONSTANT_BY_DESIGN or len(values) != 1 or len(output) < 2:
+        return None
+    shape = "lists of chat messages ([{'role': 'assistant', 'content': ...}])" if conversational else "strings"
+    return (f"warning: reward_funcs: {name} returned {values.pop()!r} for every probe completion, so it would train on "
+            f"a constant; completions here are {shape}: take the text with "
+            f"rlvr.rewards.text.completion_text(c)")
 
 
 def _one(kwargs: dict, i: int, size: int) -> dict:

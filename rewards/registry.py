@@ -2,7 +2,8 @@
 
 `reward_funcs` entries are registry names or dotted import paths (`my_pkg.my_rewards.brevity`), so a new reward is
 a function plus one YAML line. The runner also always *measures* correctness and format (weight 0.0 when they are
-not trained on) so `avg_*`, `binary` and `zero_std_frac/*` exist in every run, and adds the DAPO overlong penalty
+not trained on) plus `success` (the 0/1 exact-and-formatted indicator, weight 0.0 unless trained on: MaxRL's
+advantage reads it) so `avg_*`, `binary`, `success` and `zero_std_frac/*` exist in every run, and adds the DAPO overlong penalty
 with weight 1.0 when it is configured: total = correctness + penalty + format_weight * format, as upstream.
 """
 
@@ -14,11 +15,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rlvr.rewards.functions import correctness, format, overlong_penalty
+from rlvr.rewards.functions import capped_correctness, correctness, format, overlong_penalty, success
 from rlvr.cli import ConfigError
 
-REWARD_REGISTRY: dict[str, Callable] = {"correctness": correctness, "format": format}
-ALWAYS_MEASURED = ("correctness", "format")
+REWARD_REGISTRY: dict[str, Callable] = {
+    "correctness": correctness, "format": format, "success": success, "capped_correctness": capped_correctness,
+}
+ALWAYS_MEASURED = ("correctness", "format", "success")
 PENALTY = "penalty"
 
 

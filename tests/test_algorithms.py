@@ -22,8 +22,12 @@ HAND = {
     "drgrpo": [0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125],
     "rloo": [x * 4 / 3 for x in (0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125)],
     "reinforce": TOTAL,
-    # binary = correctness * (format == 1) = [1, 0, 0, 1, 0.5, 0, 0.5, 0]: means 0.5 and 0.25.
-    "maxrl": [1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0],
+    # binary = correctness * (format == 1) = [1, 0, 0, 1, 0.5, 0, 0.5, 0]: means 0.5 and 0.25 (MaxRL on binary,
+    # the estimator alone).
+    "maxrl_binary": [1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0],
+    # MaxRL trains on success = exact (correctness 1) and full format = [1, 0, 0, 1, 0, 0, 0, 0]: group 2 has
+    # partial credit but no success, so no signal (mean 0).
+    "maxrl": [1.0, -1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0],
 }
 ALGORITHM_FLAGS = {  # what each algorithm's recipe sets on top of the fast GRPO test recipe
     "grpo": ["--scale_rewards", "group"],
@@ -44,8 +48,13 @@ def build(tiny_model_dir, tmp_path, algorithm="grpo", *overrides):
 
 
 def scripted_rewards(monkeypatch, *batches):
-    """Every reward call returns the next hand-built (N, 2) tensor instead of scoring the completions."""
-    queue = [torch.tensor(batch, dtype=torch.float32) for batch in batches]
+    """Every reward call returns the next hand-built tensor instead of scoring the completions: rows of
+    (correctness, format), plus the always-measured success (1 where correctness and format are both 1, as for an
+    exact answer at 3 letters), or rows already holding one value per reward of the trainer."""
+    def with_success(batch):
+        return [[*row, float(row[0] == 1.0 and row[1] == 1.0)] if len(row) == 2 else row for row in batch]
+
+    queue = [torch.tensor(with_success(batch), dtype=torch.float32) for batch in batches]
     monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", lambda self, inputs, *a: queue.pop(0))
     return queue
 
@@ -59,7 +68,7 @@ def test_pure_estimators_match_the_hand_values():
     for name, fn in [("grpo", group_zscore), ("drgrpo", group_mean_baseline), ("rloo", leave_one_out), ("reinforce", no_baseline)]:
         assert fn(total, 4).tolist() == pytest.approx(HAND[name], abs=1e-5), name
     binary = torch.tensor([c * (f == 1.0) for c, f in zip(CORRECTNESS, FORMAT)])
-    assert maxrl(binary, 4).tolist() == pytest.approx(HAND["maxrl"])
+    assert maxrl(binary, 4).tolist() == pytest.approx(HAND["maxrl_binary"])
 
 
 def test_maxrl_is_zero_for_unsolved_groups_and_scales_by_the_success_rate():
@@ -73,7 +82,7 @@ def test_unscorable_rows_leave_the_rest_of_the_group_its_signal():
     """A None reward (NaN) drops that row as TRL's GRPO does: advantage 0, and the group's baseline is the mean of
     the scorable rows, so RLOO's leave-one-out runs over the n = 3 others."""
     total = torch.tensor([1.0, float("nan"), 0.0, 0.5])
-    components = {"total": total, "binary": torch.tensor([1.0, float("nan"), 0.0, 0.0])}
+    components = {"total": total, "success": torch.tensor([1.0, float("nan"), 0.0, 0.0])}
     rloo = compute_advantages("rloo", components, 4)
     assert rloo.tolist() == pytest.approx([(1.0 - 0.5) * 3 / 2, 0.0, (0.0 - 0.5) * 3 / 2, 0.0])
     assert compute_advantages("maxrl", components, 4).tolist() == pytest.approx([2.0, 0.0, -1.0, -1.0])

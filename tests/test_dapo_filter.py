@@ -26,10 +26,11 @@ def test_zero_variance_drops_partial_credit_groups_all_min_or_max_keeps_them():
     assert flat_partial_groups(VALUES, 4) == 1
 
 
-def test_unscorable_group_is_kept_by_both_rules():
-    """A group whose correctness is all NaN (no reward could score it) is not declared flat by either rule."""
+def test_unscorable_group_is_dropped_by_zero_variance_only():
+    """A group whose correctness is all NaN (no reward could score it) has advantage 0 on every row, so
+    `zero_variance` drops it like any flat group; upstream's all-0/all-1 rule does not see it and keeps it."""
     values = torch.tensor([float("nan")] * 2 + [0.5, 0.5])
-    assert informative_groups(values, 2).tolist() == [True, False]
+    assert informative_groups(values, 2).tolist() == [False, False]
     assert informative_groups(values, 2, "all_min_or_max").tolist() == [True, True]
 
 

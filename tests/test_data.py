@@ -82,3 +82,34 @@ def test_cli_writes_card_and_offline_push_fails_with_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert (out / "dataset_dict.json").exists()  # the local copy was written before the push failed
     assert "seed: 42" in (out / "README.md").read_text()
+
+
+def test_difficulty_is_an_int_whatever_the_source_gave():
+    import numpy as np
+    from datasets import Dataset, DatasetDict, Value
+
+    from rlvr.data.generate import _entry_to_row, as_difficulty
+
+    assert [as_difficulty(v) for v in (4, 4.0, "4", np.int64(4), " 7 ")] == [4, 4, 4, 4, 7]
+    assert [as_difficulty(v) for v in (None, "hard", 4.5, float("nan"), True)] == [None] * 5
+    entry = {"question": "q", "answer": "a", "metadata": {"source_dataset": "spell_backward", "word_len": "4"}}
+    assert _entry_to_row(entry, None)["difficulty"] == 4
+    built = build_dataset(DataSpec.from_dict(SPEC))["train"]
+    assert built.features["difficulty"] == Value("int64") and isinstance(built[0]["difficulty"], int)
+
+
+def test_a_stored_string_difficulty_column_loads_as_int(tmp_path):
+    from datasets import Dataset, DatasetDict, Value
+
+    rows = [{"prompt": "p", "answer": "a", "metadata": "{}", "difficulty": d} for d in ("4", "10", None)]
+    DatasetDict({"train": Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "ds"))
+    loaded = load_task_dataset(str(tmp_path / "ds"))["train"]
+    assert loaded.features["difficulty"] == Value("int64") and loaded["difficulty"] == [4, 10, None]
+
+
+def test_evaluation_breakdown_lists_word_lengths_in_numeric_order():
+    from rlvr.analysis.evaluate import summarize
+
+    records = [{"prompt_id": i, "difficulty": d, "correctness": 0.0, "format": 1.0, "success": 0.0, "binary": 0.0,
+                "exact": False} for i, d in enumerate((10, 3, 9, None))]
+    assert list(summarize(records, 1, [1])["by_length"]) == ["3", "9", "10", "None"]

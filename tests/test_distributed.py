@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.metrics.components import group_summary
+from rlvr.metrics.components import group_summary, reward_components
 
 CONFIGS = REPO / "accelerate_configs"
 
@@ -79,7 +79,7 @@ def recomputed(rollouts: list[dict], step: int, names=("correctness", "format"),
     """The group statistics of one generation step, recomputed in this single process from the logged rollouts."""
     rows = [r for r in rollouts if r["step"] == step]
     rewards = torch.tensor([[r[name] for name in names] for r in rows], dtype=torch.float32)
-    return group_summary(rewards, list(names), torch.tensor(weights), G)
+    return group_summary(reward_components(rewards, list(names), torch.tensor(weights)), G)
 
 
 def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -88,8 +88,9 @@ def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
     rows = [row for row in read_jsonl(output_dir / "metrics.jsonl") if "loss" in row]
     rollouts = read_jsonl(output_dir / "rollouts.jsonl")
     assert [row["step"] for row in rows] == [1, 2] and len(rollouts) == 2 * GENERATION_BATCH
-    for step, row in enumerate(rows):
-        assert row["zero_std_frac/total"] == pytest.approx(row["frac_reward_zero_std"])
+    for step, row in enumerate(rows, start=1):
+        # Ours is exact; TRL's isclose(std, 0) misses some flat groups (0.2 x G), so it can only read lower.
+        assert row["zero_std_frac/total"] >= row["frac_reward_zero_std"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["reward"])
         for key, value in recomputed(rollouts, step).items():
             assert row[key] == pytest.approx(value, nan_ok=True), key
@@ -116,5 +117,5 @@ def test_two_processes_gather_whole_groups(run_recipe, tiny_model_dir, tmp_path)
     _, rollouts_two = check_run(two)
     assert [r["question"] for r in rollouts_one] == [r["question"] for r in rollouts_two]
     # The test has power only if a straddling group has rewards that differ between its two halves at some step.
-    straddling = [[r["total"] for r in rollouts_two if r["step"] == step and r["group"] == 1] for step in (0, 1)]
+    straddling = [[r["total"] for r in rollouts_two if r["step"] == step and r["group"] == 1] for step in (1, 2)]
     assert any(len(set(group)) > 1 for group in straddling), "no straddling group had reward variance; change seed"

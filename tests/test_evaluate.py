@@ -67,7 +67,7 @@ def test_evaluate_samples_from_the_recipes_prompt_with_its_reward_set(tmp_path, 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     assert all(tokenizer.decode(ids).endswith(THINK_OFF) for ids in seen["prompt_ids"])
     assert summary["chat_template_kwargs"] == {"enable_thinking": False}
-    assert summary["rewards"] == {"correctness": 1.0, "format": 0.5, "brevity": 0.25}
+    assert summary["rewards"] == {"correctness": 1.0, "format": 0.5, "brevity": 0.25, "success": 0.0}
     records = read_jsonl(summary["files"]["rollouts"])
     assert [r["brevity"] for r in records[:2]] == [1.0, pytest.approx(1 - 2 / 32)]
     for r in records:

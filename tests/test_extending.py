@@ -70,7 +70,7 @@ def test_an_advantage_only_algorithm_is_a_function_a_registry_line_and_a_base_ya
     trainer.model.train()
     from trl import GRPOTrainer
 
-    scripted = torch.tensor([[1.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.5, 1.0]] * 2)
+    scripted = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 1.0, 0.0]] * 2)  # + success
     monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", lambda self, *a: scripted)
     batch = [trainer.train_dataset[i] for i in range(2) for _ in range(4)]
     advantages = trainer._generate_and_score_completions(batch)["advantages"]

@@ -90,7 +90,7 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     assert [r["generated_samples"] for r in train] == [16, 32, 48, 64]
     assert sum("train_runtime" in r for r in metrics) == 1
     rollouts = rows(out / "rollouts.jsonl")
-    assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(4)}
+    assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(1, 5)}  # numbered as metrics.jsonl
     assert not list(out.glob("metrics.*.jsonl")) and not list(out.glob("rollouts.*.jsonl"))  # nothing moved aside
     assert (out / "checkpoint-4" / "trainer_state.json").exists()
 

@@ -30,7 +30,15 @@ def test_matches_trls_own_zero_std_test():
     torch.manual_seed(0)
     rewards = torch.randint(0, 3, (64,)).float() / 2
     trl_is_std_zero = torch.isclose(nanstd(rewards.view(-1, 4), dim=1), torch.zeros(16))
-    assert zero_std_fraction(rewards, 4) == trl_is_std_zero.float().mean().item()
+    assert zero_std_fraction(rewards, 4) == trl_is_std_zero.float().mean().item()  # on 0, 0.5, 1 both are exact
+
+
+def test_trls_isclose_test_misses_flat_groups_that_ours_counts():
+    from trl.trainer.utils import nanstd
+
+    flat = torch.full((8,), 0.2)  # float32 std ~1.5e-8 > isclose's 1e-8
+    assert not torch.isclose(nanstd(flat.view(1, 8), dim=1), torch.zeros(1)).item()
+    assert zero_std_fraction(flat, 8) == 1.0
 
 
 def test_components_total_binary_and_absent_penalty():
@@ -43,7 +51,7 @@ def test_components_total_binary_and_absent_penalty():
 
 def test_summary_has_avg_and_zero_std_for_every_component():
     rewards_per_func = torch.tensor([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
-    summary = group_summary(rewards_per_func, NAMES, WEIGHTS, num_generations=2)
+    summary = group_summary(reward_components(rewards_per_func, NAMES, WEIGHTS), num_generations=2)
     assert summary["avg_correctness"] == 0.75 and summary["avg_format"] == 1.0 and summary["avg_total"] == 1.25
     assert summary["avg_binary"] == 0.75 and summary["avg_penalty"] == 0.0
     assert summary["zero_std_frac/correctness"] == 0.5 and summary["zero_std_frac/format"] == 1.0
@@ -53,7 +61,7 @@ def test_summary_has_avg_and_zero_std_for_every_component():
 def test_unscorable_rows_are_ignored_like_trl():
     nan = float("nan")
     rewards_per_func = torch.tensor([[nan, nan], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
-    summary = group_summary(rewards_per_func, NAMES, WEIGHTS, num_generations=2)
+    summary = group_summary(reward_components(rewards_per_func, NAMES, WEIGHTS), num_generations=2)
     assert summary["avg_total"] == 1.5
-    # A group left with one scorable row has an undefined std; like TRL we do not call it flat.
-    assert summary["zero_std_frac/total"] == 0.5
+    # A group left with one scorable row has no contrast (its advantage is 0): flat, as is the all-1.5 group.
+    assert summary["zero_std_frac/total"] == 1.0

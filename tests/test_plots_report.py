@@ -24,6 +24,7 @@ def metric_rows(samples_per_step=16, correctness=CORRECTNESS, zero_std=ZERO_STD_
         rows.append({
             "step": i, "epoch": i / 100, "time": 1000.0 + 4 * i, "loss": 0.01,
             "avg_correctness": corr, "avg_format": 0.5 + corr / 2, "avg_binary": corr / 2,
+            "avg_success": corr / 4, "zero_std_frac/success": 1.0,
             "avg_total": corr + 0.5 * (0.5 + corr / 2), "avg_penalty": 0.0,
             "zero_std_frac/total": zstd, "zero_std_frac/correctness": 1.0 - corr, "zero_std_frac/format": 0.5,
             "zero_std_frac/penalty": 1.0, "zero_std_frac/binary": 1.0,
@@ -36,8 +37,8 @@ def metric_rows(samples_per_step=16, correctness=CORRECTNESS, zero_std=ZERO_STD_
     return rows
 
 
-# Two steps, two groups of G = 2: step 0 has one all-wrong and one mixed group; step 1 one all-correct, one all-wrong.
-ROLLOUT_CORRECTNESS = {(0, 0): [0.0, 0.0], (0, 1): [1.0, 0.0], (1, 0): [1.0, 1.0], (1, 1): [0.0, 0.0]}
+# Two steps, two groups of G = 2: step 1 has one all-wrong and one mixed group; step 2 one all-correct, one all-wrong.
+ROLLOUT_CORRECTNESS = {(1, 0): [0.0, 0.0], (1, 1): [1.0, 0.0], (2, 0): [1.0, 1.0], (2, 1): [0.0, 0.0]}
 
 
 def rollout_rows():
@@ -71,6 +72,7 @@ def test_summary_numbers_match_hand_computation(run_dir):
     assert row["auc_up_to_samples"] == 64
     assert row["final_correctness"] == pytest.approx(0.5)  # mean of the last 2
     assert row["final_binary"] == pytest.approx(0.25)
+    assert row["final_success"] == pytest.approx(0.125)
     assert row["mean_zero_std_total"] == pytest.approx(0.25)  # (.5 + .25 + .25 + 0) / 4
     assert row["mean_zero_std_correctness"] == pytest.approx(0.6875)  # (1 + .75 + .5 + .5) / 4
     assert row["samples_to_0.85"] is None  # correctness never gets there
@@ -91,7 +93,7 @@ def test_auc_is_cut_at_a_shared_budget_by_interpolation():
 
 def test_group_outcomes_split_zero_std_groups_into_all_wrong_and_all_correct():
     rows = group_outcomes(rollout_rows())
-    assert [row["step"] for row in rows] == [1, 2]  # generated at global step 0 -> logged at step 1
+    assert [row["step"] for row in rows] == [1, 2]  # rollouts and metrics number the same step alike
     assert [row["generated_samples"] for row in rows] == [4, 8]
     assert [row["groups/all_wrong"] for row in rows] == [0.5, 0.5]
     assert [row["groups/all_correct"] for row in rows] == [0.0, 0.5]
@@ -130,7 +132,8 @@ def test_plots_cli_writes_pngs_and_prints_the_series_table(run_dir, tmp_path, ca
     assert "time_accounting.png" in names
     assert all((out / name).stat().st_size > 1000 for name in names)
     printed = capsys.readouterr().out
-    for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "time/generation_share"):
+    for series in ("avg_correctness", "avg_format", "avg_success", "avg_binary", "zero_std_frac/total",
+                   "time/generation_share"):
         assert series in printed
     assert "0.250" in printed and "known-run" in printed
 
@@ -139,9 +142,10 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     path = report.build_report(run_dir, last_k=2)
     text = path.read_text()
     assert "num_generations: 2" in text  # the config used
-    for series in ("avg_correctness", "avg_format", "avg_binary", "zero_std_frac/total", "zero_std_frac/correctness"):
+    for series in ("avg_correctness", "avg_format", "avg_success", "avg_binary", "zero_std_frac/total",
+                   "zero_std_frac/correctness"):
         assert series in text
-    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |" in text
+    assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.125 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |" in text
     assert "On average 25% of prompt groups had zero reward spread" in text
     assert "50% of the last steps' groups were all wrong and 25% all correct" in text
     assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 |" in text  # time table
@@ -198,7 +202,7 @@ def test_before_after_pairs_prompts_and_goes_into_the_report(tiny_model_dir, run
     assert len(comparison["prompts"]) == 3
     first = comparison["prompts"][0]
     assert {"question", "answer", "difficulty", "before", "after"} <= set(first)
-    assert {"completion", "correctness", "format", "binary", "mean_correctness"} <= set(first["before"])
+    assert {"completion", "correctness", "format", "success", "binary", "mean_correctness"} <= set(first["before"])
     assert sum(before_after.changes(comparison["prompts"]).values()) == 3
     text = report.build_report(run_dir).read_text()
     assert "## Before / after training" in text and "pass@2 before" in text and "pass@2 after" in text
@@ -245,3 +249,22 @@ def test_settings_are_paired_by_seed_against_the_best():
     text = "\n".join(settings_section(summary))
     assert "Paired by seed against **G4**" in text
     assert "- G8: -1.0 / +1.0 / -4.0 (behind on 2 of 3)" in text and "- G16: -10.0 / -10.0 (behind on 2 of 2)" in text
+
+
+def test_run_report_reads_the_evaluations_already_in_the_run_folder(run_dir):
+    """A sweep's eval/after.json in the run folder (and the base model's eval/before.json beside the runs) show up in
+    the report instead of "Not run yet"."""
+    def evaluation(model, exact):
+        block = {"prompts": 2, "samples": 16, "exact_match": exact, "mean_correctness": 0.9, "mean_success": exact,
+                 "pass@1": exact, "false_full_credit": 0.0625}
+        return {"model": model, "split": "test", "num_samples": 8, "sampling": {"temperature": 1.0},
+                "overall": block, "by_length": {"3": block, "10": block}}
+
+    (run_dir / "eval").mkdir()
+    (run_dir / "eval" / "after.json").write_text(json.dumps(evaluation(str(run_dir), 0.625)))
+    (run_dir.parent / "eval").mkdir()
+    (run_dir.parent / "eval" / "before.json").write_text(json.dumps(evaluation("models/tiny-speller", 0.25)))
+    text = report.build_report(run_dir, last_k=2).read_text()
+    assert "Not run yet" not in text
+    assert "after.json" in text and "before.json" in text and "models/tiny-speller" in text
+    assert "0.625" in text and "false_full_credit" in text and "0.062" in text

@@ -5,7 +5,9 @@ import pytest
 import reasoning_gym
 from reasoning_gym.utils import extract_answer
 
-from rlvr.rewards import binary, correctness, format, overlong_penalty, resolve_reward_funcs
+from rlvr.rewards import (
+    binary, capped_correctness, correctness, exact_answer, format, overlong_penalty, resolve_reward_funcs, success,
+)
 from rlvr.rewards.text import completion_text, extract_last_answer
 from rlvr.cli import ConfigError
 
@@ -105,7 +107,7 @@ def test_qwen3_response_parser_output_keeps_the_tags():
     "completion", [None, 42, {"content": None}, [None], [{"role": "assistant"}], [{"content": 3}], b"bytes", float("nan")]
 )
 def test_rewards_never_raise(completion):
-    for fn in (correctness, binary):
+    for fn in (correctness, binary, success, capped_correctness):
         assert fn([completion], answer=[ANSWER], metadata=[META]) == [0.0]
     assert format([completion]) == [0.0]
     assert correctness(["<answer>nus</answer>"], answer=[None], metadata=["not json"]) == [0.0]
@@ -133,11 +135,11 @@ def test_completion_text_shapes():
 
 def test_reward_set_measures_components_and_adds_penalty():
     rewards = resolve_reward_funcs(["correctness", "format"], [1.0, 0.5], 512, 128)
-    assert rewards.names == ["correctness", "format", "penalty"] and rewards.weights == [1.0, 0.5, 1.0]
+    assert rewards.names == ["correctness", "format", "penalty", "success"] and rewards.weights == [1.0, 0.5, 1.0, 0.0]
     only = resolve_reward_funcs(["correctness"])
-    assert only.names == ["correctness", "format"] and only.weights == [1.0, 0.0]  # format measured, not trained
+    assert only.names == ["correctness", "format", "success"] and only.weights == [1.0, 0.0, 0.0]  # measured only
     custom = resolve_reward_funcs(["rewards.functions.binary", "format"], [1.0, 0.1])
-    assert custom.names == ["binary", "format", "correctness"]
+    assert custom.names == ["binary", "format", "correctness", "success"]
 
 
 @pytest.mark.parametrize(

@@ -12,14 +12,15 @@ from rlvr.analysis import plots
 from rlvr.metrics.components import zero_std_fraction
 from rlvr.analysis.records import flat_probability, load_run, zero_std_prediction
 
-# (step, round, group): (difficulty, correctness of the G = 4 completions). Exact match = correctness 1.
+# (step, round, group): (difficulty, correctness of the G = 4 completions). Exact match = correctness 1. Steps are
+# 1-based, the optimizer step the rollouts are for, as metrics.jsonl numbers them.
 GROUPS = {
-    (0, 0, 0): (3, [1.0, 1.0, 1.0, 1.0]),  # 4 exact: flat
-    (0, 0, 1): (3, [1.0, 0.5, 1.0, 0.0]),  # 2 exact
-    (0, 0, 2): (3, [1.0, 0.0, 0.0, 0.0]),  # 1 exact
-    (0, 0, 3): (5, [0.2, 0.5, 0.0, 0.2]),  # 0 exact: flat on exact match, mixed on correctness
-    (1, 0, 0): (3, [0.75, 0.75, 0.75, 0.75]),  # 0 exact: flat on both
-    (1, 1, 0): (3, [1.0, 0.0, 1.0, 1.0]),  # DAPO's second round of the same step: 3 exact
+    (1, 0, 0): (3, [1.0, 1.0, 1.0, 1.0]),  # 4 exact: flat
+    (1, 0, 1): (3, [1.0, 0.5, 1.0, 0.0]),  # 2 exact
+    (1, 0, 2): (3, [1.0, 0.0, 0.0, 0.0]),  # 1 exact
+    (1, 0, 3): (5, [0.2, 0.5, 0.0, 0.2]),  # 0 exact: flat on exact match, mixed on correctness
+    (2, 0, 0): (3, [0.75, 0.75, 0.75, 0.75]),  # 0 exact: flat on both
+    (2, 1, 0): (3, [1.0, 0.0, 1.0, 1.0]),  # DAPO's second round of the same step: 3 exact
 }
 
 
@@ -40,28 +41,28 @@ def test_closed_form():
 
 
 def test_observed_and_predicted_series_by_hand():
-    step0, step1 = zero_std_prediction(rollouts())
-    assert (step0["step"], step0["generated_samples"], step1["generated_samples"]) == (1, 16, 24)
-    assert step0["zero_std_exact/observed"] == 0.5  # groups 0 and 3
-    assert step0["zero_std_exact/predicted_self"] == pytest.approx((1 + flat4(0.5) + flat4(0.25) + 1) / 4)
+    first, second = zero_std_prediction(rollouts())
+    assert (first["step"], first["generated_samples"], second["generated_samples"]) == (1, 16, 24)
+    assert first["zero_std_exact/observed"] == 0.5  # groups 0 and 3
+    assert first["zero_std_exact/predicted_self"] == pytest.approx((1 + flat4(0.5) + flat4(0.25) + 1) / 4)
     # Peers at the same difficulty, leaving the group out: 3/8, 5/8, 6/8; group 3 is alone at 5 -> all others, 7/12.
-    assert step0["zero_std_exact/predicted_peers"] == pytest.approx(
+    assert first["zero_std_exact/predicted_peers"] == pytest.approx(
         (flat4(3 / 8) + flat4(5 / 8) + flat4(6 / 8) + flat4(7 / 12)) / 4)
-    # Step 1 pools its two rounds: one flat group (0 exact), one with 3 exact; each is the other's peer.
-    assert step1["zero_std_exact/observed"] == 0.5
-    assert step1["zero_std_exact/predicted_self"] == pytest.approx((1 + flat4(0.75)) / 2)
-    assert step1["zero_std_exact/predicted_peers"] == pytest.approx((flat4(0.75) + 1) / 2)
+    # Step 2 pools its two rounds: one flat group (0 exact), one with 3 exact; each is the other's peer.
+    assert second["zero_std_exact/observed"] == 0.5
+    assert second["zero_std_exact/predicted_self"] == pytest.approx((1 + flat4(0.75)) / 2)
+    assert second["zero_std_exact/predicted_peers"] == pytest.approx((flat4(0.75) + 1) / 2)
 
 
 def test_a_lone_group_has_no_peer_prediction():
-    (row,) = zero_std_prediction(rollouts({(0, 0, 0): (3, [1.0, 0.0])}))
+    (row,) = zero_std_prediction(rollouts({(1, 0, 0): (3, [1.0, 0.0])}))
     assert row["zero_std_exact/observed"] == 0.0 and row["zero_std_exact/predicted_self"] == 0.5
     assert row["zero_std_exact/predicted_peers"] is None
 
 
 def test_logged_partial_credit_fraction_is_at_most_the_exact_match_one():
-    """Step 0: only group 0 is flat on correctness (the metric the trainer logs), groups 0 and 3 on exact match."""
-    values = torch.tensor([c for key, (_, scores) in GROUPS.items() if key[0] == 0 for c in scores])
+    """Step 1: only group 0 is flat on correctness (the metric the trainer logs), groups 0 and 3 on exact match."""
+    values = torch.tensor([c for key, (_, scores) in GROUPS.items() if key[0] == 1 for c in scores])
     assert zero_std_fraction(values, 4) == 0.25 <= zero_std_prediction(rollouts())[0]["zero_std_exact/observed"]
 
 
@@ -90,7 +91,7 @@ def test_peer_prediction_bias_is_the_pools_and_shrinks_with_it(num_groups):
     totals = dict.fromkeys(("observed", "predicted_self", "predicted_peers"), 0.0)
     for o in itertools.product([0.0, 1.0], repeat=num_groups * G):
         weight = math.prod(p if v else 1 - p for v in o)
-        (row,) = zero_std_prediction(rollouts({(0, 0, g): (3, list(o[g * G:(g + 1) * G])) for g in range(num_groups)}))
+        (row,) = zero_std_prediction(rollouts({(1, 0, g): (3, list(o[g * G:(g + 1) * G])) for g in range(num_groups)}))
         for key in totals:
             totals[key] += weight * row[f"zero_std_exact/{key}"]
     assert totals["observed"] == pytest.approx(flat_probability(p, G))

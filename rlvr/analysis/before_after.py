@@ -55,7 +55,7 @@ def pair_prompts(before: list[dict], after: list[dict]) -> list[dict]:
         for side in SIDES:
             samples = sides[side].get(prompt_id, [])
             shown = samples[0] if samples else {}
-            row[side] = {key: shown.get(key) for key in ("completion", "correctness", "format", "binary")}
+            row[side] = {key: shown.get(key) for key in ("completion", "correctness", "format", "success", "binary")}
             row[side]["mean_correctness"] = sum(s["correctness"] for s in samples) / len(samples) if samples else None
         pairs.append(row)
     return pairs

@@ -8,7 +8,9 @@ there is one (the CPU under `use_cpu`), prompts are rendered with the recipe's `
 enable_thinking) exactly as `GRPOTrainer` tokenizes them, and the sampling settings (temperature, top_p, top_k, min_p,
 repetition_penalty, max_completion_length) are the recipe's; flags override them. On a GPU each `generate` call holds
 as many sequences as the free memory fits; `--use_vllm` samples with vLLM instead. Completions are scored by the
-recipe's own reward set (custom dotted-path rewards included) plus `total` and `binary` as the trainer derives them.
+recipe's own reward set (custom dotted-path rewards included, `success` always) plus `total` and `binary` as the trainer
+derives them. Exact match is the extracted answer equal to the expected one (`rlvr.rewards.functions.exact_answer`),
+not correctness == 1.0, which a wrong answer can reach (`step/false_full_credit`, reported per word length too).
 pass@k uses the unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(n, k); pass@1 equals exact match.
 """
 
@@ -231,6 +233,7 @@ def score(rows: list[dict], completions: list[list[str]], rewards, completion_id
     import torch
 
     from rlvr.metrics.components import reward_components
+    from rlvr.rewards.functions import exact_answer
 
     flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
             for text, ids in zip(samples, id_lists or [None] * len(samples))]
@@ -248,14 +251,20 @@ def score(rows: list[dict], completions: list[list[str]], rewards, completion_id
             record = {"prompt_id": prompt_id, "sample": sample_id, "question": row["question"], "answer": row["answer"],
                       "difficulty": row["difficulty"], "completion": text}
             record.update({name: float(values[index].item()) for name, values in components.items()})
-            record["exact"] = record.get("correctness") == 1.0
+            record["exact"] = exact_answer(text, row["answer"])
             records.append(record)
             index += 1
     return records
 
 
-def summarize(records: list[dict], num_samples: int, ks: list[int], components=("correctness", "format", "binary")) -> dict:
-    """Exact match, the mean of every reward component and pass@k, overall and per difficulty (word length)."""
+def summarize(records: list[dict], num_samples: int, ks: list[int],
+              components=("correctness", "format", "success", "binary")) -> dict:
+    """Exact match, the mean of every reward component, pass@k and `false_full_credit` (full correctness for a wrong
+    answer, `rlvr.metrics.step_metrics.full_credit_but_wrong`), overall and per difficulty (word length)."""
+    import torch
+
+    from rlvr.metrics.step_metrics import full_credit_but_wrong
+
     by_prompt = defaultdict(list)
     for record in records:
         by_prompt[record["prompt_id"]].append(record)
@@ -269,6 +278,10 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=(
             out[f"mean_{key}"] = sum(r[key] for r in rollouts) / len(rollouts)
         for k in ks:
             out[f"pass@{k}"] = sum(pass_at_k(num_samples, c, k) for c in correct) / len(correct)
+        if all(r.get("correctness") is not None for r in rollouts):
+            hacked = full_credit_but_wrong(torch.tensor([r["correctness"] for r in rollouts], dtype=torch.float32),
+                                           torch.tensor([bool(r["exact"]) for r in rollouts]))
+            out["false_full_credit"] = hacked.float().mean().item()
         return out
 
     lengths = defaultdict(list)
@@ -276,17 +289,24 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=(
         lengths[rollouts[0]["difficulty"]].append(prompt_id)
     return {
         "overall": block(list(by_prompt)),
-        "by_length": {str(length): block(ids) for length, ids in sorted(lengths.items(), key=lambda kv: str(kv[0]))},
+        "by_length": {str(length): block(ids) for length, ids in sorted(lengths.items(), key=_length_order)},
     }
 
 
+def _length_order(item) -> tuple:
+    """Integer word lengths in numeric order (3, 4, ..., 10), then any other difficulty by its text."""
+    length = item[0]
+    return (0, length, "") if isinstance(length, int) else (1, 0, str(length))
+
+
 def format_table(summary: dict) -> str:
-    """Per word length: prompts, exact match, the mean of every reward component, then pass@k."""
+    """Per word length: prompts, exact match, the mean of every reward component, pass@k, then false_full_credit."""
     overall = summary["overall"]
     means = [key for key in overall if key.startswith("mean_")]
     ks = [key for key in overall if key.startswith("pass@")]
-    headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks]
-    rows = [[length, b["prompts"], b["exact_match"], *(b[k] for k in means), *(b[k] for k in ks)]
+    watch = [key for key in ("false_full_credit",) if key in overall]
+    headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks, *watch]
+    rows = [[length, b["prompts"], b["exact_match"], *(b[k] for k in means), *(b[k] for k in ks), *(b[k] for k in watch)]
             for length, b in [*summary["by_length"].items(), ("all", overall)]]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]

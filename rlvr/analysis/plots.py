@@ -55,7 +55,7 @@ def save(fig, path) -> None:
     fig.savefig(buffer, format="png", dpi=DPI)
     image = Image.open(buffer).convert("RGB")
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
-UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
+UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
 TITLES = {
     "groups/all_wrong": "groups all wrong (correctness, rollouts)",
     "groups/all_correct": "groups all correct (correctness, rollouts)",

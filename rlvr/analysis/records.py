@@ -152,7 +152,7 @@ def load_runs(paths) -> list[Run]:
 def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
     """Per generation step, in order: the row's x values and the step's prompt groups (each a list of its rollouts).
 
-    A rollout's `step` is the global step when it was generated, so it is logged at metrics step `step + 1`;
+    A rollout's `step` is the optimizer step it was generated for, numbered as metrics.jsonl numbers it (1-based);
     `generated_samples` / `generated_tokens` count every rollout up to that step, as the trainer's ledger does.
     DAPO's extra rounds are groups of the same step.
     """
@@ -170,7 +170,7 @@ def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
     for step in sorted(by_step):
         seen_samples += samples[step]
         seen_tokens += tokens[step]
-        x = {"step": step + 1, "generated_samples": seen_samples, "generated_tokens": seen_tokens}
+        x = {"step": step, "generated_samples": seen_samples, "generated_tokens": seen_tokens}
         steps.append((x, by_step[step]))
     return steps
 
@@ -195,8 +195,14 @@ def flat_probability(p: float, num_generations: int) -> float:
     return p**num_generations + (1 - p) ** num_generations
 
 
+def exact_match(rollout: dict) -> bool:
+    """A rollout's exact match: its `exact` field (the extracted answer is exactly right), written by runs since it
+    exists; older rollouts fall back to correctness == 1.0, which a wrong answer can reach (step/false_full_credit)."""
+    return bool(rollout["exact"]) if "exact" in rollout else rollout.get("correctness") == 1.0
+
+
 def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
-    """Per step, the fraction of groups with zero std on exact match (correctness == 1), observed and predicted.
+    """Per step, the fraction of groups with zero std on exact match (`exact_match`), observed and predicted.
 
     The closed form p^G + (1 - p)^G holds for 0/1 outcomes. Correctness has partial credit: the logged
     `zero_std_frac/correctness` counts a group scoring 0.5 G times as flat and a group of 0.2s and 0.5s as mixed,
@@ -216,7 +222,7 @@ def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
     for x, groups in rollout_steps(rollouts):
         outcomes = []  # (difficulty, exact-match outcomes) per scored group
         for g in groups:
-            exact = [float(r["correctness"] == 1.0) for r in g if r.get("correctness") is not None]
+            exact = [float(exact_match(r)) for r in g if r.get("correctness") is not None]
             if exact:
                 outcomes.append((g[0].get("difficulty"), exact))
         row = {**x, **dict.fromkeys(EXACT_SERIES)}
@@ -319,7 +325,8 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             "generated_samples": count(last(run, "generated_samples")),
             "generated_tokens": count(last(run, "generated_tokens")),
             "final_correctness": tail_mean(ys, last_k),
-            "final_binary": tail_mean(run.values("avg_binary"), last_k),
+            "final_binary": tail_mean(run.values("avg_binary"), last_k),  # partial credit, as the homework defines it
+            "final_success": tail_mean(run.values("avg_success"), last_k),  # 0/1: exact answer and full format
             "auc_correctness": normalized_auc(xs, ys, common_end),
             "auc_up_to_samples": count(common_end),
             f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
@@ -328,10 +335,31 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             "wall_time_s": wall_time(run),
             "generation_share": totals["generation_share"],
             **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
-               for c in run.components if c not in ("correctness", "binary", "format", "total", "penalty")},
+               for c in run.components if c not in ("correctness", "success", "binary", "format", "total", "penalty")},
             **held_out_columns(run),
         })
     return rows
+
+
+EVALUATION_PLACES = ("*.json", "eval/*.json", "before_after/*.json")  # where a run folder keeps evaluations
+
+
+def evaluations_in(run_dir) -> list[tuple[Path, dict]]:
+    """Every held-out evaluation summary (`rlvr.analysis.evaluate` output: a JSON with `overall` and `by_length`) kept
+    in a run folder: the sweep's `eval/after.json`, before_after's `before.json` / `after.json`, or an evaluate
+    `--output` written into the folder; then the sweep's base-model `eval/before.json` one folder up."""
+    run_dir = Path(run_dir)
+    paths = [p for pattern in EVALUATION_PLACES for p in sorted(run_dir.glob(pattern))]
+    paths += [run_dir.parent / "eval" / "before.json"]
+    found = []
+    for path in dict.fromkeys(paths):
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(summary, dict) and isinstance(summary.get("overall"), dict) and "by_length" in summary:
+            found.append((path, summary))
+    return found
 
 
 def held_out_columns(run: Run) -> dict:

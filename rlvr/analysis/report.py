@@ -27,6 +27,7 @@ from rlvr.analysis.records import (
     Run,
     aggregate,
     count,
+    evaluations_in,
     find_run_dirs,
     last,
     load_runs,
@@ -269,14 +270,31 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         images(pngs, report_dir, ("zero_std_by_step.png", "zero_std_by_samples.png")),
         zero_std_reading(run, last_k),
         "## Before / after training",
-        before_after.render_markdown(comparison) if comparison else
-        "Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
-        f"{run.path} --config {run.path / CONFIG_NAME}` (or `--before BASE_MODEL` here).",
+        before_after.render_markdown(comparison) if comparison else evaluations_section(run, report_dir),
         "## Time accounting",
         markdown_table(*time_table([run])),
         images(pngs, report_dir, ("time_accounting.png",)),
         time_reading([run]),
     ])
+
+
+def evaluations_section(run: Run, report_dir: Path) -> str:
+    """The held-out evaluations already in the run folder (`evaluations_in`), each as evaluate prints it (per word
+    length: exact match, reward means, pass@k, false_full_credit); "Not run yet" with the command only when none is."""
+    from rlvr.analysis.evaluate import format_table
+
+    found = evaluations_in(run.path)
+    if not found:
+        return ("Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
+                f"{run.path} --config {run.path / CONFIG_NAME}` (or `--before BASE_MODEL` here).")
+    parts = ["Held-out evaluations found in the run folder (no before_after pairing; "
+             "`--before BASE_MODEL` adds one):"]
+    for path, summary in found:
+        parts.append(f"**[{path.name}]({link(path, report_dir)})**: model `{summary.get('model')}`, split "
+                     f"{summary.get('split')}, {summary.get('num_samples')} samples per prompt, temperature "
+                     f"{(summary.get('sampling') or {}).get('temperature')}")
+        parts.append(f"```\n{format_table(summary)}\n```")
+    return "\n\n".join(parts)
 
 
 def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str] | None = None,

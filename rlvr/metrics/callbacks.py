@@ -17,11 +17,12 @@ from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
 
 
 class GroupStatsCallback(RewardBatchCallback):
-    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward, binary and penalty, every step, plus
-    every registered `step/*` metric (`rlvr/metrics/step_metrics.py`)."""
+    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward (success included), binary and penalty,
+    every step, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read the batch's components,
+    computed once."""
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
-        summary = group_summary(batch.rewards_per_func, batch.names, batch.weights, batch.num_generations)
+        summary = group_summary(batch.components(), batch.num_generations)
         return {**summary, **compute_step_metrics(batch)}
 
 
@@ -65,9 +66,10 @@ class RolloutLogCallback(RewardBatchCallback):
         if not state.is_world_process_zero or batch.mode != "train":
             return None
         components = {name: values.tolist() for name, values in batch.components().items()}
+        exact = batch.exact().tolist()
         records = [
             {
-                "step": state.global_step,
+                "step": state.global_step + 1,  # the optimizer step these rollouts are for, as metrics.jsonl numbers it
                 "round": batch.round,
                 "group": i // batch.num_generations,
                 "question": row.get("question"),
@@ -75,6 +77,7 @@ class RolloutLogCallback(RewardBatchCallback):
                 "difficulty": row.get("difficulty"),
                 "completion": completion,
                 "completion_tokens": length,
+                "exact": exact[i],  # the extracted answer is exactly right (format aside)
                 **{name: _finite(values[i]) for name, values in components.items()},
             }
             for i, (row, completion, length) in enumerate(zip(batch.rows, batch.completions, batch.completion_lengths))
@@ -88,7 +91,7 @@ class RolloutLogCallback(RewardBatchCallback):
         return None
 
 
-ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "completion", "completion_tokens")
+ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "completion", "completion_tokens", "exact")
 
 
 def format_rollout(record: dict) -> str:

@@ -1,13 +1,17 @@
 """Every metric key this repo writes, named once: the trainer logs them, the records, plots, report and sweep read them.
 
 The reward components are not a fixed list: a run's components are its recipe's reward names (custom dotted-path
-rewards included, under their function name) plus the derived `total`, `binary` and `penalty`
+rewards included, under their function name; `success` is always measured) plus the derived `total`, `binary`
+(partial credit, as the homework defines it) and `penalty`
 (`rlvr/metrics/components.py`). Readers therefore discover them from a run's own rows (`components_in`), so a new
 reward shows up in every curve, table and summary without touching this file.
 
 Why our own keys beside TRL's `rewards/<name>/mean` and `frac_reward_zero_std`: `avg_<component>` are the names the
 homework uses, `binary` and `total` are not TRL reward functions, and `zero_std_frac/<component>` is per group for
-every component (TRL's is for the total only, and all-or-nothing under `scale_rewards: batch`).
+every component (TRL's is for the total only, and all-or-nothing under `scale_rewards: batch`). Ours is also exact:
+a group is flat when max == min over its scorable rows (`rlvr.metrics.components.flat_groups`); TRL's
+`isclose(std, 0)` misses flat groups whose float32 std exceeds 1e-8 (eight 0.2s, 1/3s, ...), so `frac_reward_zero_std`
+can read below our `zero_std_frac/total` on the same batch.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 REWARD_PREFIX = "avg_"  # avg_<component>: batch mean of the component
 ZERO_STD_PREFIX = "zero_std_frac/"  # zero_std_frac/<component>: fraction of prompt groups with no contrast on it
 STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics/step_metrics.py)
-KNOWN_ORDER = ("correctness", "format", "binary", "total", "penalty")  # how the built-in components are listed
+KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")  # how the built-in components are listed
 
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = ("generation_step", "generated_samples", "generated_tokens")

@@ -13,6 +13,7 @@ import torch
 from transformers import TrainerCallback
 
 from rlvr.metrics.components import reward_components
+from rlvr.rewards.functions import exact_answer
 
 
 @dataclass
@@ -29,13 +30,28 @@ class RewardBatch:
     mode: str = "train"
     round: int = 0  # > 0 for DAPO's extra generation rounds within one step
     extra: dict = field(default_factory=dict)
+    _components: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _exact: torch.Tensor | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def size(self) -> int:
         return self.rewards_per_func.shape[0]
 
     def components(self) -> dict[str, torch.Tensor]:
-        return reward_components(self.rewards_per_func, self.names, self.weights)
+        """Every reward component by name (`reward_components`), computed on first use and cached: one pass over the
+        batch, whoever reads it (advantage, metrics, rollouts, step metrics, DAPO's filter)."""
+        if self._components is None:
+            self._components = reward_components(self.rewards_per_func, self.names, self.weights)
+        return self._components
+
+    def exact(self) -> torch.Tensor:
+        """(N,) bool: the extracted answer is exactly the row's expected answer (`rlvr.rewards.functions.exact_answer`),
+        whatever the format; cached like the components."""
+        if self._exact is None:
+            self._exact = torch.tensor(
+                [exact_answer(text, row.get("answer")) for text, row in zip(self.completions, self.rows)], dtype=torch.bool
+            )
+        return self._exact
 
 
 class RewardBatchCallback(TrainerCallback):

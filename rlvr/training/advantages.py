@@ -1,7 +1,7 @@
 """Advantage estimators over one generation batch, rows grouped by prompt (G contiguous rows per group).
 
 Each is `fn(rewards, num_generations) -> advantages` on the gathered (N,) reward column its algorithm names in the
-registry (`rlvr/training/algorithms.py`; the total for most, `binary` for MaxRL). A NaN reward marks an unscorable
+registry (`rlvr/training/algorithms.py`; the total for most, the 0/1 `success` for MaxRL). A NaN reward marks an unscorable
 completion (every reward function returned None): as in TRL's GRPO it is left out of its group's statistics and its
 own advantage is 0 (the dispatch zeroes it), so one bad row never silences the rest of its group.
 
@@ -53,7 +53,8 @@ def no_baseline(rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
 
 
 def maxrl(rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
-    """MaxRL (Tajwar et al., 2026) on the binary reward b: (b - mean_group(b)) / mean_group(b) when the group mean is
+    """MaxRL (Tajwar et al., 2026) on the 0/1 success b (the `success` reward: exact answer and full format; not the
+    partial-credit `binary`, for which 1/p is not a pass rate): (b - mean_group(b)) / mean_group(b) when the group mean is
     > 0, else 0. Dividing by the success rate p (not the std) weights a prompt by 1/p: rarely solved prompts get the
     largest push, which is the gradient of log pass-rate (maximum likelihood of success) rather than of the pass rate."""
     grouped = rewards.view(-1, num_generations)

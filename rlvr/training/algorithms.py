@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from rlvr.cli import ConfigError
+from rlvr.metrics.components import flat_rows
 from rlvr.training import advantages
 
 TRAINER = "rlvr.training.trainer.RLVRTrainer"
@@ -39,6 +40,7 @@ class Algorithm:
     advantage: Callable[[torch.Tensor, int], torch.Tensor] | None = None  # None: TRL's own (`scale_rewards`)
     advantage_reward: str = "total"  # the reward component the advantage is computed from
     ratio: bool = True  # False: -A * log pi, no importance ratio
+    group_baseline: bool = True  # False: no group baseline (REINFORCE's raw reward, PPO's critic): flat groups keep theirs
     requires: dict = field(default_factory=dict)  # config values that define the algorithm
 
 
@@ -47,12 +49,12 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("drgrpo", "r - group mean, no std, no length normalisation", requires={"scale_rewards": "none", "loss_type": "dr_grpo"}),
     Algorithm("dapo", "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling", "rlvr.training.dapo.DAPOTrainer", "rlvr.training.dapo.DAPOConfig"),
     Algorithm("rloo", "leave-one-out baseline, no ratio", advantage=advantages.leave_one_out, ratio=False),
-    Algorithm("reinforce", "raw reward, no baseline, no ratio", config="rlvr.training.config.SingleRolloutConfig", advantage=advantages.no_baseline, ratio=False),
-    Algorithm("maxrl", "binary reward over the group success rate, no ratio", advantage=advantages.maxrl, advantage_reward="binary", ratio=False),
+    Algorithm("reinforce", "raw reward, no baseline, no ratio", config="rlvr.training.config.SingleRolloutConfig", advantage=advantages.no_baseline, ratio=False, group_baseline=False),
+    Algorithm("maxrl", "0/1 success over the group success rate, no ratio", advantage=advantages.maxrl, advantage_reward="success", ratio=False),
     Algorithm("gspo", "sequence-level importance ratio, tight clip", requires={"importance_sampling_level": "sequence"}),
     Algorithm("cispo", "clipped stop-gradient importance weight", requires={"loss_type": "cispo"}),
     Algorithm("sapo", "soft temperature gate instead of a clip", requires={"loss_type": "sapo"}),
-    Algorithm("ppo", "learned critic, GAE over tokens, KL in the reward", "rlvr.training.ppo.PPOTrainer", "rlvr.training.ppo.PPOConfig"),
+    Algorithm("ppo", "learned critic, GAE over tokens, KL in the reward", "rlvr.training.ppo.PPOTrainer", "rlvr.training.ppo.PPOConfig", group_baseline=False),
 )}
 
 
@@ -83,9 +85,25 @@ def check_algorithm_config(training) -> None:
 
 def compute_advantages(name: str, components: dict[str, torch.Tensor], num_generations: int) -> torch.Tensor | None:
     """The one dispatch: advantages of algorithm `name` from the batch's reward components, or None when the
-    algorithm uses TRL's own. Unscorable rows (NaN) get advantage 0 and never touch their group's baseline."""
+    algorithm uses TRL's own. Unscorable rows (NaN) get advantage 0 and never touch their group's baseline, and every
+    row of a flat group (`flat_groups`: all scorable values equal) gets exactly 0, not a rounding residue."""
     algorithm = ALGORITHMS[name]
     if algorithm.advantage is None:
         return None
     rewards = components[algorithm.advantage_reward]
-    return torch.nan_to_num(algorithm.advantage(rewards, num_generations), nan=0.0).masked_fill(torch.isnan(rewards), 0.0)
+    advantages = torch.nan_to_num(algorithm.advantage(rewards, num_generations), nan=0.0).masked_fill(torch.isnan(rewards), 0.0)
+    return zero_flat_groups(name, advantages, components, num_generations)
+
+
+def zero_flat_groups(name: str, advantages: torch.Tensor, components: dict[str, torch.Tensor], num_generations: int,
+                     rows: slice = slice(None)) -> torch.Tensor:
+    """`advantages` (the batch's `rows`) with every row of a flat group of the algorithm's advantage reward set to
+    exactly 0, for algorithms with a group baseline. Float arithmetic does not give 0 on its own: for a group whose
+    totals are all 1.1667, the float32 group mean is one ulp off and GRPO's division by (std + 1e-4) turns that into
+    -1.2e-3 on every member. TRL computes GRPO's and Dr. GRPO's advantages itself, so the trainer applies this to
+    TRL's output too (`AlgorithmMixin`)."""
+    algorithm = ALGORITHMS[name]
+    if not algorithm.group_baseline:
+        return advantages
+    flat = flat_rows(components[algorithm.advantage_reward], num_generations)[rows].to(advantages.device)
+    return advantages.masked_fill(flat, 0.0)

@@ -8,7 +8,8 @@ total (format or length would otherwise keep groups that carry no task signal).
 
 `dynamic_sampling_filter` says which groups count as flat:
   * `zero_variance` (default): every group whose G values are equal, whatever the common value: the same
-    `isclose(nanstd, 0)` test as the logged `zero_std_frac/*` (`rlvr.metrics.components.flat_groups`). Correctness has
+    exact test (max == min over the scorable rows) as the logged `zero_std_frac/*` and the advantage
+    (`rlvr.metrics.components.flat_groups`; TRL's `isclose(std, 0)` misses flat groups at values such as 0.2). Correctness has
     partial credit, so a group scoring 0.75 eight times is as flat as one scoring 0 eight times.
   * `all_min_or_max`: upstream DAPO's rule, groups all at 0 or all at 1. With partial credit it keeps groups flat
     at a value in between, which carry no advantage.
@@ -111,9 +112,8 @@ class DAPOTrainer(RLVRTrainer):
 
     def _local_informative_groups(self, local_rows: int) -> tuple[torch.Tensor, int]:
         """The keep mask of this process's groups, and how many of them are flat at a partial-credit value."""
-        column = self.reward_func_names.index(self.args.dynamic_sampling_reward)
         start = self.accelerator.process_index * local_rows
-        values = self._scored_rewards[start : start + local_rows, column].cpu()
+        values = self._reward_batch.components()[self.args.dynamic_sampling_reward][start : start + local_rows].cpu()
         keep = informative_groups(values, self.num_generations, self.args.dynamic_sampling_filter)
         return keep, flat_partial_groups(values, self.num_generations)
 

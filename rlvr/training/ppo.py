@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 import torch
 
 from rlvr.training.config import SingleRolloutConfig
-from rlvr.metrics.components import reward_components
 from rlvr.training.speed import shared_prefix_plan, shared_prefix_values
 from rlvr.training.trainer import RLVRTrainer
 
@@ -147,7 +146,7 @@ class PPOTrainer(RLVRTrainer):
                     self.model, ids, attention, output["completion_ids"].shape[1]
                 )[0]
             values = self._token_values(output) * mask
-        total = reward_components(self._scored_rewards, self.reward_func_names, self.reward_weights)["total"]
+        total = self._reward_batch.components()["total"]
         start = self.accelerator.process_index * len(inputs)
         rewards = torch.nan_to_num(total[start : start + len(inputs)], nan=0.0).to(mask.device)
         token_rewards = sequence_reward_on_last_token(rewards, mask)

@@ -32,22 +32,22 @@ CHECKPOINT = layout.CHECKPOINT
 
 @dataclass(frozen=True)
 class RecordFile:
-    """An append-only JSONL a run writes per step; `step_offset` turns a row's `step` into the optimizer step it
-    describes (a rollout row holds the global step at generation time, i.e. the step it is generated *for* minus 1)."""
+    """An append-only JSONL a run writes per step. Every record file numbers its rows alike: `step` is the optimizer
+    step the row describes, 1-based (metrics.jsonl's row after step 1 and the rollouts generated for step 1 both say
+    1), so one step number joins them and a resume keeps rows up to the checkpoint's step."""
 
     name: str
-    step_offset: int = 0
     closing_keys: tuple = ()  # rows written once at the end of training; a resume drops them (the run goes on)
 
     def keeps(self, row: dict, checkpoint_step: int) -> bool:
         if any(key in row for key in self.closing_keys):
             return False
         step = row.get("step")
-        return isinstance(step, (int, float)) and step + self.step_offset <= checkpoint_step
+        return isinstance(step, (int, float)) and step <= checkpoint_step
 
 
 METRICS = RecordFile(layout.METRICS, closing_keys=("train_runtime",))
-ROLLOUTS = RecordFile(layout.ROLLOUTS, step_offset=1)
+ROLLOUTS = RecordFile(layout.ROLLOUTS)
 RECORDS = {record.name: record for record in (METRICS, ROLLOUTS)}
 
 

@@ -15,7 +15,6 @@ from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from rlvr.rewards.text import completion_text
-from rlvr.metrics.components import reward_components
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.training.budget import SampleScheduleMixin
@@ -85,8 +84,8 @@ class RewardHooksMixin:
         rewards_per_func = self._timed(
             "scoring", super()._calculate_rewards, inputs, prompts, completions, completion_ids_list
         )
-        self._scored_rewards = rewards_per_func  # gathered (N, K): what advantage overrides and DAPO's filter read
-        self.dispatch_reward_batch(inputs, completions, completion_ids_list, rewards_per_func)
+        self._reward_batch = self.reward_batch(inputs, completions, completion_ids_list, rewards_per_func)
+        self.dispatch_reward_batch(self._reward_batch)
         return rewards_per_func
 
     def time_accounting(self) -> dict[str, float]:
@@ -110,12 +109,12 @@ class RewardHooksMixin:
             "time/generation_share": generation / total,
         }
 
-    def dispatch_reward_batch(self, inputs, completions, completion_ids_list, rewards_per_func):
-        callbacks = [cb for cb in self.callback_handler.callbacks if isinstance(cb, RewardBatchCallback)]
-        if not callbacks:
-            return
+    def reward_batch(self, inputs, completions, completion_ids_list, rewards_per_func) -> RewardBatch:
+        """The scored generation batch, gathered over processes, built once: its reward components are computed once
+        (cached on it) and every reader (advantage dispatch, DAPO's filter, PPO, the reward callbacks) takes them
+        from `self._reward_batch`."""
         mode = "train" if self.model.training else "eval"
-        batch = RewardBatch(
+        return RewardBatch(
             rewards_per_func=rewards_per_func,
             names=list(self.reward_func_names),
             weights=self.reward_weights,
@@ -126,10 +125,13 @@ class RewardHooksMixin:
             mode=mode,
             round=getattr(self, "_sampling_round", 0),
         )
-        for callback in callbacks:
-            metrics = callback.on_rewards(self.args, self.state, self.control, batch=batch)
-            for name, value in (metrics or {}).items():
-                self._metrics[mode][name].append(value)
+
+    def dispatch_reward_batch(self, batch: RewardBatch):
+        for callback in self.callback_handler.callbacks:
+            if isinstance(callback, RewardBatchCallback):
+                metrics = callback.on_rewards(self.args, self.state, self.control, batch=batch)
+                for name, value in (metrics or {}).items():
+                    self._metrics[batch.mode][name].append(value)
 
     def log(self, logs, start_time=None):
         for metrics in self._metrics.values():
@@ -159,18 +161,26 @@ class RawCompletionsMixin:
 
 
 class AlgorithmMixin:
-    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py)."""
+    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py).
+
+    Advantages come from the batch's components (`self._reward_batch`, computed once). Where TRL computes them (GRPO,
+    Dr. GRPO, DAPO, GSPO, ...), the rows of flat groups are set to exactly 0 after it: TRL's float arithmetic leaves a
+    residue there (-1.2e-3 on a group of eight 1.1667 totals under GRPO), and its `isclose(std, 0)` does not see them."""
 
     def _generate_and_score_completions(self, inputs):
-        from rlvr.training.algorithms import compute_advantages
+        from rlvr.training.algorithms import compute_advantages, zero_flat_groups
 
         output = super()._generate_and_score_completions(inputs)
         num_generations = self.num_generations if self.model.training else self.num_generations_eval
-        components = reward_components(self._scored_rewards, self.reward_func_names, self.reward_weights)
+        components = self._reward_batch.components()
+        start = self.accelerator.process_index * len(inputs)  # gathered over processes: keep this process's rows
+        rows = slice(start, start + len(inputs))
         advantages = compute_advantages(self.args.algorithm, components, num_generations)
-        if advantages is not None:  # gathered over processes: keep this process's rows
-            start = self.accelerator.process_index * len(inputs)
-            output["advantages"] = advantages[start : start + len(inputs)].to(output["advantages"].device)
+        if advantages is not None:
+            output["advantages"] = advantages[rows].to(output["advantages"].device)
+        else:  # TRL's own (GRPO, Dr. GRPO, DAPO, ...): its float arithmetic leaves residues on flat groups
+            output["advantages"] = zero_flat_groups(self.args.algorithm, output["advantages"], components,
+                                                    num_generations, rows)
         return output
 
     def _compute_loss(self, model, inputs):
