@@ -80,8 +80,8 @@ def test_speedups_are_parsed_once_and_kept_on_the_recipe(monkeypatch, tiny_model
     real = config.parse_speedups
     monkeypatch.setattr(config, "parse_speedups", lambda value: calls.append(value) or real(value))
     recipe = config.validate(config.load_recipe(["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir,
-                                                 "--speedups", "threads", "--dry_run", "true"]))
-    assert recipe.speedups == frozenset({"threads"}) and calls == ["threads"]
+                                                 "--speedups", "shared_prefix", "--dry_run", "true"]))
+    assert recipe.speedups == frozenset({"shared_prefix"}) and calls == ["shared_prefix"]
 
 
 def test_a_sweep_variant_parses_from_memory(monkeypatch, tmp_path):

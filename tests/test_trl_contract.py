@@ -34,6 +34,7 @@ METHODS = {
     "_load_optimizer_and_scheduler": ["self", "checkpoint"],  # PPO's critic optimizer
     "training_step": ["self", "model", "inputs", "num_items_in_batch"],
     "log": ["self", "logs", "start_time"],
+    "create_optimizer": ["self"],  # time accounting hooks the optimizer's step
     "create_scheduler": ["self", "num_training_steps", "optimizer"],  # the samples-budget lr schedule
     "save_model": ["self", "output_dir", "_internal_call"],  # PPO saves its critic beside the policy
 }

@@ -205,23 +205,26 @@ class AlgorithmMixin:
 #   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
 #       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
 #       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
-#   _get_per_token_logps_and_entropies  KLEstimatorMixin -> SharedPrefixMixin -> TRL
+#   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> SharedPrefixMixin -> TRL
+#       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
 #       the KL estimator captures the policy log-probs of whichever pass ran: the shared-prefix shortcut or TRL's.
 #   _generate_single_turn            SharedPrefixMixin -> TRL         (prefills the shared prompt prefix once)
 #   _calculate_rewards, _generate, log  RewardHooksMixin -> TRL       (reward hook, time accounting, counters)
 #   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
+#   create_optimizer                 RewardHooksMixin -> Trainer      (hooks the optimizer step into time accounting)
 #   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
 #   __init__                         DAPOTrainer / PPOTrainer -> RawCompletionsMixin -> TRL
 #   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
-    "_get_per_token_logps_and_entropies": ("KLEstimatorMixin", "SharedPrefixMixin"),
+    "_get_per_token_logps_and_entropies": ("RewardHooksMixin", "KLEstimatorMixin", "SharedPrefixMixin"),
     "_generate_single_turn": ("SharedPrefixMixin",),
     "_calculate_rewards": ("RewardHooksMixin",),
     "_generate": ("RewardHooksMixin",),
     "log": ("RewardHooksMixin",),
     "training_step": ("RewardHooksMixin",),
+    "create_optimizer": ("RewardHooksMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
     "__init__": ("RawCompletionsMixin",),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
