@@ -295,7 +295,7 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
         from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
 
         spec = CurriculumSpec.from_dict(args.curriculum)
-        check_curriculum(spec, data_spec, training, rewards.names)
+        check_curriculum(spec, data_spec, training)
         dataset, levels = build_curriculum_data(spec, data_spec)
         curriculum = (spec, levels)
     split = args.dataset_train_split

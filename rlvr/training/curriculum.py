@@ -112,15 +112,12 @@ class CurriculumSpec:
         return asdict(self)
 
 
-def check_curriculum(spec: CurriculumSpec, data_spec, training, reward_names) -> None:
+def check_curriculum(spec: CurriculumSpec, data_spec, training) -> None:
     """What a curriculum needs from the rest of the recipe, each a one-line error naming the field."""
     if data_spec is None:
         raise ConfigError("curriculum", "needs an inline data spec (data:), not dataset_name: levels are generated")
     if len(data_spec.specs) != 1:
         raise ConfigError("data.specs", f"a curriculum draws one task by level; got {len(data_spec.specs)} tasks")
-    if not ({"correctness", "format"} <= set(reward_names) or "success" in reward_names):
-        raise ConfigError("reward_funcs", "a curriculum measures pass rates: it needs correctness and format "
-                                          f"(or success), got {list(reward_names)}")
     if training.dataloader_num_workers:
         raise ConfigError("dataloader_num_workers", "must be 0 with a curriculum: workers fetch batches before the "
                                                     "pass rates they should follow exist")
@@ -131,7 +128,8 @@ def check_curriculum(spec: CurriculumSpec, data_spec, training, reward_names) ->
 
 def successes(batch: RewardBatch) -> list[bool]:
     """Per completion: an exact-match success. The one definition the controller uses: a `success` component where
-    the reward set has one, else correctness == 1 with format == 1."""
+    the reward set has one, else correctness == 1 with format == 1 (both are measured in every reward set, at weight 0
+    when a recipe does not train on them: rlvr.rewards.registry.ALWAYS_MEASURED)."""
     components = batch.components()
     if "success" in components:
         return [value == 1.0 for value in components["success"].tolist()]
