@@ -54,6 +54,9 @@ def levels_of(task: str, attribute: str | None = None) -> list[Level]:
     return [Level(v, v, (values[i + 1] - 1) if i + 1 < len(values) else v) for i, v in enumerate(values)]
 
 
+_SAID: set = set()
+
+
 def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
     """(DatasetDict, levels kept): `spec.size` rows per level, built by `build_dataset` from the spec with the
     level's range in the task config, train rows concatenated with an int `level` column (index into the levels
@@ -76,7 +79,8 @@ def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
         trains.append(data["train"].add_column("level", [len(kept)] * len(data["train"])))
         tests.append(data["test"])
         kept.append(level)
-    if skipped:
+    if skipped and (task.name, tuple(skipped)) not in _SAID:  # once per process: every validation rebuilds pools
+        _SAID.add((task.name, tuple(skipped)))
         print(f"[curriculum] {task.name} has no items at {definition.name} level(s) {skipped}: dropped", flush=True)
     if not kept:
         raise ConfigError("curriculum", f"{task.name} generates no item at any {definition.name} level")

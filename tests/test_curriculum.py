@@ -53,6 +53,9 @@ def test_threshold_advances_above_x_and_falls_back_under_y_after_a_full_window()
     assert controller.level == 0
     observe(controller, 9, passed=8, failed=0)  # another level's outcomes never move the current one
     assert controller.level == 0 and controller.pass_rate(3) == 1.0
+    floor = Controller(CurriculumSpec(window=2, start_level=1), LEVELS, 4)
+    observe(floor, 5, passed=0, failed=2)
+    assert floor.level == 1  # never below start_level
     top = Controller(CurriculumSpec(window=2, mode="upper_bound", start_level=3), LEVELS, 4)
     observe(top, 9, passed=2, failed=0)
     assert top.level == 3 and top.compute_weights() == [0.0, 0.0, 0.0, 1.0]  # no level above the last

@@ -82,3 +82,22 @@ def test_cli_writes_card_and_offline_push_fails_with_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert (out / "dataset_dict.json").exists()  # the local copy was written before the push failed
     assert "seed: 42" in (out / "README.md").read_text()
+
+
+def test_a_named_held_out_set_is_one_balanced_set_whatever_the_training_mix():
+    from collections import Counter
+
+    from rlvr.data.generate import build_dataset
+    from rlvr.data.spec import DataSpec
+
+    def data(max_word_len: int):
+        return build_dataset(DataSpec.from_dict({
+            "size": 400, "seed": 3, "system_prompt": "tiny", "held_out": "spell_backward_3_10",
+            "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": max_word_len}}]}))
+
+    short, long = data(4), data(10)
+    assert short["test"]["question"] == long["test"]["question"]  # the same prompts, whatever is trained
+    assert Counter(short["test"]["difficulty"]) == {length: 40 for length in range(3, 11)}
+    for split in (short, long):
+        assert not set(split["train"]["question"]) & set(split["test"]["question"])
+        assert len(split["train"]) > 300

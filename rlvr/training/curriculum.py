@@ -9,8 +9,9 @@ Pieces, one concern each:
   * `CurriculumSpec`: the recipe's `curriculum:` mapping, checked field by field (one line naming `curriculum.<field>`).
   * `Controller`: running pass rate per level (the last `window` scored completions of that level) and the policy
     that turns it into level weights:
-      - `threshold`: a current level that advances when its pass rate exceeds `advance_above` and falls back when it
-        drops under `fall_back_below` (both judged on a full window measured since arriving at the level); the mix
+      - `threshold`: a current level that advances when its pass rate exceeds `advance_above` and falls back (never
+        below `start_level`) when it drops under `fall_back_below`, both judged on a full window measured since
+        arriving at the level; the mix
         is uniform over the levels reasoning_gym's RangeAttributeMode names (`inclusive`: every level up to the
         current one, `upper_bound`: the current one only);
       - `informative`: every level weighted by its predicted non-flat fraction 1 - p^G - (1 - p)^G, mixed with a
@@ -59,7 +60,7 @@ class CurriculumSpec:
 
     policy: str = "threshold"
     attribute: str | None = None  # the task curriculum's range attribute; None = its only one (word_len)
-    start_level: int = 0  # threshold: the level index to start at
+    start_level: int = 0  # threshold: the level index to start at, and the lowest it falls back to
     window: int = 64  # scored completions per level in the running pass rate
     advance_above: float = 0.8  # threshold: advance when the current level's pass rate exceeds this
     fall_back_below: float = 0.1  # threshold: fall back when it drops under this
@@ -171,13 +172,14 @@ class Controller:
         return [(1.0 - self.spec.floor) * s + self.spec.floor / n for s in shares]
 
     def move(self) -> None:
-        """Threshold policy: advance or fall back once a full window has been measured at the current level."""
+        """Threshold policy: advance or fall back once a full window has been measured at the current level. It
+        never falls below `start_level`: that is where the schedule was told the policy can learn."""
         if self.spec.policy != "threshold" or self.at_level < self.spec.window:
             return
         rate = self.pass_rate(self.level)
         if rate > self.spec.advance_above and self.level + 1 < len(self.levels):
             self.level, self.at_level = self.level + 1, 0
-        elif rate < self.spec.fall_back_below and self.level > 0:
+        elif rate < self.spec.fall_back_below and self.level > self.spec.start_level:
             self.level, self.at_level = self.level - 1, 0
 
     def observe(self, difficulties: list, outcomes: list[bool], new_step: bool) -> None:
