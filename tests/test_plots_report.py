@@ -222,3 +222,30 @@ def test_settings_are_paired_by_seed_against_the_best():
     text = "\n".join(settings_section(summary))
     assert "Paired by seed against **G4**" in text
     assert "- G8: -1.0 / +1.0 / -4.0 (behind on 2 of 3)" in text and "- G16: -10.0 / -10.0 (behind on 2 of 2)" in text
+
+
+def test_curriculum_curves_and_held_out_by_length_reach_plots_and_report(tmp_path):
+    sweep = tmp_path / "curriculum"
+    schedule = [{"curriculum/level": 5.0, "curriculum/weight/3": 0.5, "curriculum/weight/5": 0.5,
+                 "curriculum/pass_rate/3": 0.25 * i, "curriculum/pass_rate/5": 0.1} for i in range(4)]
+    for label, exact in (("fixed-s1", {"3": 0.5, "10": 0.0}), ("threshold-s1", {"3": 0.75, "10": 0.0}),
+                         ("threshold-s2", {"3": 0.25, "10": 0.5})):
+        rows = metric_rows()
+        if label.startswith("threshold"):
+            rows = [{**row, **extra} for row, extra in zip(rows, schedule)] + rows[4:]
+        run = write_run(sweep / label, rows)
+        (run / "eval").mkdir()
+        (run / "eval" / "after.json").write_text(json.dumps(
+            {"overall": {"exact_match": 0.3}, "by_length": {k: {"exact_match": v} for k, v in exact.items()}}))
+    (sweep / "eval").mkdir()
+    (sweep / "eval" / "before.json").write_text(json.dumps(
+        {"overall": {"exact_match": 0.1}, "by_length": {"3": {"exact_match": 0.0}, "10": {"exact_match": 0.0}}}))
+    text = report.build_report(sweep, last_k=2).read_text()
+    assert (sweep / "plots" / "curriculum_by_samples.png").exists()
+    assert "## Curriculum" in text and "![curriculum_by_samples](plots/curriculum_by_samples.png)" in text
+    assert "| setting | seeds | 3 | 10 |" in text  # lengths in numeric order
+    assert "| threshold | 2 | 0.500 | 0.250 |" in text and "| before (base model) | - | 0.000 | 0.000 |" in text
+    run_text = report.build_report(sweep / "threshold-s1", last_k=2).read_text()
+    assert "| step | samples | curriculum/level | curriculum/weight/3 | curriculum/weight/5 |" in run_text
+    plain = report.build_report(sweep / "fixed-s1", last_k=2).read_text()
+    assert "## Curriculum" not in plain and not (sweep / "fixed-s1" / "plots" / "curriculum_by_step.png").exists()

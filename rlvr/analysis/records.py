@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.cli import ConfigError
-from rlvr.metrics.keys import REWARD_PREFIX, STEP_PREFIX, TIME_PHASES, components_in, ordered, reward_key, zero_std_key
+from rlvr.metrics.keys import (
+    CURRICULUM_PREFIX,
+    REWARD_PREFIX,
+    STEP_PREFIX,
+    TIME_PHASES,
+    components_in,
+    ordered,
+    reward_key,
+    zero_std_key,
+)
 
 X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
 X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
@@ -35,6 +44,18 @@ def zero_std_series(runs) -> list[str]:
 def step_metric_series(runs) -> list[str]:
     """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order."""
     return list(dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX)))
+
+
+def curriculum_series(runs) -> list[str]:
+    """The `curriculum/*` keys any run logged (rlvr/training/curriculum.py): the level, then the weight and the pass
+    rate of each level in level order; [] for runs without a curriculum."""
+    keys = dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(CURRICULUM_PREFIX))
+
+    def order(key: str):
+        kind, _, value = key.removeprefix(CURRICULUM_PREFIX).partition("/")
+        return ({"level": 0, "weight": 1, "pass_rate": 2}.get(kind, 3), float(value) if value.isdigit() else 0.0, key)
+
+    return sorted(keys, key=order)
 
 
 def table_series(run) -> list[str]:
@@ -74,13 +95,22 @@ class Run:
         """The reward components this run logged (its recipe's rewards plus total, binary, penalty)."""
         return components_in(self.rows)
 
-    def held_out(self, name: str = "after") -> dict:
-        """The overall block of a held-out evaluation the sweep wrote (`eval/after.json`; the base model's
-        `eval/before.json` sits in the sweep folder above); {} when there is none."""
+    def evaluation(self, name: str = "after") -> dict:
+        """A held-out evaluation the sweep wrote (`eval/after.json`; the base model's `eval/before.json` sits in the
+        sweep folder above); {} when there is none."""
         for path in (self.path / "eval" / f"{name}.json", self.path.parent / "eval" / f"{name}.json"):
             if path.exists():
-                return json.loads(path.read_text()).get("overall", {})
+                return json.loads(path.read_text())
         return {}
+
+    def held_out(self, name: str = "after") -> dict:
+        """The overall block of a held-out evaluation; {} when there is none."""
+        return self.evaluation(name).get("overall", {})
+
+    def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
+        """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
+        return {length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items()
+                if key in block}
 
     @property
     def finished(self) -> bool:

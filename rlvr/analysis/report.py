@@ -26,6 +26,7 @@ from rlvr.analysis.records import (
     Run,
     aggregate,
     count,
+    curriculum_series,
     find_run_dirs,
     last,
     load_runs,
@@ -219,6 +220,43 @@ def learning_status(summary: list[dict]) -> dict[str, str]:
     return {setting: "learns" if min(values) >= LEARNS_GAIN else "does not learn" for setting, values in gains.items()}
 
 
+def length_section(runs: list[Run]) -> list[str]:
+    """Held-out exact match per word length, one row per setting (mean over its seeds) and the base model first:
+    where a curriculum or a wider mix moved the policy, and where nothing did."""
+    before = next((by for run in runs if (by := run.held_out_by_length("before"))), {})
+    settings = {}
+    for run in runs:
+        if by_length := run.held_out_by_length("after"):
+            settings.setdefault(seed_group(run.label), []).append(by_length)
+    lengths = sorted({length for rows in settings.values() for row in rows for length in row} | set(before),
+                     key=lambda length: (not length.isdigit(), int(length) if length.isdigit() else 0, length))
+    if len(lengths) < 2 or not settings:
+        return []
+    table = [["before (base model)", "-", *(before.get(length) for length in lengths)]] if before else []
+    table += [[setting, len(rows), *(mean([row.get(length) for row in rows]) for length in lengths)]
+              for setting, rows in settings.items()]
+    return ["## Held-out exact match by word length",
+            markdown_table(["setting", "seeds", *lengths], table),
+            "Mean over the setting's seeds of `eval/after.json`'s `by_length` exact match; the columns are the "
+            "held-out set's word lengths."]
+
+
+def curriculum_section(runs: list[Run], pngs: list[Path], report_dir: Path, max_rows: int | None = None) -> list[str]:
+    """The schedule of runs trained with a curriculum: level, level mix and pass rate per level over training."""
+    keys = curriculum_series(runs)
+    if not keys:
+        return []
+    parts = ["## Curriculum",
+             "`curriculum/level` (the threshold policy's current level, else the weight-averaged level), "
+             "`curriculum/weight/<level>` (the mix that drew each step's prompts, one generation step behind the pass "
+             "rates: rlvr/training/curriculum.py) and `curriculum/pass_rate/<level>` (exact match over the last "
+             "`window` completions of that level).",
+             images(pngs, report_dir, ("curriculum_by_step.png", "curriculum_by_samples.png"))]
+    if max_rows is not None and len(runs) == 1:
+        parts.append(markdown_table(*series_table(runs[0], max_rows, keys)))
+    return parts
+
+
 def plus_minus(value, spread) -> str:
     if value is None:
         return "-"
@@ -267,6 +305,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         "## Zero-std groups over training",
         images(pngs, report_dir, ("zero_std_by_step.png", "zero_std_by_samples.png")),
         zero_std_reading(run, last_k),
+        *curriculum_section([run], pngs, report_dir, max_rows),
         "## Before / after training",
         before_after.render_markdown(comparison) if comparison else
         "Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
@@ -302,6 +341,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         "## Sweep spec",
         f"```yaml\n{spec.read_text().rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
         *settings_section(summary),
+        *length_section(runs),
         "## Summary",
         markdown_table(*summary_table(summary)),
         summary_note(last_k) + f" Also as [summary.csv]({link(summary_dir / 'summary.csv', report_dir)}) and "
@@ -316,6 +356,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         "length, biased down); the logged partial-credit `zero_std_frac/correctness` in grey.",
         images(pngs, report_dir, ("zero_std_prediction_by_samples.png",)),
         "\n".join(f"- **{run.label}**: {zero_std_reading(run, last_k)}" for run in runs),
+        *curriculum_section(runs, pngs, report_dir),
         "## Per-step metrics",
         "`step/completion_tokens/{correct,wrong}`: mean completion length of exactly-correct and of wrong completions "
         "(the length bias Dr. GRPO removes shows as wrong completions growing longer).",

@@ -44,11 +44,11 @@ from transformers.trainer_callback import ExportableState
 
 from rlvr.cli import ConfigError
 from rlvr.data.levels import Level, levels_of
+from rlvr.metrics.keys import CURRICULUM_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 
 POLICIES = ("threshold", "informative")
 MODES = ("inclusive", "upper_bound")  # reasoning_gym.coaching RangeAttributeMode values the threshold mix supports
-PREFIX = "curriculum/"
 HISTORY = 3  # weight snapshots kept: the lag needs the previous one; a spare covers a step of DAPO-free slack
 UNMEASURED = 0.5  # the pass rate assumed for a level with no scored completion yet (the most informative p)
 
