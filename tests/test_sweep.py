@@ -236,3 +236,25 @@ def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_mode
     assert "accelerate launch recipes/rloo.py" in (sweep / "rloo" / "recipe.yaml").read_text()
     assert yaml.safe_load((sweep / "rloo" / "config.yaml").read_text())["algorithm"] == "rloo"
     assert (sweep / "report.md").exists()
+
+
+def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one_held_out_set(tmp_path, monkeypatch):
+    from rlvr.analysis.sweep import eval_recipe
+    from rlvr.analysis.sweep_spec import validate_variant
+    from rlvr.training.config import parse_args, validate
+
+    monkeypatch.chdir(REPO)
+    spec = load_spec("sweeps/curriculum.yaml")
+    variants = plan(spec, tmp_path / "out", {})
+    assert [v.label for v in variants] == [f"{setting}-s{seed}" for setting in
+                                           ("fixed3-6", "fixed3-11", "threshold", "informative") for seed in (1, 2, 3)]
+    questions = {}
+    for variant in variants[::3]:  # one seed per setting: the seeds differ only in `seed`
+        validate_variant(variant, spec, cli_max_steps=False)
+        assert variant.config["max_steps"] == 140 and variant.config["model_name_or_path"] == "models/tiny-speller"
+        recipe = validate(*parse_args(["--config", str(eval_recipe(variant.config, spec, tmp_path / f"{variant.label}.yaml"))]))
+        questions[variant.label] = recipe.dataset["test"]["question"]
+        assert not set(recipe.dataset["train"]["question"]) & set(questions[variant.label])  # never trained on
+    assert len({tuple(q) for q in questions.values()}) == 1 and len(questions["threshold-s1"]) == 320
+    assert [variant.config.get("curriculum", {}).get("policy") for variant in variants[::3]] == [
+        None, None, "threshold", "informative"]
