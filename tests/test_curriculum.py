@@ -188,6 +188,7 @@ def check(*overrides, recipe=CURRICULUM_RECIPE):
     (["--curriculum", '{"speed": 2}'], "curriculum.speed"),
     (["--curriculum", "[1, 2]"], "curriculum"),
     (["--dataloader_num_workers", "2"], "dataloader_num_workers"),
+    (["--algorithm", "dapo", "--dynamic_sampling", "true"], "curriculum"),
     (["--data", '{"specs": [{"name": "spell_backward"}], "held_out": "nope"}'], "data.held_out"),
 ])
 def test_bad_curriculum_fields_are_one_line_naming_the_field(overrides, field, capsys):
