@@ -287,7 +287,7 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
         data_spec, dataset = None, load_task_dataset(args.dataset_name)
     elif args.data is not None:
         data_spec = DataSpec.from_dict(args.data)
-        dataset = build_dataset(data_spec)
+        dataset = build_dataset(data_spec) if args.curriculum is None else None  # a curriculum builds level pools
     else:
         raise ConfigError("data", "set an inline data spec or dataset_name")
     curriculum = None
