@@ -11,9 +11,8 @@ Pieces, one concern each:
     that turns it into level weights:
       - `threshold`: a current level that advances when its pass rate exceeds `advance_above` and falls back (never
         below `start_level`) when it drops under `fall_back_below`, both judged on a full window measured since
-        arriving at the level; the mix
-        is uniform over the levels reasoning_gym's RangeAttributeMode names (`inclusive`: every level up to the
-        current one, `upper_bound`: the current one only);
+        arriving at the level; the mix is uniform over the levels reasoning_gym's RangeAttributeMode names
+        (`inclusive`: every level up to the current one, `upper_bound`: the current one only);
       - `informative`: every level weighted by its predicted non-flat fraction 1 - p^G - (1 - p)^G, mixed with a
         uniform `floor` so a level at p = 0 keeps being measured (transfer can lift it); an unmeasured level counts
         as p = 0.5, the most informative.
@@ -26,7 +25,9 @@ Pieces, one concern each:
 The lag, and why resume is exact. Accelerate's dataloader fetches one batch ahead, so the prompts of generation
 step c are drawn while step c - 1 is being generated, before its rewards exist. The lag is therefore made a rule
 rather than a timing: chunk c is drawn with the weights after observing steps 0..c-2 (`weights_for(c)`, one step of
-lag, kept as a short history), and with an RNG seeded by (seed, c) alone. A draw thus depends on nothing but the
+lag, kept as a short history; measured: chunk c is fetched when c - 1 steps have been scored, so with
+steps_per_generation x num_iterations = 1 the weights used are the newest ones), and with an RNG seeded by (seed, c)
+alone. A draw thus depends on nothing but the
 seed, c and saved controller state: when a resumed run's dataloader replays and skips the chunks already trained,
 those draws are discarded and change nothing, and chunk c after the resume is the one the uninterrupted run drew.
 Dataloader workers would fetch further ahead than one batch, so a curriculum requires dataloader_num_workers 0.
@@ -49,7 +50,7 @@ from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 
 POLICIES = ("threshold", "informative")
 MODES = ("inclusive", "upper_bound")  # reasoning_gym.coaching RangeAttributeMode values the threshold mix supports
-HISTORY = 3  # weight snapshots kept: the lag needs the previous one; a spare covers a step of DAPO-free slack
+HISTORY = 3  # weight snapshots kept: the lag needs the previous one (the newest when a chunk is fetched a step later)
 UNMEASURED = 0.5  # the pass rate assumed for a level with no scored completion yet (the most informative p)
 
 
