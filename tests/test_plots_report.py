@@ -245,6 +245,7 @@ def test_curriculum_curves_and_held_out_by_length_reach_plots_and_report(tmp_pat
     assert "## Curriculum" in text and "![curriculum_by_samples](plots/curriculum_by_samples.png)" in text
     assert "| setting | seeds | 3 | 10 |" in text  # lengths in numeric order
     assert "| threshold | 2 | 0.500 | 0.250 |" in text and "| before (base model) | - | 0.000 | 0.000 |" in text
+    assert "mean_zero_std_correctness |" in text.split("## Settings")[1].split("\n")[2]  # idleness per setting
     run_text = report.build_report(sweep / "threshold-s1", last_k=2).read_text()
     assert "| step | samples | curriculum/level | curriculum/weight/3 | curriculum/weight/5 |" in run_text
     plain = report.build_report(sweep / "fixed-s1", last_k=2).read_text()

@@ -170,7 +170,7 @@ def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
 
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
                    "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
-                   "generated_samples", "wall_time_s")
+                   "mean_zero_std_correctness", "generated_samples", "wall_time_s")
 
 
 def settings_section(summary: list[dict]) -> list[str]:
