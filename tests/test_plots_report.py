@@ -237,6 +237,8 @@ def test_curriculum_curves_and_held_out_by_length_reach_plots_and_report(tmp_pat
         (run / "eval").mkdir()
         (run / "eval" / "after.json").write_text(json.dumps(
             {"overall": {"exact_match": 0.3}, "by_length": {k: {"exact_match": v} for k, v in exact.items()}}))
+    for label, exact in (("fixed-s1", 0.2), ("threshold-s1", 0.35), ("threshold-s2", 0.1)):  # at step 2: 32 samples
+        (sweep / label / "eval" / "checkpoint-2.json").write_text(json.dumps({"overall": {"exact_match": exact}}))
     (sweep / "eval").mkdir()
     (sweep / "eval" / "before.json").write_text(json.dumps(
         {"overall": {"exact_match": 0.1}, "by_length": {"3": {"exact_match": 0.0}, "10": {"exact_match": 0.0}}}))
@@ -246,6 +248,10 @@ def test_curriculum_curves_and_held_out_by_length_reach_plots_and_report(tmp_pat
     assert "| setting | seeds | 3 | 10 |" in text  # lengths in numeric order
     assert "| threshold | 2 | 0.500 | 0.250 |" in text and "| before (base model) | - | 0.000 | 0.000 |" in text
     assert "mean_zero_std_correctness |" in text.split("## Settings")[1].split("\n")[2]  # idleness per setting
+    # samples until held-out exact match reached fixed's final 0.3: threshold-s1 at its step-2 checkpoint, the
+    # others only at the end (64 samples)
+    reach = {row["run"]: row["heldout_samples_to_reference"] for row in json.loads((sweep / "summary.json").read_text())}
+    assert reach == {"fixed-s1": 64, "threshold-s1": 32, "threshold-s2": 64}
     run_text = report.build_report(sweep / "threshold-s1", last_k=2).read_text()
     assert "| step | samples | curriculum/level | curriculum/weight/3 | curriculum/weight/5 |" in run_text
     plain = report.build_report(sweep / "fixed-s1", last_k=2).read_text()

@@ -258,3 +258,19 @@ def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one
     assert len({tuple(q) for q in questions.values()}) == 1 and len(questions["threshold-s1"]) == 320
     assert [variant.config.get("curriculum", {}).get("policy") for variant in variants[::3]] == [
         None, None, "threshold", "informative"]
+
+
+def test_every_steps_evaluates_the_checkpoints_before_the_end(tmp_path, tiny_model_dir):
+    from rlvr.analysis.records import load_run
+
+    spec = write_spec(tmp_path, vary={"temperature": [1.0]}, labels=["t"], seeds=[1],
+                      fixed={"max_steps": 3, "print_rollouts": False},
+                      evaluate={"num_samples": 2, "k": [1], "num_prompts": 2, "every_steps": 2})
+    run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, launcher="inprocess", last_k=1)
+    run = tmp_path / "out" / "demo" / "t-s1"
+    assert yaml.safe_load((run / "recipe.yaml").read_text())["save_steps"] == 2
+    assert sorted(p.name for p in (run / "eval").glob("*.json")) == ["after.json", "checkpoint-2.json"]
+    assert [samples for samples, _ in load_run(run).held_out_curve()] == [32, 48]  # step 2, then the end
+    with pytest.raises(ConfigError) as err:
+        load_spec(write_spec(tmp_path, vary={"temperature": [1.0]}, evaluate={"every_steps": 0}))
+    assert err.value.field == "evaluate.every_steps"

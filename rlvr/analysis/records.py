@@ -107,6 +107,21 @@ class Run:
         """The overall block of a held-out evaluation; {} when there is none."""
         return self.evaluation(name).get("overall", {})
 
+    def held_out_curve(self, key: str = "exact_match") -> list[tuple[int, float]]:
+        """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
+        logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
+        samples = {count(row.get("step")): count(row.get("generated_samples")) for row in self.rows}
+        points = []
+        for path in (self.path / "eval").glob("checkpoint-*.json"):
+            step = int(path.stem.removeprefix("checkpoint-"))
+            value = json.loads(path.read_text()).get("overall", {}).get(key)
+            if samples.get(step) is not None and value is not None:
+                points.append((samples[step], value))
+        final = self.held_out("after").get(key) if (self.path / "eval" / "after.json").exists() else None
+        if final is not None and self.rows:
+            points.append((count(self.rows[-1].get("generated_samples")), final))
+        return sorted(points)
+
     def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
         """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
         return {length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items()
@@ -331,6 +346,13 @@ def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
 
 
 REACH_CORRECTNESS = 0.85  # the fixed correctness level whose samples-to-reach the summaries report
+
+
+def samples_to_reach_held_out(run: Run, threshold: float) -> int | None:
+    """Generated samples at the first evaluated checkpoint (or the end) whose held-out exact match reaches
+    `threshold`; None when none does or the run has no held-out curve. Unlike `samples_to_reach` this reads the same
+    prompts for every run, so runs trained on different data (a curriculum) compare fairly."""
+    return next((samples for samples, value in run.held_out_curve() if value >= threshold), None)
 
 
 def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:

@@ -33,6 +33,7 @@ from rlvr.analysis.records import (
     markdown_table,
     mean,
     paired_by_seed,
+    samples_to_reach_held_out,
     seed_group,
     series_table,
     summarize,
@@ -158,6 +159,7 @@ def time_reading(runs: list[Run]) -> str:
 def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
     """summary.json, summary.csv and summary.md: one row per run."""
     summary = summarize(runs, last_k)
+    add_reference_reach(runs, summary)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (out_dir / "summary.csv").open("w", newline="") as f:
         columns = list(dict.fromkeys(key for row in summary for key in row))  # runs not yet evaluated lack heldout_*
@@ -168,9 +170,26 @@ def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
     return summary
 
 
+REFERENCE_REACH = "heldout_samples_to_reference"
+
+
+def add_reference_reach(runs: list[Run], summary: list[dict]) -> None:
+    """With seeds and held-out evaluations: per run, the generated samples at which its held-out exact match first
+    reached the first setting's final one (the mean over its seeds; in a curriculum sweep, the main job's). Read from
+    the checkpoint evaluations of `evaluate.every_steps` (else only the end point counts)."""
+    reference = seed_group(summary[0]["run"]) if summary else None
+    finals = [row["heldout_exact_match_after"] for row in summary
+              if seed_group(row["run"]) == reference and row.get("heldout_exact_match_after") is not None]
+    if not finals or reference == summary[0]["run"]:
+        return
+    threshold = mean(finals)
+    for run, row in zip(runs, summary):
+        row[REFERENCE_REACH] = samples_to_reach_held_out(run, threshold)
+
+
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
                    "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
-                   "mean_zero_std_correctness", "generated_samples", "wall_time_s")
+                   "mean_zero_std_correctness", REFERENCE_REACH, "generated_samples", "wall_time_s")
 
 
 def settings_section(summary: list[dict]) -> list[str]:
@@ -189,7 +208,9 @@ def settings_section(summary: list[dict]) -> list[str]:
             "spread = half the range between the best and the worst seed; heldout_* come from `eval/` (the sweep's "
             "`evaluate:`), before = the base model on the same prompts. status: **learns** when held-out exact match "
             f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves). "
-            "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold."]
+            "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold. "
+            f"{REFERENCE_REACH}: generated samples until held-out exact match first reached the first setting's final "
+            "mean (checkpoints evaluated every `evaluate.every_steps`; the end point otherwise)."]
 
 
 def paired_lines(summary: list[dict]) -> list[str]:
