@@ -252,6 +252,11 @@ def test_curriculum_curves_and_held_out_by_length_reach_plots_and_report(tmp_pat
     # others only at the end (64 samples)
     reach = {row["run"]: row["heldout_samples_to_reference"] for row in json.loads((sweep / "summary.json").read_text())}
     assert reach == {"fixed-s1": 64, "threshold-s1": 32, "threshold-s2": 64}
+    (sweep / "sweep.yaml").write_text("name: curriculum\nlabels: [threshold, fixed]\n")  # the spec names the reference
+    (sweep / "threshold-s2" / "eval" / "after.json").write_text(json.dumps({"overall": {"exact_match": 0.5}}))
+    report.build_report(sweep, last_k=2)  # threshold's final mean is now 0.4: only threshold-s2's end reaches it
+    reach = {row["run"]: row["heldout_samples_to_reference"] for row in json.loads((sweep / "summary.json").read_text())}
+    assert reach == {"fixed-s1": None, "threshold-s1": None, "threshold-s2": 64}
     run_text = report.build_report(sweep / "threshold-s1", last_k=2).read_text()
     assert "| step | samples | curriculum/level | curriculum/weight/3 | curriculum/weight/5 |" in run_text
     plain = report.build_report(sweep / "fixed-s1", last_k=2).read_text()

@@ -156,10 +156,10 @@ def time_reading(runs: list[Run]) -> str:
             "max_completion_length), not the optimizer.")
 
 
-def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
+def write_summary(runs: list[Run], out_dir: Path, last_k: int, reference: str | None = None) -> list[dict]:
     """summary.json, summary.csv and summary.md: one row per run."""
     summary = summarize(runs, last_k)
-    add_reference_reach(runs, summary)
+    add_reference_reach(runs, summary, reference)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (out_dir / "summary.csv").open("w", newline="") as f:
         columns = list(dict.fromkeys(key for row in summary for key in row))  # runs not yet evaluated lack heldout_*
@@ -173,14 +173,15 @@ def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
 REFERENCE_REACH = "heldout_samples_to_reference"
 
 
-def add_reference_reach(runs: list[Run], summary: list[dict]) -> None:
-    """With seeds and held-out evaluations: per run, the generated samples at which its held-out exact match first
-    reached the first setting's final one (the mean over its seeds; in a curriculum sweep, the main job's). Read from
-    the checkpoint evaluations of `evaluate.every_steps` (else only the end point counts)."""
-    reference = seed_group(summary[0]["run"]) if summary else None
+def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | None = None) -> None:
+    """With held-out evaluations: per run, the generated samples at which its held-out exact match first
+    reached the reference setting's final one (the mean over its seeds): the spec's first label (in the curriculum
+    sweep, the main job), else the first setting listed. Only for sweeps whose runs have checkpoint evaluations
+    (`evaluate.every_steps`); a run whose checkpoints never reached it may still reach it at the end."""
+    reference = reference or (seed_group(summary[0]["run"]) if summary else None)
     finals = [row["heldout_exact_match_after"] for row in summary
               if seed_group(row["run"]) == reference and row.get("heldout_exact_match_after") is not None]
-    if not finals or reference == summary[0]["run"]:
+    if not finals or not any(len(run.held_out_curve()) > 1 for run in runs):  # only sweeps with checkpoint evals
         return
     threshold = mean(finals)
     for run, row in zip(runs, summary):
@@ -209,8 +210,8 @@ def settings_section(summary: list[dict]) -> list[str]:
             "`evaluate:`), before = the base model on the same prompts. status: **learns** when held-out exact match "
             f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves). "
             "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold. "
-            f"{REFERENCE_REACH}: generated samples until held-out exact match first reached the first setting's final "
-            "mean (checkpoints evaluated every `evaluate.every_steps`; the end point otherwise)."]
+            f"{REFERENCE_REACH}: generated samples until held-out exact match first reached the final mean of the "
+            "spec's first setting (checkpoints evaluated every `evaluate.every_steps`; the end point otherwise)."]
 
 
 def paired_lines(summary: list[dict]) -> list[str]:
@@ -347,8 +348,9 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
             raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
     pngs = plot_runs(runs, report_dir / "plots", x_axes)
     summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
-    summary = write_summary(runs, summary_dir, last_k)
     spec = sweep_dir / SPEC_NAME
+    labels = (yaml.safe_load(spec.read_text()) or {}).get("labels") if spec.exists() else None
+    summary = write_summary(runs, summary_dir, last_k, labels[0] if isinstance(labels, list) and labels else None)
     inside = lambda path: Path(os.path.abspath(path)).is_relative_to(os.path.abspath(report_dir))
     run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
         f"- **{run.label}**: " + ", ".join(
