@@ -81,6 +81,13 @@ def build_dataset(spec: DataSpec) -> DatasetDict:
     )
     system_prompt = resolve_system_prompt(spec.system_prompt)
     rows = [_entry_to_row(entry, system_prompt) for entry in mixture]
+    if spec.held_out is not None:  # a named fixed test set: the same prompts whatever the training mix
+        from rlvr.data.levels import build_held_out
+
+        test = build_held_out(spec.held_out, spec.system_prompt)
+        held_out = set(test["question"])
+        return DatasetDict({"train": Dataset.from_list([row for row in rows if row["question"] not in held_out]),
+                            "test": test})
 
     questions = list(dict.fromkeys(row["question"] for row in rows))  # distinct, in generation order
     if len(questions) <= spec.test_size:

@@ -35,6 +35,9 @@ class DataSpec:
     test_size: int = 200
     # A reasoning_gym SYSTEM_PROMPTS key ("DeepSeekZero"), the literal text of a prompt, "tiny", or None for no system turn.
     system_prompt: str | None = "DeepSeekZero"
+    # A named fixed held-out set (rlvr/data/levels.py HELD_OUT_SETS): it becomes the test split, whatever the training
+    # mix, and its questions are removed from train; test_size is then unused. None: test_size rows of the mix.
+    held_out: str | None = None
 
     @classmethod
     def from_dict(cls, raw: dict | str, field_name: str = "data") -> DataSpec:
@@ -46,7 +49,7 @@ class DataSpec:
                 raise ConfigError(field_name, f"expected a mapping or JSON object, got {raw!r} ({err.msg})") from None
         if not isinstance(raw, dict):
             raise ConfigError(field_name, f"expected a mapping with 'specs', got {type(raw).__name__}")
-        known = {"specs", "size", "seed", "test_size", "system_prompt"}
+        known = {"specs", "size", "seed", "test_size", "system_prompt", "held_out"}
         for key in raw:
             if key not in known:
                 raise ConfigError(f"{field_name}.{key}", f"unknown field; expected one of {sorted(known)}")
@@ -64,6 +67,12 @@ class DataSpec:
                 raise ConfigError(f"{field_name}.{name}", f"must be a positive integer, got {value!r}")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
             raise ConfigError(f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}")
+        if self.held_out is not None:
+            from rlvr.data.levels import HELD_OUT_SETS
+
+            if self.held_out not in HELD_OUT_SETS:
+                raise ConfigError(f"{field_name}.held_out", f"unknown held-out set {self.held_out!r}; choose one of "
+                                                            f"{', '.join(HELD_OUT_SETS)}")
         if self.test_size >= self.size:
             raise ConfigError(f"{field_name}.test_size", f"must be smaller than size ({self.size}), got {self.test_size}")
         names = [task.name for task in self.specs]

@@ -113,3 +113,22 @@ def test_evaluation_breakdown_lists_word_lengths_in_numeric_order():
     records = [{"prompt_id": i, "difficulty": d, "correctness": 0.0, "format": 1.0, "success": 0.0, "binary": 0.0,
                 "exact": False} for i, d in enumerate((10, 3, 9, None))]
     assert list(summarize(records, 1, [1])["by_length"]) == ["3", "9", "10", "None"]
+
+
+def test_a_named_held_out_set_is_one_balanced_set_whatever_the_training_mix():
+    from collections import Counter
+
+    from rlvr.data.generate import build_dataset
+    from rlvr.data.spec import DataSpec
+
+    def data(max_word_len: int):
+        return build_dataset(DataSpec.from_dict({
+            "size": 400, "seed": 3, "system_prompt": "tiny", "held_out": "spell_backward_3_10",
+            "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": max_word_len}}]}))
+
+    short, long = data(4), data(10)
+    assert short["test"]["question"] == long["test"]["question"]  # the same prompts, whatever is trained
+    assert Counter(short["test"]["difficulty"]) == {length: 40 for length in range(3, 11)}
+    for split in (short, long):
+        assert not set(split["train"]["question"]) & set(split["test"]["question"])
+        assert len(split["train"]) > 300

@@ -268,3 +268,42 @@ def test_run_report_reads_the_evaluations_already_in_the_run_folder(run_dir):
     assert "Not run yet" not in text
     assert "after.json" in text and "before.json" in text and "models/tiny-speller" in text
     assert "0.625" in text and "false_full_credit" in text and "0.062" in text
+
+
+def test_curriculum_curves_and_held_out_by_length_reach_plots_and_report(tmp_path):
+    sweep = tmp_path / "curriculum"
+    schedule = [{"curriculum/level": 5.0, "curriculum/weight/3": 0.5, "curriculum/weight/5": 0.5,
+                 "curriculum/pass_rate/3": 0.25 * i, "curriculum/pass_rate/5": 0.1} for i in range(4)]
+    for label, exact in (("fixed-s1", {"3": 0.5, "10": 0.0}), ("threshold-s1", {"3": 0.75, "10": 0.0}),
+                         ("threshold-s2", {"3": 0.25, "10": 0.5})):
+        rows = metric_rows()
+        if label.startswith("threshold"):
+            rows = [{**row, **extra} for row, extra in zip(rows, schedule)] + rows[4:]
+        run = write_run(sweep / label, rows)
+        (run / "eval").mkdir()
+        (run / "eval" / "after.json").write_text(json.dumps(
+            {"overall": {"exact_match": 0.3}, "by_length": {k: {"exact_match": v} for k, v in exact.items()}}))
+    for label, exact in (("fixed-s1", 0.2), ("threshold-s1", 0.35), ("threshold-s2", 0.1)):  # at step 2: 32 samples
+        (sweep / label / "eval" / "checkpoint-2.json").write_text(json.dumps({"overall": {"exact_match": exact}}))
+    (sweep / "eval").mkdir()
+    (sweep / "eval" / "before.json").write_text(json.dumps(
+        {"overall": {"exact_match": 0.1}, "by_length": {"3": {"exact_match": 0.0}, "10": {"exact_match": 0.0}}}))
+    text = report.build_report(sweep, last_k=2).read_text()
+    assert (sweep / "plots" / "curriculum_by_samples.png").exists()
+    assert "## Curriculum" in text and "![curriculum_by_samples](plots/curriculum_by_samples.png)" in text
+    assert "| setting | seeds | 3 | 10 |" in text  # lengths in numeric order
+    assert "| threshold | 2 | 0.500 | 0.250 |" in text and "| before (base model) | - | 0.000 | 0.000 |" in text
+    assert "mean_zero_std_correctness |" in text.split("## Settings")[1].split("\n")[2]  # idleness per setting
+    # samples until held-out exact match reached fixed's final 0.3: threshold-s1 at its step-2 checkpoint, the
+    # others only at the end (64 samples)
+    reach = {row["run"]: row["heldout_samples_to_reference"] for row in json.loads((sweep / "summary.json").read_text())}
+    assert reach == {"fixed-s1": 64, "threshold-s1": 32, "threshold-s2": 64}
+    (sweep / "sweep.yaml").write_text("name: curriculum\nlabels: [threshold, fixed]\n")  # the spec names the reference
+    (sweep / "threshold-s2" / "eval" / "after.json").write_text(json.dumps({"overall": {"exact_match": 0.5}}))
+    report.build_report(sweep, last_k=2)  # threshold's final mean is now 0.4: only threshold-s2's end reaches it
+    reach = {row["run"]: row["heldout_samples_to_reference"] for row in json.loads((sweep / "summary.json").read_text())}
+    assert reach == {"fixed-s1": None, "threshold-s1": None, "threshold-s2": 64}
+    run_text = report.build_report(sweep / "threshold-s1", last_k=2).read_text()
+    assert "| step | samples | curriculum/level | curriculum/weight/3 | curriculum/weight/5 |" in run_text
+    plain = report.build_report(sweep / "fixed-s1", last_k=2).read_text()
+    assert "## Curriculum" not in plain and not (sweep / "fixed-s1" / "plots" / "curriculum_by_step.png").exists()

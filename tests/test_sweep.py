@@ -236,3 +236,41 @@ def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_mode
     assert "accelerate launch recipes/rloo.py" in (sweep / "rloo" / "recipe.yaml").read_text()
     assert yaml.safe_load((sweep / "rloo" / "config.yaml").read_text())["algorithm"] == "rloo"
     assert (sweep / "report.md").exists()
+
+
+def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one_held_out_set(tmp_path, monkeypatch):
+    from rlvr.analysis.sweep import eval_recipe
+    from rlvr.analysis.sweep_spec import validate_variant
+    from rlvr.training.config import parse_args, validate
+
+    monkeypatch.chdir(REPO)
+    spec = load_spec("sweeps/curriculum.yaml")
+    variants = plan(spec, tmp_path / "out", {})
+    assert [v.label for v in variants] == [f"{setting}-s{seed}" for setting in
+                                           ("fixed3-6", "fixed3-11", "threshold", "informative") for seed in (1, 2, 3)]
+    questions = {}
+    for variant in variants[::3]:  # one seed per setting: the seeds differ only in `seed`
+        validate_variant(variant, spec, cli_max_steps=False)
+        assert variant.config["max_steps"] == 140 and variant.config["model_name_or_path"] == "models/tiny-speller"
+        recipe = validate(*parse_args(["--config", str(eval_recipe(variant.config, spec, tmp_path / f"{variant.label}.yaml"))]))
+        questions[variant.label] = recipe.dataset["test"]["question"]
+        assert not set(recipe.dataset["train"]["question"]) & set(questions[variant.label])  # never trained on
+    assert len({tuple(q) for q in questions.values()}) == 1 and len(questions["threshold-s1"]) == 320
+    assert [variant.config.get("curriculum", {}).get("policy") for variant in variants[::3]] == [
+        None, None, "threshold", "informative"]
+
+
+def test_every_steps_evaluates_the_checkpoints_before_the_end(tmp_path, tiny_model_dir):
+    from rlvr.analysis.records import load_run
+
+    spec = write_spec(tmp_path, vary={"temperature": [1.0]}, labels=["t"], seeds=[1],
+                      fixed={"max_steps": 3, "print_rollouts": False},
+                      evaluate={"num_samples": 2, "k": [1], "num_prompts": 2, "every_steps": 2})
+    run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, launcher="inprocess", last_k=1)
+    run = tmp_path / "out" / "demo" / "t-s1"
+    assert yaml.safe_load((run / "recipe.yaml").read_text())["save_steps"] == 2
+    assert sorted(p.name for p in (run / "eval").glob("*.json")) == ["after.json", "checkpoint-2.json"]
+    assert [samples for samples, _ in load_run(run).held_out_curve()] == [32, 48]  # step 2, then the end
+    with pytest.raises(ConfigError) as err:
+        load_spec(write_spec(tmp_path, vary={"temperature": [1.0]}, evaluate={"every_steps": 0}))
+    assert err.value.field == "evaluate.every_steps"

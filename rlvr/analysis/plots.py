@@ -5,6 +5,7 @@
 Each figure is drawn against optimizer step and against cumulative generated samples (the compute axis), one line per
 run labelled with its directory name, except `zero_std_prediction_by_<x>.png`: one panel per run, the zero-std
 fraction of exact match observed against its closed-form prediction from pass rates (`run_records.zero_std_prediction`).
+Runs with a curriculum also get `curriculum_by_<x>.png`: the level, the level mix and the pass rate per level.
 The same series print as a plain-text table for terminals.
 """
 
@@ -23,6 +24,7 @@ from rlvr.analysis.records import (
     X_AXES,
     X_LABELS,
     Run,
+    curriculum_series,
     load_runs,
     reward_series,
     seed_group,
@@ -33,7 +35,7 @@ from rlvr.analysis.records import (
     zero_std_series,
 )
 from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
-from rlvr.metrics.keys import TIME_PHASES, ZERO_STD_PREFIX
+from rlvr.metrics.keys import CURRICULUM_PREFIX, TIME_PHASES, ZERO_STD_PREFIX
 
 DEFAULT_X = ("step", "samples")
 # Legible at the width a repository page shows a figure: a panel is PANEL_INCHES x DPI = 540 px wide, so a
@@ -56,6 +58,7 @@ def save(fig, path) -> None:
     image = Image.open(buffer).convert("RGB")
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
 UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
+CURRICULUM_UNIT_INTERVAL = (f"{CURRICULUM_PREFIX}weight/", f"{CURRICULUM_PREFIX}pass_rate/")  # shares and rates
 TITLES = {
     "groups/all_wrong": "groups all wrong (correctness, rollouts)",
     "groups/all_correct": "groups all correct (correctness, rollouts)",
@@ -83,7 +86,7 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
                 labelled.add(group)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel(X_LABELS[x])
-        if key in UNIT_INTERVAL or key.startswith(ZERO_STD_PREFIX):
+        if key in UNIT_INTERVAL or key.startswith(ZERO_STD_PREFIX) or key.startswith(CURRICULUM_UNIT_INTERVAL):
             ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
@@ -176,6 +179,10 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
         ))
         written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
         written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
+        written.append(panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise
+            runs, curriculum_series(runs), x, out / f"curriculum_by_{x}.png",
+            "curriculum: level, level mix (weights that drew each step) and exact-match pass rate per level",
+        ))
     written.append(time_figure(runs, out / "time_accounting.png"))
     return [p for p in written if p is not None]
 

@@ -16,7 +16,16 @@ from pathlib import Path
 
 from rlvr import run_layout as layout
 from rlvr.cli import ConfigError
-from rlvr.metrics.keys import REWARD_PREFIX, STEP_PREFIX, TIME_PHASES, components_in, ordered, reward_key, zero_std_key
+from rlvr.metrics.keys import (
+    CURRICULUM_PREFIX,
+    REWARD_PREFIX,
+    STEP_PREFIX,
+    TIME_PHASES,
+    components_in,
+    ordered,
+    reward_key,
+    zero_std_key,
+)
 
 X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
 X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
@@ -36,6 +45,18 @@ def zero_std_series(runs) -> list[str]:
 def step_metric_series(runs) -> list[str]:
     """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order."""
     return list(dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX)))
+
+
+def curriculum_series(runs) -> list[str]:
+    """The `curriculum/*` keys any run logged (rlvr/training/curriculum.py): the level, then the weight and the pass
+    rate of each level in level order; [] for runs without a curriculum."""
+    keys = dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(CURRICULUM_PREFIX))
+
+    def order(key: str):
+        kind, _, value = key.removeprefix(CURRICULUM_PREFIX).partition("/")
+        return ({"level": 0, "weight": 1, "pass_rate": 2}.get(kind, 3), float(value) if value.isdigit() else 0.0, key)
+
+    return sorted(keys, key=order)
 
 
 def table_series(run) -> list[str]:
@@ -75,13 +96,37 @@ class Run:
         """The reward components this run logged (its recipe's rewards plus total, binary, penalty)."""
         return components_in(self.rows)
 
-    def held_out(self, name: str = "after") -> dict:
-        """The overall block of a held-out evaluation the sweep wrote (`eval/after.json`; the base model's
-        `eval/before.json` sits in the sweep folder above); {} when there is none."""
+    def evaluation(self, name: str = "after") -> dict:
+        """A held-out evaluation the sweep wrote (`eval/after.json`; the base model's `eval/before.json` sits in the
+        sweep folder above); {} when there is none."""
         for path in (self.path / layout.EVAL_DIR / f"{name}.json", self.path.parent / layout.EVAL_DIR / f"{name}.json"):
             if path.exists():
-                return json.loads(path.read_text()).get("overall", {})
+                return json.loads(path.read_text())
         return {}
+
+    def held_out(self, name: str = "after") -> dict:
+        """The overall block of a held-out evaluation; {} when there is none."""
+        return self.evaluation(name).get("overall", {})
+
+    def held_out_curve(self, key: str = "exact_match") -> list[tuple[int, float]]:
+        """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
+        logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
+        samples = {count(row.get("step")): count(row.get("generated_samples")) for row in self.rows}
+        points = []
+        for path in (self.path / layout.EVAL_DIR).glob("checkpoint-*.json"):
+            step = int(path.stem.removeprefix("checkpoint-"))
+            value = json.loads(path.read_text()).get("overall", {}).get(key)
+            if samples.get(step) is not None and value is not None:
+                points.append((samples[step], value))
+        final = self.held_out("after").get(key) if (self.path / layout.EVAL_DIR / "after.json").exists() else None
+        if final is not None and self.rows:
+            points.append((count(self.rows[-1].get("generated_samples")), final))
+        return sorted(points)
+
+    def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
+        """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
+        return {length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items()
+                if key in block}
 
     @property
     def finished(self) -> bool:
@@ -308,6 +353,13 @@ def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
 
 
 REACH_CORRECTNESS = 0.85  # the fixed correctness level whose samples-to-reach the summaries report
+
+
+def samples_to_reach_held_out(run: Run, threshold: float) -> int | None:
+    """Generated samples at the first evaluated checkpoint (or the end) whose held-out exact match reaches
+    `threshold`; None when none does or the run has no held-out curve. Unlike `samples_to_reach` this reads the same
+    prompts for every run, so runs trained on different data (a curriculum) compare fairly."""
+    return next((samples for samples, value in run.held_out_curve() if value >= threshold), None)
 
 
 def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:

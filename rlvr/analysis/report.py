@@ -28,12 +28,14 @@ from rlvr.analysis.records import (
     aggregate,
     count,
     evaluations_in,
+    curriculum_series,
     find_run_dirs,
     last,
     load_runs,
     markdown_table,
     mean,
     paired_by_seed,
+    samples_to_reach_held_out,
     seed_group,
     series_table,
     summarize,
@@ -156,9 +158,10 @@ def time_reading(runs: list[Run]) -> str:
             "max_completion_length), not the optimizer.")
 
 
-def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
+def write_summary(runs: list[Run], out_dir: Path, last_k: int, reference: str | None = None) -> list[dict]:
     """summary.json, summary.csv and summary.md: one row per run."""
     summary = summarize(runs, last_k)
+    add_reference_reach(runs, summary, reference)
     (out_dir / layout.SUMMARY_JSON).write_text(json.dumps(summary, indent=2) + "\n")
     with (out_dir / layout.SUMMARY_CSV).open("w", newline="") as f:
         columns = list(dict.fromkeys(key for row in summary for key in row))  # runs not yet evaluated lack heldout_*
@@ -169,9 +172,27 @@ def write_summary(runs: list[Run], out_dir: Path, last_k: int) -> list[dict]:
     return summary
 
 
+REFERENCE_REACH = "heldout_samples_to_reference"
+
+
+def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | None = None) -> None:
+    """With held-out evaluations: per run, the generated samples at which its held-out exact match first
+    reached the reference setting's final one (the mean over its seeds): the spec's first label (in the curriculum
+    sweep, the main job), else the first setting listed. Only for sweeps whose runs have checkpoint evaluations
+    (`evaluate.every_steps`); a run whose checkpoints never reached it may still reach it at the end."""
+    reference = reference or (seed_group(summary[0]["run"]) if summary else None)
+    finals = [row["heldout_exact_match_after"] for row in summary
+              if seed_group(row["run"]) == reference and row.get("heldout_exact_match_after") is not None]
+    if not finals or not any(len(run.held_out_curve()) > 1 for run in runs):  # only sweeps with checkpoint evals
+        return
+    threshold = mean(finals)
+    for run, row in zip(runs, summary):
+        row[REFERENCE_REACH] = samples_to_reach_held_out(run, threshold)
+
+
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
                    "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
-                   "generated_samples", "wall_time_s")
+                   "mean_zero_std_correctness", REFERENCE_REACH, "generated_samples", "wall_time_s")
 
 
 def settings_section(summary: list[dict]) -> list[str]:
@@ -190,7 +211,9 @@ def settings_section(summary: list[dict]) -> list[str]:
             "spread = half the range between the best and the worst seed; heldout_* come from `eval/` (the sweep's "
             "`evaluate:`), before = the base model on the same prompts. status: **learns** when held-out exact match "
             f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves). "
-            "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold."]
+            "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold. "
+            f"{REFERENCE_REACH}: generated samples until held-out exact match first reached the final mean of the "
+            "spec's first setting (checkpoints evaluated every `evaluate.every_steps`; the end point otherwise)."]
 
 
 def paired_lines(summary: list[dict]) -> list[str]:
@@ -219,6 +242,43 @@ def learning_status(summary: list[dict]) -> dict[str, str]:
         if before is not None and after is not None:
             gains.setdefault(seed_group(row["run"]), []).append(after - before)
     return {setting: "learns" if min(values) >= LEARNS_GAIN else "does not learn" for setting, values in gains.items()}
+
+
+def length_section(runs: list[Run]) -> list[str]:
+    """Held-out exact match per word length, one row per setting (mean over its seeds) and the base model first:
+    where a curriculum or a wider mix moved the policy, and where nothing did."""
+    before = next((by for run in runs if (by := run.held_out_by_length("before"))), {})
+    settings = {}
+    for run in runs:
+        if by_length := run.held_out_by_length("after"):
+            settings.setdefault(seed_group(run.label), []).append(by_length)
+    lengths = sorted({length for rows in settings.values() for row in rows for length in row} | set(before),
+                     key=lambda length: (not length.isdigit(), int(length) if length.isdigit() else 0, length))
+    if len(lengths) < 2 or not settings:
+        return []
+    table = [["before (base model)", "-", *(before.get(length) for length in lengths)]] if before else []
+    table += [[setting, len(rows), *(mean([row.get(length) for row in rows]) for length in lengths)]
+              for setting, rows in settings.items()]
+    return ["## Held-out exact match by word length",
+            markdown_table(["setting", "seeds", *lengths], table),
+            "Mean over the setting's seeds of `eval/after.json`'s `by_length` exact match; the columns are the "
+            "held-out set's word lengths."]
+
+
+def curriculum_section(runs: list[Run], pngs: list[Path], report_dir: Path, max_rows: int | None = None) -> list[str]:
+    """The schedule of runs trained with a curriculum: level, level mix and pass rate per level over training."""
+    keys = curriculum_series(runs)
+    if not keys:
+        return []
+    parts = ["## Curriculum",
+             "`curriculum/level` (the threshold policy's current level, else the weight-averaged level), "
+             "`curriculum/weight/<level>` (the mix that drew each step's prompts, one generation step behind the pass "
+             "rates: rlvr/training/curriculum.py) and `curriculum/pass_rate/<level>` (exact match over the last "
+             "`window` completions of that level).",
+             images(pngs, report_dir, ("curriculum_by_step.png", "curriculum_by_samples.png"))]
+    if max_rows is not None and len(runs) == 1:
+        parts.append(markdown_table(*series_table(runs[0], max_rows, keys)))
+    return parts
 
 
 def plus_minus(value, spread) -> str:
@@ -269,6 +329,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         "## Zero-std groups over training",
         images(pngs, report_dir, ("zero_std_by_step.png", "zero_std_by_samples.png")),
         zero_std_reading(run, last_k),
+        *curriculum_section([run], pngs, report_dir, max_rows),
         "## Before / after training",
         before_after.render_markdown(comparison) if comparison else evaluations_section(run, report_dir),
         "## Time accounting",
@@ -306,8 +367,9 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
             raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
     pngs = plot_runs(runs, report_dir / layout.PLOTS_DIR, x_axes)
     summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
-    summary = write_summary(runs, summary_dir, last_k)
     spec = sweep_dir / SPEC_NAME
+    labels = (yaml.safe_load(spec.read_text()) or {}).get("labels") if spec.exists() else None
+    summary = write_summary(runs, summary_dir, last_k, labels[0] if isinstance(labels, list) and labels else None)
     inside = lambda path: Path(os.path.abspath(path)).is_relative_to(os.path.abspath(report_dir))
     run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
         f"- **{run.label}**: " + ", ".join(
@@ -321,6 +383,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         "## Sweep spec",
         f"```yaml\n{spec.read_text().rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
         *settings_section(summary),
+        *length_section(runs),
         "## Summary",
         markdown_table(*summary_table(summary)),
         summary_note(last_k) + f" Also as [{layout.SUMMARY_CSV}]({link(summary_dir / layout.SUMMARY_CSV, report_dir)}) and "
@@ -335,6 +398,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         "length, biased down); the logged partial-credit `zero_std_frac/correctness` in grey.",
         images(pngs, report_dir, ("zero_std_prediction_by_samples.png",)),
         "\n".join(f"- **{run.label}**: {zero_std_reading(run, last_k)}" for run in runs),
+        *curriculum_section(runs, pngs, report_dir),
         "## Per-step metrics",
         "`step/completion_tokens/{correct,wrong}`: mean completion length of exactly-correct and of wrong completions "
         "(the length bias Dr. GRPO removes shows as wrong completions growing longer).",

@@ -174,6 +174,9 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
         evaluate_model(variants[0].config["model_name_or_path"], variants[0].config, spec, sweep_dir, "before")
         for variant in variants:
             if results.get(variant.label) in ("done", "skipped", "shared"):
+                if spec.evaluate.get("every_steps"):  # the curve: the run's checkpoints before its last step
+                    for checkpoint in checkpoints(variant.run_dir, before_step=variant.config.get("max_steps")):
+                        evaluate_model(str(checkpoint), variant.config, spec, variant.run_dir, checkpoint.name)
                 after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
                 print(f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True)
 
@@ -185,6 +188,17 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
     print(f"[sweep] {'smoke sweep' if smoke else 'sweep'} written to {sweep_dir}/"
           + (f" (report {report})" if report else ""), flush=True)
     return {"dir": sweep_dir, "status": results, "report": report, "smoke": smoke}
+
+
+def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
+    """The run's complete checkpoint folders below `before_step` (the last step's weights are the run's own, which
+    eval/after.json scores), in step order; torn ones from a crash are left out."""
+    from rlvr.training.run_files import CHECKPOINT, checkpoint_problem
+
+    step = lambda p: int(CHECKPOINT.match(p.name).group(1))
+    found = [p for p in run_dir.iterdir() if p.is_dir() and CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
+             and (before_step is None or step(p) < before_step)]
+    return sorted(found, key=step)
 
 
 def tail(path: Path, lines: int = 5) -> str:

@@ -34,7 +34,9 @@ from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_un
 
 SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
-EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None}  # the spec's `evaluate:` keys and defaults
+# The spec's `evaluate:` keys and defaults. every_steps: also evaluate a checkpoint saved every N optimizer steps
+# (eval/checkpoint-N.json), so held-out exact match has a curve over generated samples, not only an end point.
+EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None, "every_steps": None}
 EVAL_DIR = layout.EVAL_DIR  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 
@@ -123,6 +125,9 @@ def load_spec(path) -> Spec:
         ks, n = evaluation["k"], evaluation["num_samples"]
         if not isinstance(n, int) or n < 1 or not isinstance(ks, list) or not all(isinstance(k, int) and 1 <= k <= n for k in ks):
             raise ConfigError("evaluate.k", f"each k must be an integer in [1, num_samples={n}], got {ks!r}")
+        every = evaluation["every_steps"]
+        if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
+            raise ConfigError("evaluate.every_steps", f"must be a positive integer (optimizer steps), got {every!r}")
     return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, seeds, evaluation, text)
 
 
@@ -203,6 +208,8 @@ def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
         )
         if getattr(t, "dynamic_sampling", False):  # resampling makes samples per step vary: stop on samples instead
             variant.config.setdefault("max_generated_samples", spec.samples_budget)
+    if spec.evaluate and spec.evaluate.get("every_steps"):  # checkpoints to evaluate along the way
+        variant.config.update(save_strategy="steps", save_steps=spec.evaluate["every_steps"])
 
 
 def render_config(variant: Variant, spec: Spec) -> str:

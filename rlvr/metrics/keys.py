@@ -19,6 +19,7 @@ from __future__ import annotations
 REWARD_PREFIX = "avg_"  # avg_<component>: batch mean of the component
 ZERO_STD_PREFIX = "zero_std_frac/"  # zero_std_frac/<component>: fraction of prompt groups with no contrast on it
 STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics/step_metrics.py)
+CURRICULUM_PREFIX = "curriculum/"  # curriculum/{level, weight/<v>, pass_rate/<v>}: rlvr/training/curriculum.py
 KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")  # how the built-in components are listed
 
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.

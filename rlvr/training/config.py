@@ -35,6 +35,12 @@ class RecipeArguments(ScriptArguments):
         metadata={"help": "Inline data spec {size, seed, test_size, system_prompt, specs: [{name, weight, config}]}; "
                   "ignored when dataset_name (a save_to_disk folder or Hub id) is set."},
     )
+    curriculum: dict | str | None = field(
+        default=None,
+        metadata={"help": "Online curriculum {policy: threshold|informative, window, advance_above, fall_back_below, "
+                  "mode, floor, start_level, attribute}: prompts drawn by the data task's reasoning_gym curriculum "
+                  "levels, weighted by the measured pass rate per level (rlvr/training/curriculum.py)."},
+    )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["correctness", "format"],
         metadata={"help": "Registry names (correctness, format, penalty) or dotted paths pkg.module.fn."},
@@ -146,6 +152,7 @@ class Recipe:
     yaml: dict = field(default_factory=dict)  # the merged recipe mapping, as read once (`LoadedRecipe.yaml`)
     argv: list[str] = field(default_factory=list)  # the command line that overrode it
     speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
+    curriculum: object = None  # (CurriculumSpec, levels) when the recipe has `curriculum:`
 
 
 class RecipeParser(TrlParser):
@@ -319,9 +326,17 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         data_spec, dataset = None, load_task_dataset(args.dataset_name)
     elif args.data is not None:
         data_spec = DataSpec.from_dict(args.data)
-        dataset = build_dataset(data_spec)
+        dataset = build_dataset(data_spec) if args.curriculum is None else None  # a curriculum builds level pools
     else:
         raise ConfigError("data", "set an inline data spec or dataset_name")
+    curriculum = None
+    if args.curriculum is not None:  # the train split becomes per-level pools of the data spec's task
+        from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
+
+        spec = CurriculumSpec.from_dict(args.curriculum)
+        check_curriculum(spec, data_spec, training)
+        dataset, levels = build_curriculum_data(spec, data_spec)
+        curriculum = (spec, levels)
     split = args.dataset_train_split
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")
@@ -340,7 +355,7 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         raise ConfigError("cpu_threads", str(err)) from None
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
-    return Recipe(args, training, model, rewards, dataset, data_spec, loaded.yaml, loaded.argv, speedups)
+    return Recipe(args, training, model, rewards, dataset, data_spec, loaded.yaml, loaded.argv, speedups, curriculum)
 
 
 def precision_warning(recipe: Recipe) -> str | None:

@@ -21,6 +21,7 @@ def callbacks_for(recipe: Recipe) -> list:
     from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
     from rlvr.metrics.console import ConsoleLineCallback
     from rlvr.training.budget import SampleBudgetCallback
+    from rlvr.training.curriculum import curriculum_callback_for
 
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
@@ -30,6 +31,7 @@ def callbacks_for(recipe: Recipe) -> list:
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
+        *([curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)] if recipe.curriculum else []),
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
     ]
 

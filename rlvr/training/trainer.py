@@ -1,5 +1,6 @@
 """TRL's GRPOTrainer plus what every algorithm of the registry shares: the reward-batch hook (every scored generation
-batch goes to the `RewardBatchCallback`s), time accounting, verbatim completions, and the algorithm dispatch.
+batch goes to the `RewardBatchCallback`s), time accounting, verbatim completions, the algorithm dispatch, and a
+curriculum's sampler when the recipe has one (rlvr/training/curriculum.py).
 
 The dispatch reads `args.algorithm`: an algorithm with its own advantage estimator (RLOO, REINFORCE, MaxRL) gets its
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
@@ -18,6 +19,7 @@ from rlvr.rewards.text import completion_text
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.training.budget import SampleScheduleMixin
+from rlvr.training.curriculum import CurriculumSamplerMixin
 from rlvr.training.kl import KLEstimatorMixin
 from rlvr.training.speed import SharedPrefixMixin
 
@@ -231,7 +233,7 @@ MRO_CONTRACT = {
 
 
 class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SharedPrefixMixin,
-                  SampleScheduleMixin, GRPOTrainer):
+                  SampleScheduleMixin, CurriculumSamplerMixin, GRPOTrainer):
     """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
     choice of KL estimator, the speed-ups `speedups` enables (rlvr/training/speed.py) and a learning-rate schedule
     over generated samples under `max_generated_samples` (rlvr/training/budget.py). The algorithm's loss form comes
