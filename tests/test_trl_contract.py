@@ -34,7 +34,8 @@ METHODS = {
     "_load_optimizer_and_scheduler": ["self", "checkpoint"],  # PPO's critic optimizer
     "training_step": ["self", "model", "inputs", "num_items_in_batch"],
     "log": ["self", "logs", "start_time"],
-    "create_optimizer": ["self"],  # time accounting hooks the optimizer's step
+    "create_optimizer": ["self"],  # time accounting hooks the optimizer step
+    "_get_train_sampler": ["self", "dataset"],  # the curriculum's sampler replaces RepeatSampler
     "create_scheduler": ["self", "num_training_steps", "optimizer"],  # the samples-budget lr schedule
     "save_model": ["self", "output_dir", "_internal_call"],  # PPO saves its critic beside the policy
 }
@@ -46,6 +47,7 @@ ATTRIBUTES = (
     "use_transformers_continuous_batching", "pad_to_multiple_of", "generation_kwargs", "generation_config",
     "eos_token_ids", "model_wrapped", "callback_handler", "accelerator", "lr_scheduler",
     "current_gradient_accumulation_steps", "is_deepspeed_enabled", "is_fsdp_enabled", "processing_class",
+    "num_iterations",  # the curriculum sampler repeats a chunk as TRL does
     "_step",  # PPO steps its critic's optimizer when TRL's training_step completes an accumulation
 )
 

@@ -215,6 +215,7 @@ class AlgorithmMixin:
 #   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
 #   create_optimizer                 RewardHooksMixin -> Trainer      (hooks the optimizer step into time accounting)
 #   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
+#   _get_train_sampler               CurriculumSamplerMixin -> TRL    (prompts drawn by curriculum level weights)
 #   __init__                         DAPOTrainer / PPOTrainer -> RawCompletionsMixin -> TRL
 #   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
 MRO_CONTRACT = {
@@ -228,6 +229,7 @@ MRO_CONTRACT = {
     "training_step": ("RewardHooksMixin",),
     "create_optimizer": ("RewardHooksMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
+    "_get_train_sampler": ("CurriculumSamplerMixin",),
     "__init__": ("RawCompletionsMixin",),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
