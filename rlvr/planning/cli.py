@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
         value = getattr(opts, flag)
         if value is not None and value <= 0:
             raise ConfigError(f"--{flag}", f"must be positive, got {value}")
+    processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
 
     import torch
 
@@ -35,7 +36,6 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     # The recipe's `algorithm:` picks its config class (PPO's YAML parses with PPOConfig, etc.).
     args, training, model_args = parse_args(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"]))
     recipe = validate(args, training, model_args)
-    processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
     free = opts.free_gib * GIB if opts.free_gib is not None else None
     total = opts.total_gib * GIB if opts.total_gib is not None else None
     if cuda and (free is None or total is None):
