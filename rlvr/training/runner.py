@@ -20,6 +20,7 @@ from rlvr.cli import ConfigError, cli
 def callbacks_for(recipe: Recipe) -> list:
     from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
     from rlvr.training.budget import SampleBudgetCallback
+    from rlvr.training.preemption import PreemptionCallback
 
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
@@ -29,6 +30,7 @@ def callbacks_for(recipe: Recipe) -> list:
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
+        PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/preemption.py)
     ]
 
 
@@ -142,8 +144,15 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
     recipe, trainer, checkpoint = prepare(argv, algorithm)
     if trainer is None:
         return None
-    # 4. Train (resuming if asked), then save the final policy beside the checkpoints.
+    # 4. Train (resuming if asked), then save the final policy beside the checkpoints. A run stopped early
+    #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
+    from rlvr.training.preemption import early_stop
+
     trainer.train(resume_from_checkpoint=checkpoint)
+    if stop := early_stop(trainer):
+        if trainer.args.process_index == 0:
+            print(stop.line, file=sys.stderr, flush=True)
+        sys.exit(stop.status)
     trainer.save_model(recipe.training.output_dir)
     return trainer
 
