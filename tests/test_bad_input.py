@@ -308,6 +308,12 @@ NEW_ROWS = [
     ("ppo", lambda w: [*RUN, "--value_learning_rate", "-1"], "value_learning_rate"),
     ("ppo", lambda w: [*RUN, "--lam", "1.5"], "lam"),
     ("dapo", lambda w: [*RUN, "--max_resample_rounds", "1.5"], "max_resample_rounds"),
+    # the divergence guard's fields (rlvr/training/divergence.py)
+    ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
+     "min_mean_reward_component"),
+    ("grpo", lambda w: [*RUN, "--min_mean_reward_patience", "-1"], "min_mean_reward_patience"),
+    ("grpo", lambda w: [*RUN, "--min_mean_reward", "low"], "min_mean_reward"),
+    ("grpo", lambda w: [*RUN, "--min_mean_reward", "-inf"], "min_mean_reward"),
 ]
 ROWS += NEW_ROWS
 

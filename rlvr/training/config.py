@@ -20,6 +20,7 @@ from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
+from rlvr.training.divergence import check_divergence_fields
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
 from rlvr.training.speed import parse_speedups
@@ -54,6 +55,19 @@ class RecipeArguments(ScriptArguments):
     memory_budget: str = field(
         default="warn",
         metadata={"help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."},
+    )
+    divergence_guard: bool = field(
+        default=True,
+        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/divergence.py)."},
+    )
+    min_mean_reward: float | None = field(
+        default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
+    )
+    min_mean_reward_component: str = field(
+        default="total", metadata={"help": "The mean reward min_mean_reward watches: total, or a reward's name."}
+    )
+    min_mean_reward_patience: int = field(
+        default=1, metadata={"help": "Logged steps in a row below min_mean_reward before the run stops."}
     )
     speedups: str = field(
         default="all",
@@ -266,6 +280,7 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
     rewards = resolve_reward_funcs(
         args.reward_funcs, training.reward_weights, args.overlong_max_length, args.overlong_cache_length
     )
+    check_divergence_fields(args, rewards.names)
     filter_reward = getattr(training, "dynamic_sampling_reward", None)
     if filter_reward is not None and filter_reward not in rewards.names:
         raise ConfigError("dynamic_sampling_reward", f"{filter_reward!r} is not among the rewards {rewards.names}")

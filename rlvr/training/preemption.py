@@ -65,6 +65,7 @@ class PreemptionCallback(TrainerCallback):
     def __init__(self):
         self.signal: int | None = None
         self.stop: EarlyStop | None = None
+        self._stopping = False
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame):
@@ -85,6 +86,12 @@ class PreemptionCallback(TrainerCallback):
             return
         control.should_save = True
         control.should_training_stop = True
+        self._stopping = True
+
+    def on_save(self, args, state, control, **kwargs):
+        """The checkpoint is written: only now is there one to name (the divergence guard may cancel the save)."""
+        if not self._stopping:
+            return
         name = signal.Signals(self.signal).name if self.signal else "a signal on another rank"
         checkpoint = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         self.stop = EarlyStop(

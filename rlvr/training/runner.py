@@ -20,8 +20,10 @@ from rlvr.cli import ConfigError, cli
 def callbacks_for(recipe: Recipe) -> list:
     from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
     from rlvr.training.budget import SampleBudgetCallback
+    from rlvr.training.divergence import DivergenceGuard
     from rlvr.training.preemption import PreemptionCallback
 
+    args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
     return [
@@ -31,6 +33,8 @@ def callbacks_for(recipe: Recipe) -> list:
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
         PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/preemption.py)
+        DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
+                        args.min_mean_reward_patience),  # after PreemptionCallback: it sees (and may cancel) its save
     ]
 
 

@@ -139,6 +139,8 @@ RULES: dict[str, Num | OneOf] = {
     "overlong_max_length": POSITIVE_INT,
     "overlong_cache_length": POSITIVE_INT,
     "memory_budget": OneOf("warn", "stop", "off"),
+    "min_mean_reward": Num(),  # any finite number (rewards may be negative)
+    "min_mean_reward_patience": POSITIVE_INT,
     # ModelConfig
     "dtype": OneOf("auto", "bfloat16", "float16", "float32"),
     "lora_r": POSITIVE_INT,
