@@ -150,14 +150,17 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
         return None
     # 4. Train (resuming if asked), then save the final policy beside the checkpoints. A run stopped early
     #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
+    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/training/disk.py).
+    from rlvr.training.disk import disk_full_exits
     from rlvr.training.preemption import early_stop
 
-    trainer.train(resume_from_checkpoint=checkpoint)
-    if stop := early_stop(trainer):
-        if trainer.args.process_index == 0:
-            print(stop.line, file=sys.stderr, flush=True)
-        sys.exit(stop.status)
-    trainer.save_model(recipe.training.output_dir)
+    with disk_full_exits(recipe.training.output_dir):
+        trainer.train(resume_from_checkpoint=checkpoint)
+        if stop := early_stop(trainer):
+            if trainer.args.process_index == 0:
+                print(stop.line, file=sys.stderr, flush=True)
+            sys.exit(stop.status)
+        trainer.save_model(recipe.training.output_dir)
     return trainer
 
 
