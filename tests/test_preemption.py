@@ -154,3 +154,49 @@ def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_
                                 text=True, timeout=300, check=False)
         assert result.returncode == 0, result.stderr[-3000:]
     same_records(out, reference)
+
+
+def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
+    """In-process: the handler only records SIGINT (no KeyboardInterrupt mid-step); the step end asks for a save and
+    a stop; the line and status (130) exist once the checkpoint is saved; the handlers are restored afterwards."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerControl
+
+    from rlvr.training.preemption import PreemptionCallback
+
+    callback = PreemptionCallback()
+    args, state, control = SimpleNamespace(output_dir=str(tmp_path), device="cpu"), SimpleNamespace(global_step=7), \
+        TrainerControl()
+    before = signal.getsignal(signal.SIGINT)
+    callback.on_train_begin(args, state, control)
+    try:
+        callback.on_step_end(args, state, control)
+        assert not (control.should_save or control.should_training_stop)  # no signal: nothing changes
+        os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt with Python's default handler
+        assert callback.signal == signal.SIGINT and callback.stop is None
+        callback.on_step_end(args, state, control)
+        assert control.should_save and control.should_training_stop and callback.stop is None
+        callback.on_save(args, state, control)
+        assert callback.stop.status == 130
+        assert callback.stop.line == (f"stopped by SIGINT after step 7: checkpoint {tmp_path / 'checkpoint-7'}; "
+                                      "rerun the same command with --resume_from_checkpoint true")
+    finally:
+        callback.on_train_end(args, state, control)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_second_signal_ends_the_process_at_once():
+    """Ctrl-C twice: the first is honoured at the step end, the second takes the default action immediately."""
+    code = ("import os, signal, types\n"
+            "from rlvr.training.preemption import PreemptionCallback\n"
+            "cb = PreemptionCallback()\n"
+            "cb.on_train_begin(None, None, None)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "print('first signal recorded', cb.signal, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "print('still running')\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=ENV, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == -signal.SIGTERM, result.stderr[-2000:]
+    assert result.stdout.splitlines() == [f"first signal recorded {int(signal.SIGTERM)}"]
