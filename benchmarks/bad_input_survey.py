@@ -34,6 +34,8 @@ def cases(tmp: Path):
     (tmp / "empty.yaml").write_text("")
     (tmp / "half_model").mkdir()
     (tmp / "half_model" / "tokenizer.json").write_text("{}")  # a folder with something, but no config.json
+    (tmp / "fake_model").mkdir()
+    (tmp / "fake_model" / "config.json").write_text("{}")  # passes the folder check; nothing may load it
 
     def spec(name, text):
         (tmp / name).write_text(text)
@@ -153,6 +155,10 @@ def cases(tmp: Path):
         (g, [*run, "--min_mean_reward_patience", "0"], "min_mean_reward_patience"),
         (g, [*run, "--min_mean_reward", "nan"], "min_mean_reward"),
         (g, [*run, "--divergence_guard", "maybe"], "divergence_guard"),
+        ("before_after", ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST,
+                          "--out", str(tmp / "afile" / "cmp")], "--out"),
+        ("before_after", ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST,
+                          "--k", "0"], "--k"),
     ]
 
 
@@ -163,6 +169,7 @@ def main_of(name):
         return lambda argv: main(argv, algorithm=name)
     return __import__({"data": "data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report",
                        "sweep": "rlvr.analysis.sweep", "evaluate": "rlvr.analysis.evaluate",
+                       "before_after": "rlvr.analysis.before_after",
                        "memory_plan": "rlvr.planning.cli"}[name], fromlist=["main"]).main
 
 

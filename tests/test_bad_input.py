@@ -308,6 +308,11 @@ NEW_ROWS = [
     ("ppo", lambda w: [*RUN, "--value_learning_rate", "-1"], "value_learning_rate"),
     ("ppo", lambda w: [*RUN, "--lam", "1.5"], "lam"),
     ("dapo", lambda w: [*RUN, "--max_resample_rounds", "1.5"], "max_resample_rounds"),
+    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--num_prompts", "0"],
+     "--num_prompts"),
+    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
+     "--seed"),
+    ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
     # the divergence guard's fields (rlvr/training/divergence.py)
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
      "min_mean_reward_component"),

@@ -313,10 +313,11 @@ def evaluate(
     from transformers import AutoTokenizer
 
     from rlvr.training.config import parse_args, validate
+    from rlvr.training.validation import MODEL_FILES
 
     args, training, model_args = parse_args(["--config", config])
     model_path = model_path or model_args.model_name_or_path
-    if not any((Path(model_path) / name).exists() for name in ("config.json", "adapter_config.json")):
+    if not any((Path(model_path) / name).exists() for name in MODEL_FILES):
         raise ConfigError("--model", f"no model at {model_path!r} (a folder with config.json or adapter_config.json)")
     model_args.model_name_or_path = model_path
     recipe = validate(args, training, model_args)
