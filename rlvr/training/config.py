@@ -24,7 +24,7 @@ from rlvr.training.divergence import check_divergence_fields
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
 from rlvr.training.speed import parse_speedups
-from rlvr.training.validation import check_recipe, check_values
+from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_values
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -292,6 +292,7 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
                 "the penalty could never reach -1",
             )
     if args.dataset_name:
+        check_dataset_path(args.dataset_name)
         data_spec, dataset = None, load_task_dataset(args.dataset_name)
     elif args.data is not None:
         data_spec = DataSpec.from_dict(args.data)
@@ -310,6 +311,7 @@ def validate(args: RecipeArguments, training: RLVRConfig, model: ModelConfig) ->
         parse_speedups(args.speedups)
     except ValueError as err:
         raise ConfigError("speedups", str(err)) from None
+    check_paths(args, training, model)
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec)

@@ -240,7 +240,6 @@ def check_recipe(args, training, model) -> None:
                  [type(p) for p in parts])
     if args.overlong_cache_length is not None and args.overlong_max_length is None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
-    check_paths(args, training, model)
     if training.max_steps == -1 and training.num_train_epochs <= 0:
         raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")
 
@@ -303,14 +302,13 @@ def check_dataset_path(value: str, field: str = "dataset_name") -> None:
 
 
 def check_paths(args, training, model) -> None:
-    """Every field that names a path is the kind of thing it needs to be, before anything loads: models, the PPO
-    critic, the dataset, and the places the run writes to (created on demand, so they must be creatable)."""
+    """Every field that names a model or an output location is the kind of thing it needs to be, before anything
+    loads: models, the PPO critic, and the places the run writes to (created on demand, so they must be creatable).
+    Called last in `validate` (after the config's content is checked); `dataset_name` is checked before loading it."""
     if model.model_name_or_path:
         check_model_path(model.model_name_or_path, "model_name_or_path", may_build=args.build_tiny_model)
     if value_model := getattr(training, "value_model_name_or_path", None):
         check_model_path(value_model, "value_model_name_or_path")
-    if args.dataset_name:
-        check_dataset_path(args.dataset_name)
     if not training.output_dir:
         return
     if os.path.exists(training.output_dir) and not os.path.isdir(training.output_dir):
