@@ -98,7 +98,7 @@ def read_yaml(path, field: str):
     """Any YAML file the repo reads (recipes, sweep specs, accelerate configs): its value, every failure (missing,
     a folder, binary, invalid, a duplicate key) one `ConfigError`. A duplicate key names the key as the field."""
     try:
-        return yaml.load(Path(path).read_text(), Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(Path(path).read_text(), Loader=UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
     except DuplicateKeyError as err:
         raise ConfigError(err.key, f"given twice in {path} (lines {err.first} and {err.second}); keep one") from None
 

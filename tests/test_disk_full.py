@@ -57,7 +57,7 @@ def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(run_recip
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert "Traceback" not in "\n".join(err)
     reason = "No space left on device" if failure == "oserror" else "file write failed"
-    assert err[-1].startswith(f"error: disk: ") and reason in err[-1], err[-1]
+    assert err[-1].startswith("error: disk: ") and reason in err[-1], err[-1]
     assert err[-1].endswith(f"newest complete checkpoint: {out / 'checkpoint-1'}; free space and rerun with "
                             "--resume_from_checkpoint true"), err[-1]
 

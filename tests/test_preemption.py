@@ -17,7 +17,6 @@ all-reduced at each step end) and write one checkpoint, and the resumed run matc
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re

@@ -101,5 +101,5 @@ class PreemptionCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)  # None: set outside Python
         self._previous.clear()
