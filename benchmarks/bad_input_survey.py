@@ -32,6 +32,10 @@ def cases(tmp: Path):
     run = ["--config", FAST, "--output_dir", str(tmp / "out")]
     (tmp / "afile").write_text("x")
     (tmp / "empty.yaml").write_text("")
+    (tmp / "half_model").mkdir()
+    (tmp / "half_model" / "tokenizer.json").write_text("{}")  # a folder with something, but no config.json
+    (tmp / "fake_model").mkdir()
+    (tmp / "fake_model" / "config.json").write_text("{}")  # passes the folder check; nothing may load it
 
     def spec(name, text):
         (tmp / name).write_text(text)
@@ -110,16 +114,63 @@ def cases(tmp: Path):
                    str(tmp / "s")], "samples_budget"),
         ("sweep", [spec("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "--out", str(tmp / "s")], "base"),
         ("sweep", [spec("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "--out", str(tmp / "s")], "top_p"),
+        # issue 23's classes, with cases tests/test_bad_input.py does not hold
+        (g, [*run, "--model_name_or_path", str(tmp / "half_model")], "model_name_or_path"),  # tokenizer only
+        (g, [*run, "--model_name_or_path", "~/surely/not/here", "--build_tiny_model", "false"], "model_name_or_path"),
+        (g, [*run, "--model_name_or_path", "a b/c", "--build_tiny_model", "false"], "model_name_or_path"),
+        ("ppo", [*run, "--value_model_name_or_path", str(tmp / "half_model")], "value_model_name_or_path"),
+        ("ppo", [*run, "--value_model_name_or_path", "../critic"], "value_model_name_or_path"),
+        (g, [*run, "--dataset_name", str(tmp / "half_model")], "dataset_name"),
+        (g, [*run, "--dataset_name", "/data/spell"], "dataset_name"),
+        (g, [*run[:-1], str(tmp / "afile" / "deep" / "run")], "output_dir"),
+        (g, [*run, "--rollouts_path", str(tmp / "afile" / "r.jsonl")], "rollouts_path"),
+        (g, [*run, "--metrics_path", str(tmp)], "metrics_path"),
+        (g, [*run, "--resume_from_checkpoint", str(tmp / "half_model")], "resume_from_checkpoint"),
+        ("data", ["--config", FAST, "--output_dir", str(tmp / "afile" / "x")], "--output_dir"),
+        ("data", ["--config", FAST, "--push_to_hub", "-leading-dash/x"], "--push_to_hub"),
+        ("data", ["--config", FAST, "--push_to_hub", "user/" + "x" * 200], "--push_to_hub"),
+        ("memory_plan", ["--config", FAST, "--accelerate_config", str(tmp / "afile")], "--accelerate_config"),
+        ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc1.yaml", "distributed_type: MULTI_GPU\n"
+                                                                        "num_processes: 0\n")], "--accelerate_config"),
+        ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc2.yaml", "distributed_type: DEEPSPEED\n"
+                                                                        "deepspeed_config: zero3\n")], "--accelerate_config"),
+        ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc3.yaml", "- a\n")], "--accelerate_config"),
+        ("evaluate", ["--config", FAST, "--top_p", "-0.1"], "--top_p"),
+        ("evaluate", ["--config", FAST, "--top_p", "inf"], "--top_p"),
+        ("evaluate", ["--config", FAST, "--top_k", "x"], "--top_k"),
+        ("evaluate", ["--config", FAST, "--max_new_tokens", "-4"], "--max_new_tokens"),
+        ("evaluate", ["--config", FAST, "--output", str(tmp / "afile" / "e.json")], "--output"),
+        (g, ["--config", yaml_case("dup1.yaml", "top_p: 0.9\n"), "--output_dir", str(tmp / "o")], "top_p"),
+        (g, ["--config", yaml_case("dup2.yaml", "reward_funcs: [correctness]\n"), "--output_dir", str(tmp / "o")],
+         "reward_funcs"),
+        (g, ["--config", spec("dup3.yaml", f"base: {FAST}\nbase: {FAST}\n"), "--output_dir", str(tmp / "o")], "base"),
+        ("sweep", [spec("dup4.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1], seed: [2]}}\n"), "--out",
+                   str(tmp / "s")], "seed"),
+        ("data", ["--config", spec("dup5.yaml", "size: 10\nsize: 20\nspecs: [spell_backward]\n"), "--output_dir",
+                  str(tmp / "d")], "size"),
+        (g, [*run, "--kl_estimator", "K3"], "kl_estimator"),
+        (g, [*run, "--max_generated_samples", "x"], "max_generated_samples"),
+        (g, [*run, "--speedups", "shared-prefix"], "speedups"),
+        ("dapo", [*run, "--dynamic_sampling_reward", "penalty"], "dynamic_sampling_reward"),
+        (g, [*run, "--min_mean_reward_patience", "0"], "min_mean_reward_patience"),
+        (g, [*run, "--min_mean_reward", "nan"], "min_mean_reward"),
+        (g, [*run, "--divergence_guard", "maybe"], "divergence_guard"),
+        ("before_after", ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST,
+                          "--out", str(tmp / "afile" / "cmp")], "--out"),
+        ("before_after", ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST,
+                          "--k", "0"], "--k"),
     ]
 
 
 def main_of(name):
-    if name == "grpo":
+    if name in ("grpo", "dapo", "ppo"):
         from rlvr.training.runner import main
 
-        return main
+        return lambda argv: main(argv, algorithm=name)
     return __import__({"data": "data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report",
-                       "sweep": "rlvr.analysis.sweep"}[name], fromlist=["main"]).main
+                       "sweep": "rlvr.analysis.sweep", "evaluate": "rlvr.analysis.evaluate",
+                       "before_after": "rlvr.analysis.before_after",
+                       "memory_plan": "rlvr.planning.cli"}[name], fromlist=["main"]).main
 
 
 def classify(name, argv, field) -> tuple[str, str]:

@@ -119,13 +119,13 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.training.model_loading import model_init_kwargs
     from rlvr.training.speed import cpu_threads_for
 
     argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, "--cpu_threads", cpu_threads,
             *COMMON]
-    recipe = validate(*parse_args(argv))
+    recipe = validate(load_recipe(argv))
     training = recipe.training
     torch.set_num_threads(cpu_threads_for(recipe.args.cpu_threads))  # the same rule as the rlvr runs
     skip = {"steps_per_generation"}  # derived from generation_batch_size; TRL refuses both
@@ -173,10 +173,10 @@ def model_shape(config: str) -> dict:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
     from rlvr.training.speed import common_prefix_length
 
-    recipe = validate(*parse_args(["--config", config, "--dry_run", "true"]))
+    recipe = validate(load_recipe(["--config", config, "--dry_run", "true"]))
     path = recipe.model.model_name_or_path
     model_config = AutoConfig.from_pretrained(path)
     with torch.device("meta"):

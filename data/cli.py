@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, non_negative_int, positive_int
+from rlvr.cli import (ArgumentParser, ConfigError, check_writable_folder, cli, load_recipe_yaml, non_negative_int,
+                      one_line, positive_int)
 from rlvr.data.generate import build_dataset, dataset_card
 from rlvr.data.spec import DataSpec
 
@@ -20,6 +21,16 @@ from rlvr.data.spec import DataSpec
 def read_spec(path: str) -> DataSpec:
     raw = load_recipe_yaml(path)  # a recipe's `base:` chain is followed, so tiny variants have their data block
     return DataSpec.from_dict(raw.get("data", raw))
+
+
+def check_repo_id(repo_id: str) -> None:
+    """An invalid Hub id fails before the data is generated, with the Hub library's message on one line."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as err:
+        raise ConfigError("--push_to_hub", f"invalid repo id {repo_id!r}: {one_line(err)}") from None
 
 
 def push_to_hub(dataset, spec: DataSpec, repo_id: str, private: bool) -> None:
@@ -30,8 +41,7 @@ def push_to_hub(dataset, spec: DataSpec, repo_id: str, private: bool) -> None:
         dataset.push_to_hub(repo_id, private=private)
         DatasetCard(dataset_card(spec, dataset)).push_to_hub(repo_id, repo_type="dataset")
     except Exception as err:  # noqa: BLE001 - network, auth and offline errors all end here
-        first_line = (str(err).strip().splitlines() or [""])[0]
-        raise ConfigError("--push_to_hub", f"could not push to {repo_id!r}: {type(err).__name__}: {first_line}") from None
+        raise ConfigError("--push_to_hub", f"could not push to {repo_id!r}: {one_line(err)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.output_dir and not args.push_to_hub:
         raise ConfigError("--output_dir", "set --output_dir and/or --push_to_hub: otherwise nothing is kept")
-    if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        raise ConfigError("--output_dir", f"{args.output_dir} is a file, not a folder")
+    if args.output_dir:
+        check_writable_folder(args.output_dir, "--output_dir")
+    if args.push_to_hub:
+        check_repo_id(args.push_to_hub)
     spec = read_spec(args.config)
     if args.seed is not None or args.size is not None:
         overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}

@@ -70,10 +70,43 @@ non_negative_int = _bounded(int, "an integer >= 0", 0, True)
 positive_float = _bounded(float, "a positive number", 0.0, False)
 non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping. Plain YAML lets the last one win silently, so two
+    `learning_rate:` lines in a recipe would train with whichever came second."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise DuplicateKeyError(str(key), seen[key], line)
+                seen[key] = line
+            except TypeError:  # an unhashable key: SafeLoader's own error follows
+                continue
+        return super().construct_mapping(node, deep=deep)
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    def __init__(self, key: str, first: int, second: int):
+        self.key, self.first, self.second = key, first, second
+        super().__init__(f"duplicate key {key!r} (lines {first} and {second})")
+
+
+def read_yaml(path, field: str):
+    """Any YAML file the repo reads (recipes, sweep specs, accelerate configs): its value, every failure (missing,
+    a folder, binary, invalid, a duplicate key) one `ConfigError`. A duplicate key names the key as the field."""
+    try:
+        return yaml.load(Path(path).read_text(), Loader=UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
+    except DuplicateKeyError as err:
+        raise ConfigError(err.key, f"given twice in {path} (lines {err.first} and {err.second}); keep one") from None
+
+
 def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field: value") -> dict:
     """The mapping in `path`; errors name `field` (the flag or spec entry that gave the path)."""
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        raw = read_yaml(path, field)
     except FileNotFoundError:
         raise ConfigError(field, f"no such file: {path}") from None
     except IsADirectoryError:
@@ -87,6 +120,25 @@ def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field
     if not isinstance(raw, dict):
         raise ConfigError(field, f"{path} must hold {expected}")
     return raw
+
+
+def check_writable_folder(path, field: str) -> None:
+    """`path` is a folder that exists and is writable, or one `mkdir -p` could create: the nearest existing ancestor
+    is a writable folder. A path under a regular file, or in a read-only place, fails here, before anything loads,
+    not as a `NotADirectoryError` traceback after the model has loaded."""
+    target = Path(os.path.abspath(os.path.expanduser(str(path))))
+    if target.exists() and not target.is_dir():
+        raise ConfigError(field, f"{path} is a file, not a folder")
+    existing = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
+    if not existing.is_dir():
+        raise ConfigError(field, f"cannot create {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(field, f"cannot write to {path}: {existing} is not writable")
+
+
+def one_line(err: BaseException) -> str:
+    """A library's exception as one line: its type and its message with every run of whitespace collapsed."""
+    return f"{type(err).__name__}: {' '.join(str(err).split())}".rstrip(": ")
 
 
 def reject_unknown_keys(raw: dict, known, what: str) -> None:

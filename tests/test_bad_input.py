@@ -55,6 +55,16 @@ def ws(tmp_path, monkeypatch):
     )
     (tmp_path / "spec.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nvary: {{num_generations: [2, 4]}}\n")
     (tmp_path / "spec_two.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nvary: {{seed: [1], top_p: [1]}}\n")
+    (tmp_path / "empty_dir").mkdir()
+    (tmp_path / "afile.txt").write_text("x")
+    (tmp_path / "dup.yaml").write_text(Path(FAST_RECIPE).read_text() + "learning_rate: 1.0e-2\n")
+    (tmp_path / "dup_nested.yaml").write_text(f"base: {FAST_RECIPE}\ndata:\n  size: 100\n  seed: 1\n  size: 200\n")
+    (tmp_path / "dup_base.yaml").write_text("base: dup.yaml\nseed: 3\n")
+    (tmp_path / "dup_spec.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nname: t\nvary: {{seed: [1, 2]}}\n")
+    (tmp_path / "accel_bad.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: many\n")
+    (tmp_path / "accel_dup.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 4\n")
+    (tmp_path / "accel_zero.yaml").write_text("distributed_type: DEEPSPEED\nnum_processes: 2\n"
+                                              "deepspeed_config: {zero_stage: 7}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -221,6 +231,97 @@ ROWS = [
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--temperature", "-1"], "temperature"),
 ]
 
+EVAL = ["--config", FAST_RECIPE, "--output", "precious/e.json"]
+# Added with issue 23: paths that exist but are the wrong thing, folders that cannot be created, accelerate configs,
+# evaluation's sampling flags under training's rules, duplicate YAML keys, flattened library messages, and the
+# fields added since the table above was written (max_generated_samples, kl_estimator, speedups, algorithm, ...).
+NEW_ROWS = [
+    # a path that exists but is the wrong thing, or a path-shaped name that does not exist
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "empty_dir", "--build_tiny_model", "false"], "model_name_or_path"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "afile.txt"], "model_name_or_path"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "./no/such/model", "--build_tiny_model", "false"],
+     "model_name_or_path"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "precious"], "model_name_or_path"),  # not empty: nothing to build
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "Qwen//Qwen3", "--build_tiny_model", "false"], "model_name_or_path"),
+    ("ppo", lambda w: [*RUN, "--value_model_name_or_path", str(w / "no_critic")], "value_model_name_or_path"),
+    ("ppo", lambda w: [*RUN, "--value_model_name_or_path", "empty_dir"], "value_model_name_or_path"),
+    ("ppo", lambda w: [*RUN, "--value_model_name_or_path", "afile.txt"], "value_model_name_or_path"),
+    ("grpo", lambda w: [*RUN, "--dataset_name", "empty_dir"], "dataset_name"),
+    ("grpo", lambda w: [*RUN, "--dataset_name", "afile.txt"], "dataset_name"),
+    ("grpo", lambda w: [*RUN, "--dataset_name", "./no_data_here"], "dataset_name"),
+    ("grpo", lambda w: [*RUN, "--resume_from_checkpoint", "afile.txt"], "resume_from_checkpoint"),
+    ("grpo", lambda w: [*RUN, "--resume_from_checkpoint", "empty_dir"], "resume_from_checkpoint"),
+    # output locations that cannot be created
+    ("grpo", lambda w: [*RUN, "--output_dir", "afile.txt/run"], "output_dir"),
+    ("grpo", lambda w: [*RUN, "--output_dir", "afile.txt"], "output_dir"),
+    ("grpo", lambda w: [*RUN, "--metrics_path", "afile.txt/metrics.jsonl"], "metrics_path"),
+    ("grpo", lambda w: [*RUN, "--rollouts_path", "empty_dir"], "rollouts_path"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "afile.txt/data"], "--output_dir"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "afile.txt/a/b/c"], "--output_dir"),
+    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "afile.txt/e.json"], "--output"),
+    ("evaluate", lambda w: [*EVAL, "--rollouts", "empty_dir"], "--rollouts"),
+    # a library's message on one line: an invalid Hub repo id, before any data is generated
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--push_to_hub", "bad repo//id"],
+     "--push_to_hub"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--push_to_hub", "a/b/c"], "--push_to_hub"),
+    # rlvr plan --accelerate_config
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "missing.yaml"], "--accelerate_config"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "list.yaml"], "--accelerate_config"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "empty_dir"], "--accelerate_config"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "not_yaml.yaml"], "--accelerate_config"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_bad.yaml"], "--accelerate_config"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_zero.yaml"], "--accelerate_config"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_dup.yaml"], "num_processes"),
+    # evaluation's sampling flags: training's range rules (validation.RULES)
+    ("evaluate", lambda w: [*EVAL, "--top_p", "1.5"], "--top_p"),
+    ("evaluate", lambda w: [*EVAL, "--top_p", "0"], "--top_p"),
+    ("evaluate", lambda w: [*EVAL, "--top_p", "nan"], "--top_p"),
+    ("evaluate", lambda w: [*EVAL, "--top_k", "-1"], "--top_k"),
+    ("evaluate", lambda w: [*EVAL, "--top_k", "2.5"], "--top_k"),
+    ("evaluate", lambda w: [*EVAL, "--max_new_tokens", "0"], "--max_new_tokens"),
+    ("evaluate", lambda w: [*EVAL, "--num_samples", "0"], "--num_samples"),
+    ("evaluate", lambda w: [*EVAL, "--seed", "-3"], "--seed"),
+    # duplicate keys, in every YAML the repo reads
+    ("grpo", lambda w: ["--config", "dup.yaml", "--output_dir", "precious"], "learning_rate"),
+    ("grpo", lambda w: ["--config", "dup_nested.yaml", "--output_dir", "precious"], "size"),
+    ("grpo", lambda w: ["--config", "dup_base.yaml", "--output_dir", "precious"], "learning_rate"),
+    ("data", lambda w: ["--config", "dup.yaml", "--output_dir", "precious"], "learning_rate"),
+    ("sweep", lambda w: ["dup_spec.yaml", "--out", "precious"], "name"),
+    ("evaluate", lambda w: ["--config", "dup.yaml", "--output", "precious/e.json"], "learning_rate"),
+    # fields added since the first table
+    ("grpo", lambda w: [*RUN, "--max_generated_samples", "0"], "max_generated_samples"),
+    ("grpo", lambda w: [*RUN, "--max_generated_samples", "-5"], "max_generated_samples"),
+    ("grpo", lambda w: [*RUN, "--max_generated_samples", "1e4"], "max_generated_samples"),
+    ("grpo", lambda w: [*RUN, "--kl_estimator", "k4"], "kl_estimator"),
+    ("grpo", lambda w: [*RUN, "--speedups", "warp"], "speedups"),
+    ("grpo", lambda w: [*RUN, "--speedups", "threads,nope"], "speedups"),
+    ("grpo", lambda w: [*RUN, "--memory_budget", "1"], "memory_budget"),
+    ("dapo", lambda w: [*RUN, "--algorithm", "grpo"], "algorithm"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "a1", algorithm="nosuch"), "--output_dir", "precious"], "algorithm"),
+    ("grpo", lambda w: [*RUN, "--save_total_limit", "0"], "save_total_limit"),
+    ("grpo", lambda w: [*RUN, "--warmup_ratio", "1.5"], "warmup_ratio"),
+    ("grpo", lambda w: [*RUN, "--adam_beta2", "1"], "adam_beta2"),
+    ("grpo", lambda w: [*RUN, "--top_entropy_quantile", "2"], "top_entropy_quantile"),
+    ("grpo", lambda w: [*RUN, "--num_generations_eval", "0"], "num_generations_eval"),
+    ("grpo", lambda w: [*RUN, "--epsilon_high", "-1"], "epsilon_high"),
+    ("ppo", lambda w: [*RUN, "--cliprange_value", "0"], "cliprange_value"),
+    ("ppo", lambda w: [*RUN, "--value_learning_rate", "-1"], "value_learning_rate"),
+    ("ppo", lambda w: [*RUN, "--lam", "1.5"], "lam"),
+    ("dapo", lambda w: [*RUN, "--max_resample_rounds", "1.5"], "max_resample_rounds"),
+    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--num_prompts", "0"],
+     "--num_prompts"),
+    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
+     "--seed"),
+    ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
+    # the divergence guard's fields (rlvr/training/divergence.py)
+    ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
+     "min_mean_reward_component"),
+    ("grpo", lambda w: [*RUN, "--min_mean_reward_patience", "-1"], "min_mean_reward_patience"),
+    ("grpo", lambda w: [*RUN, "--min_mean_reward", "low"], "min_mean_reward"),
+    ("grpo", lambda w: [*RUN, "--min_mean_reward", "-inf"], "min_mean_reward"),
+]
+ROWS += NEW_ROWS
+
 
 def snapshot(folder: Path) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -232,7 +333,7 @@ def row_id(row) -> str:
 
 
 def test_table_is_broad():
-    assert len(ROWS) >= 60
+    assert len(ROWS) >= 60 and len(NEW_ROWS) >= 40
     commands = {(row.values if hasattr(row, "values") else row)[0] for row in ROWS}
     assert commands >= {"grpo", "dapo", "ppo", "data", "plots", "report", "sweep", "evaluate", "before_after",
                         "memory_plan"}

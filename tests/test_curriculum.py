@@ -171,9 +171,9 @@ def test_resume_after_a_kill_continues_the_same_schedule(tiny_model_dir, tmp_pat
 
 
 def check(*overrides, recipe=CURRICULUM_RECIPE):
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
-    validate(*parse_args(["--config", recipe, "--dry_run", "true", *overrides]))
+    validate(load_recipe(["--config", recipe, "--dry_run", "true", *overrides]))
 
 
 @pytest.mark.parametrize("overrides, field", [

@@ -241,7 +241,7 @@ def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_mode
 def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one_held_out_set(tmp_path, monkeypatch):
     from rlvr.analysis.sweep import eval_recipe
     from rlvr.analysis.sweep_spec import validate_variant
-    from rlvr.training.config import parse_args, validate
+    from rlvr.training.config import load_recipe, validate
 
     monkeypatch.chdir(REPO)
     spec = load_spec("sweeps/curriculum.yaml")
@@ -252,7 +252,7 @@ def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one
     for variant in variants[::3]:  # one seed per setting: the seeds differ only in `seed`
         validate_variant(variant, spec, cli_max_steps=False)
         assert variant.config["max_steps"] == 140 and variant.config["model_name_or_path"] == "models/tiny-speller"
-        recipe = validate(*parse_args(["--config", str(eval_recipe(variant.config, spec, tmp_path / f"{variant.label}.yaml"))]))
+        recipe = validate(load_recipe(["--config", str(eval_recipe(variant.config, spec, tmp_path / f"{variant.label}.yaml"))]))
         questions[variant.label] = recipe.dataset["test"]["question"]
         assert not set(recipe.dataset["train"]["question"]) & set(questions[variant.label])  # never trained on
     assert len({tuple(q) for q in questions.values()}) == 1 and len(questions["threshold-s1"]) == 320

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 from rlvr.analysis.records import markdown_table, text_table
 
 OUT_SUBDIR = layout.BEFORE_AFTER_DIR
@@ -132,22 +132,26 @@ def _clip(text: str | None, width: int = 48) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    from rlvr.training.validation import MODEL_FILES, flag_type  # training's rules for the fields it shares
+
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="model folder before training (e.g. models/tiny-speller)")
     parser.add_argument("--after", required=True, help="model folder after training (a run's output_dir)")
     parser.add_argument("--config", required=True, help="recipe YAML: held-out split and sampling settings")
-    parser.add_argument("--num_prompts", type=int, default=32, help="first N held-out prompts")
-    parser.add_argument("--num_samples", type=int, default=None, help="samples per prompt (default: the largest k)")
-    parser.add_argument("--k", type=int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num_prompts", type=positive_int, default=32, help="first N held-out prompts")
+    parser.add_argument("--num_samples", type=positive_int, default=None, help="samples per prompt (default: the largest k)")
+    parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--seed", type=flag_type("seed", int), default=0)
     parser.add_argument("--out", default=None, help=f"output folder (default <after>/{OUT_SUBDIR})")
     parser.add_argument("--show", type=int, default=8, help="prompts printed side by side")
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed)")
     args = parser.parse_args(argv)
     for flag in ("before", "after"):
         folder = Path(getattr(args, flag))
-        if not any((folder / name).exists() for name in ("config.json", "adapter_config.json")):
+        if not any((folder / name).exists() for name in MODEL_FILES):
             raise ConfigError(f"--{flag}", f"no model at {str(folder)!r} (a folder with config.json or adapter_config.json)")
+    if args.out:
+        check_writable_folder(args.out, "--out")
     print(f"[before-after] writing to {Path(args.out or Path(args.after) / OUT_SUBDIR)}/", flush=True)
     comparison = compare(args.before, args.after, args.config, args.num_prompts, args.num_samples, args.k, args.seed,
                          args.out, args.use_vllm)

@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.progress import ProgressColumn
 
 from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, cli, non_negative_float, positive_int
+from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -334,11 +334,12 @@ def evaluate(
     from transformers import AutoTokenizer
 
     from rlvr.training.config import load_recipe, validate
+    from rlvr.training.validation import MODEL_FILES
 
     loaded = load_recipe(["--config", config])
     model_args = loaded.model
     model_path = model_path or model_args.model_name_or_path
-    if not any((Path(model_path) / name).exists() for name in ("config.json", "adapter_config.json")):
+    if not any((Path(model_path) / name).exists() for name in MODEL_FILES):
         raise ConfigError("--model", f"no model at {model_path!r} (a folder with config.json or adapter_config.json)")
     model_args.model_name_or_path = model_path
     recipe = validate(loaded)
@@ -423,6 +424,8 @@ def step_metrics_of(records: list[dict], rewards, num_samples: int, completion_i
 
 
 def main(argv: list[str] | None = None) -> dict:
+    from rlvr.training.validation import flag_type  # sampling flags take training's range rules (RULES)
+
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="recipe YAML: its model loading, chat template kwargs, data, "
                                                         "sampling settings and reward set are used")
@@ -432,15 +435,20 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--num_prompts", type=positive_int, default=None, help="first N prompts of the split (default: all)")
     parser.add_argument("--temperature", type=non_negative_float, default=None, help="0 = greedy (one sample, pass@1); default: the recipe's")
-    parser.add_argument("--top_p", type=float, default=None)
-    parser.add_argument("--top_k", type=int, default=None)
-    parser.add_argument("--max_new_tokens", type=int, default=None, help="default: the recipe's max_completion_length")
+    parser.add_argument("--top_p", type=flag_type("top_p"), default=None)
+    parser.add_argument("--top_k", type=flag_type("top_k", int), default=None)
+    parser.add_argument("--max_new_tokens", type=flag_type("max_completion_length", int), default=None, help="default: the recipe's max_completion_length")
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed), same settings")
     parser.add_argument("--no_progress", dest="show_progress", action="store_false", help="no progress bar")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=flag_type("seed", int), default=0)
     parser.add_argument("--output", default=None, help="JSON summary (default runs/eval/<model path>.<recipe>.<split>.<prompts>x<samples>.json)")
     parser.add_argument("--rollouts", default=None, help="rollouts JSONL (default: beside the summary)")
     args = vars(parser.parse_args(argv))
+    for flag in ("output", "rollouts"):  # written after sampling: a path under a file fails now, not then
+        if args[flag]:
+            if Path(args[flag]).is_dir():
+                raise ConfigError(f"--{flag}", f"{args[flag]} is a folder; give a file path")
+            check_writable_folder(Path(args[flag]).absolute().parent, f"--{flag}")
     summary = evaluate(
         args.pop("config"), model_path=args.pop("model"), ks=tuple(args.pop("k")), **args
     )

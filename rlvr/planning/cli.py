@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
         value = getattr(opts, flag)
         if value is not None and value <= 0:
             raise ConfigError(f"--{flag}", f"must be positive, got {value}")
+    processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
 
     import torch
 

@@ -13,9 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from rlvr.cli import ConfigError
+from rlvr.cli import ConfigError, load_yaml_mapping
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
@@ -174,10 +172,21 @@ def zero_stage_of(training, env=os.environ) -> int:
 
 def launch_shape(accelerate_config: str) -> tuple[int, int]:
     """(processes, ZeRO stage) of an accelerate config file, as `accelerate launch --config_file` would run it."""
-    cfg = yaml.safe_load(Path(accelerate_config).read_text()) or {}
+    field = "--accelerate_config"
+    cfg = load_yaml_mapping(accelerate_config, field, "an accelerate config mapping (accelerate config's output)")
     kind = str(cfg.get("distributed_type", "NO"))
-    processes = 1 if kind == "NO" else int(cfg.get("num_processes", 1))
-    stage = int((cfg.get("deepspeed_config") or {}).get("zero_stage", 0)) if kind == "DEEPSPEED" else 0
+    deepspeed = cfg.get("deepspeed_config") or {}
+    if not isinstance(deepspeed, dict):
+        raise ConfigError(field, f"deepspeed_config in {accelerate_config} must be a mapping, got {deepspeed!r}")
+    try:
+        processes = 1 if kind == "NO" else int(cfg.get("num_processes", 1))
+        stage = int(deepspeed.get("zero_stage", 0)) if kind == "DEEPSPEED" else 0
+    except (TypeError, ValueError):
+        raise ConfigError(field, f"num_processes and deepspeed_config.zero_stage in {accelerate_config} must be "
+                                 "integers") from None
+    if processes < 1 or stage not in (0, 1, 2, 3):
+        raise ConfigError(field, f"{accelerate_config} has num_processes {processes} and zero_stage {stage}; "
+                                 "need >= 1 and 0-3")
     return processes, stage
 
 

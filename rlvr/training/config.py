@@ -21,10 +21,11 @@ from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
+from rlvr.training.divergence import check_divergence_fields
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
 from rlvr.training.speed import parse_cpu_threads, parse_speedups
-from rlvr.training.validation import check_recipe, check_values
+from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_values
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -61,6 +62,19 @@ class RecipeArguments(ScriptArguments):
     memory_budget: str = field(
         default="warn",
         metadata={"help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."},
+    )
+    divergence_guard: bool = field(
+        default=True,
+        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/divergence.py)."},
+    )
+    min_mean_reward: float | None = field(
+        default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
+    )
+    min_mean_reward_component: str = field(
+        default="total", metadata={"help": "The mean reward min_mean_reward watches: total, or a reward's name."}
+    )
+    min_mean_reward_patience: int = field(
+        default=1, metadata={"help": "Logged steps in a row below min_mean_reward before the run stops."}
     )
     speedups: str = field(
         default="all",
@@ -312,6 +326,7 @@ def validate(loaded: LoadedRecipe) -> Recipe:
     rewards = resolve_reward_funcs(
         args.reward_funcs, training.reward_weights, args.overlong_max_length, args.overlong_cache_length
     )
+    check_divergence_fields(args, rewards.names)
     filter_reward = getattr(training, "dynamic_sampling_reward", None)
     if filter_reward is not None and filter_reward not in rewards.names:
         raise ConfigError("dynamic_sampling_reward", f"{filter_reward!r} is not among the rewards {rewards.names}")
@@ -323,6 +338,7 @@ def validate(loaded: LoadedRecipe) -> Recipe:
                 "the penalty could never reach -1",
             )
     if args.dataset_name:
+        check_dataset_path(args.dataset_name)
         data_spec, dataset = None, load_task_dataset(args.dataset_name)
     elif args.data is not None:
         data_spec = DataSpec.from_dict(args.data)
@@ -353,6 +369,7 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         parse_cpu_threads(args.cpu_threads)
     except ValueError as err:
         raise ConfigError("cpu_threads", str(err)) from None
+    check_paths(args, training, model)
     if not args.dry_run:
         check_model_reachable(model.model_name_or_path, args.build_tiny_model)
     return Recipe(args, training, model, rewards, dataset, data_spec, loaded.yaml, loaded.argv, speedups, curriculum)

@@ -22,7 +22,10 @@ def callbacks_for(recipe: Recipe) -> list:
     from rlvr.metrics.console import ConsoleLineCallback
     from rlvr.training.budget import SampleBudgetCallback
     from rlvr.training.curriculum import curriculum_callback_for
+    from rlvr.training.divergence import DivergenceGuard
+    from rlvr.training.preemption import PreemptionCallback
 
+    args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
     return [
@@ -32,6 +35,9 @@ def callbacks_for(recipe: Recipe) -> list:
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
         *([curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)] if recipe.curriculum else []),
+        PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/preemption.py)
+        DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
+                        args.min_mean_reward_patience),  # after PreemptionCallback: it sees (and may cancel) its save
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
     ]
 
@@ -154,13 +160,23 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
     recipe, trainer, checkpoint = prepare(argv, algorithm)
     if trainer is None:
         return None
-    # 4. Train (resuming if asked), then save the final policy beside the checkpoints.
-    trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(recipe.training.output_dir)
-    if trainer.accelerator.is_main_process:
-        out = recipe.training.output_dir
-        print(f"[run] saved the final model to {out}/; metrics in {recipe.args.metrics_path or f'{out}/{layout.METRICS}'}, "
-              f"rollouts in {recipe.args.rollouts_path or f'{out}/{layout.ROLLOUTS}'}", flush=True)
+    # 4. Train (resuming if asked), then save the final policy beside the checkpoints. A run stopped early
+    #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
+    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/training/disk.py).
+    from rlvr.training.disk import disk_full_exits
+    from rlvr.training.preemption import early_stop
+
+    with disk_full_exits(recipe.training.output_dir):
+        trainer.train(resume_from_checkpoint=checkpoint)
+        if stop := early_stop(trainer):
+            if trainer.args.process_index == 0:
+                print(stop.line, file=sys.stderr, flush=True)
+            sys.exit(stop.status)
+        trainer.save_model(recipe.training.output_dir)
+        if trainer.accelerator.is_main_process:
+            out = recipe.training.output_dir
+            print(f"[run] saved the final model to {out}/; metrics in {recipe.args.metrics_path or f'{out}/{layout.METRICS}'}, "
+                  f"rollouts in {recipe.args.rollouts_path or f'{out}/{layout.ROLLOUTS}'}", flush=True)
     return trainer
 
 

@@ -14,15 +14,18 @@ DAPO, PPO and the single-rollout configs alike.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from trl import GRPOConfig
 
-from rlvr.cli import ConfigError
+from rlvr.cli import ConfigError, check_writable_folder
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,8 @@ RULES: dict[str, Num | OneOf] = {
     "overlong_max_length": POSITIVE_INT,
     "overlong_cache_length": POSITIVE_INT,
     "memory_budget": OneOf("warn", "stop", "off"),
+    "min_mean_reward": Num(),  # any finite number (rewards may be negative)
+    "min_mean_reward_patience": POSITIVE_INT,
     # ModelConfig
     "dtype": OneOf("auto", "bfloat16", "float16", "float32"),
     "lora_r": POSITIVE_INT,
@@ -235,7 +240,83 @@ def check_recipe(args, training, model) -> None:
                  [type(p) for p in parts])
     if args.overlong_cache_length is not None and args.overlong_max_length is None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
-    if training.output_dir and os.path.exists(training.output_dir) and not os.path.isdir(training.output_dir):
-        raise ConfigError("output_dir", f"{training.output_dir} is a file, not a folder")
     if training.max_steps == -1 and training.num_train_epochs <= 0:
         raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")
+
+
+def flag_type(name: str, kind=float):
+    """argparse `type=` for a command's flag that sets the same quantity as the recipe field `name` (`rlvr evaluate
+    --top_p`): the value must pass `RULES[name]`, so a command and training share one rule, never a copy of it."""
+    rule = RULES[name]
+
+    def convert(text):
+        try:
+            value = kind(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+        if problem := rule.problem(value):
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    convert.__name__ = name
+    return convert
+
+
+# What a Hub id looks like (`Qwen/Qwen3-0.6B`, `gpt2`): anything else that names no existing path is a typo'd path.
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+MODEL_FILES = ("config.json", "adapter_config.json")
+DATASET_FILES = ("dataset_dict.json", "dataset_info.json", "state.json")
+
+
+def _hub_shaped(value: str) -> bool:
+    return bool(HUB_ID.match(value)) and ".." not in value and "--" not in value and not value.endswith(".")
+
+
+def check_model_path(value: str, field: str, may_build: bool = False) -> None:
+    """A model field is a folder holding a saved model (config.json, or a LoRA adapter's adapter_config.json), or a
+    Hub id. An empty folder, a file, or a path-shaped name that does not exist fails here, not as a transformers
+    traceback after start-up. `may_build`: `build_tiny_model` will build into an empty or missing folder."""
+    path = Path(os.path.expanduser(value))
+    if path.is_dir():
+        if any((path / name).exists() for name in MODEL_FILES) or (may_build and not any(path.iterdir())):
+            return
+        raise ConfigError(field, f"{value} is a folder without config.json, not a saved model")
+    if path.exists():
+        raise ConfigError(field, f"{value} is a file; give a model folder (with config.json) or a Hub id")
+    if not may_build and not _hub_shaped(value):
+        raise ConfigError(field, f"no model folder at {value!r}, and it is not a Hub id (owner/name)")
+
+
+def check_dataset_path(value: str, field: str = "dataset_name") -> None:
+    """A dataset field is a `save_to_disk` folder (`rlvr data --output_dir`) or a Hub dataset id."""
+    path = Path(os.path.expanduser(value))
+    if path.is_dir():
+        if not any((path / name).exists() for name in DATASET_FILES):
+            raise ConfigError(field, f"{value} is a folder but not a saved dataset (no dataset_dict.json); write one "
+                                     "with `python -m rlvr data --output_dir`")
+        return
+    if path.exists():
+        raise ConfigError(field, f"{value} is a file; give a save_to_disk folder or a Hub dataset id")
+    if not _hub_shaped(value):
+        raise ConfigError(field, f"no dataset folder at {value!r}, and it is not a Hub id (owner/name)")
+
+
+def check_paths(args, training, model) -> None:
+    """Every field that names a model or an output location is the kind of thing it needs to be, before anything
+    loads: models, the PPO critic, and the places the run writes to (created on demand, so they must be creatable).
+    Called last in `validate` (after the config's content is checked); `dataset_name` is checked before loading it."""
+    if model.model_name_or_path:
+        check_model_path(model.model_name_or_path, "model_name_or_path", may_build=args.build_tiny_model)
+    if value_model := getattr(training, "value_model_name_or_path", None):
+        check_model_path(value_model, "value_model_name_or_path")
+    if not training.output_dir:
+        return
+    if os.path.exists(training.output_dir) and not os.path.isdir(training.output_dir):
+        raise ConfigError("output_dir", f"{training.output_dir} is a file, not a folder")
+    if not args.dry_run:  # a dry run writes nothing
+        check_writable_folder(training.output_dir, "output_dir")
+        for name in ("metrics_path", "rollouts_path"):
+            if value := getattr(args, name):
+                if os.path.isdir(value):
+                    raise ConfigError(name, f"{value} is a folder; give the path of a .jsonl file")
+                check_writable_folder(os.path.dirname(os.path.abspath(value)), name)
