@@ -83,7 +83,7 @@ def cpu_threads_for(value, cores: int | None = None, processes: int | None = Non
     1      The crowded-machine switch: when other jobs keep the cores busy, every op of a multi-threaded torch waits
            at the OpenMP barrier for a descheduled thread. Measured with four other jobs on the 2 cores: the tiny
            model's (6400,128)x(128,384) matmul 7.7 ms at 1 thread vs 17-25 ms at 2, a whole step 2.7 s vs 22 s,
-           small matmuls up to 50x slower (notes/perf.md). Hidden cost: on a quiet machine it leaves cores idle.
+           small matmuls up to 50x slower (docs/measurements/speed.md). Hidden cost: on a quiet machine it leaves cores idle.
     N      Exactly N threads (e.g. to leave cores to a vLLM server or reward workers).
     """
     fixed = parse_cpu_threads(value)
