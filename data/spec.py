@@ -6,11 +6,10 @@ Validation instantiates each reasoning_gym config and runs its own `validate()`,
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rlvr.cli import ConfigError
+from rlvr.cli import ConfigError, mapping_field
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
@@ -42,17 +41,8 @@ class DataSpec:
     @classmethod
     def from_dict(cls, raw: dict | str, field_name: str = "data") -> DataSpec:
         """Parse and validate the YAML/JSON mapping; every error names its field, e.g. `data.specs[0].config`."""
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as err:
-                raise ConfigError(field_name, f"expected a mapping or JSON object, got {raw!r} ({err.msg})") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(field_name, f"expected a mapping with 'specs', got {type(raw).__name__}")
-        known = {"specs", "size", "seed", "test_size", "system_prompt", "held_out"}
-        for key in raw:
-            if key not in known:
-                raise ConfigError(f"{field_name}.{key}", f"unknown field; expected one of {sorted(known)}")
+        raw = mapping_field(raw, field_name, {"specs", "size", "seed", "test_size", "system_prompt", "held_out"},
+                            "{specs: [{name: spell_backward}]}")
         if not raw.get("specs"):
             raise ConfigError(f"{field_name}.specs", "needs at least one task, e.g. [{name: spell_backward}]")
         specs = [_parse_task(item, f"{field_name}.specs[{i}]") for i, item in enumerate(raw["specs"])]

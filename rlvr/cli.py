@@ -103,6 +103,24 @@ def read_yaml(path, field: str):
         raise ConfigError(err.key, f"given twice in {path} (lines {err.first} and {err.second}); keep one") from None
 
 
+def mapping_field(raw, field: str, known, example: str) -> dict:
+    """A spec field given as a YAML mapping or, from the command line, a JSON object string: the dict, with every
+    key in `known`. Errors name the field (`data`, `curriculum`) or the unknown key (`data.sizes`)."""
+    import json
+
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise ConfigError(field, f"expected a mapping or JSON object, got {raw!r} ({err.msg})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(field, f"expected a mapping like {example}, got {raw!r}")
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"{field}.{key}", f"unknown field; expected one of {', '.join(sorted(known))}")
+    return raw
+
+
 def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field: value") -> dict:
     """The mapping in `path`; errors name `field` (the flag or spec entry that gave the path)."""
     try:

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, fields
 from torch.utils.data import Sampler
 from transformers.trainer_callback import ExportableState
 
-from rlvr.cli import ConfigError
+from rlvr.cli import ConfigError, mapping_field
 from rlvr.data.levels import Level, levels_of
 from rlvr.metrics.keys import CURRICULUM_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
@@ -70,19 +70,7 @@ class CurriculumSpec:
 
     @classmethod
     def from_dict(cls, raw, field_name: str = "curriculum") -> CurriculumSpec:
-        import json
-
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as err:
-                raise ConfigError(field_name, f"expected a mapping or JSON object, got {raw!r} ({err.msg})") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(field_name, f"expected a mapping like {{policy: threshold}}, got {raw!r}")
-        known = [f.name for f in fields(cls)]
-        for key in raw:
-            if key not in known:
-                raise ConfigError(f"{field_name}.{key}", f"unknown field; expected one of {', '.join(known)}")
+        raw = mapping_field(raw, field_name, {f.name for f in fields(cls)}, "{policy: threshold}")
         spec = cls(**raw)
         spec.validate(field_name)
         return spec
