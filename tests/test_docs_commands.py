@@ -43,6 +43,7 @@ NOT_RUN = {
     "rlvr sweep sweeps/group_size.yaml --max_steps": "trains every setting of the sweep (minutes)",
     "rlvr sweep sweeps/group_size.yaml\n": "the full ablation (an hour)",
     "rlvr sweep sweeps/reference.yaml --only": "trains and evaluates runs (minutes)",
+    "PYTHONPATH=my_project": "README's Extending example: tests/test_readme_extending.py writes its files and runs it",
 }
 NOT_RUN_EXACT = {"python benchmarks/gpu_check.py": "needs a CUDA GPU"}
 SCRATCH_COPIES = ("recipes", "sweeps", "accelerate_configs", "models", "slurm", "benchmarks")
