@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
 
+from rlvr.data.levels import HELD_OUT_SETS, levels_of, range_attribute
 from rlvr.data.spec import TINY_SYSTEM_PROMPT, DataSpec
 from rlvr.cli import ConfigError
 
@@ -82,8 +85,6 @@ def build_dataset(spec: DataSpec) -> DatasetDict:
     system_prompt = resolve_system_prompt(spec.system_prompt)
     rows = [_entry_to_row(entry, system_prompt) for entry in mixture]
     if spec.held_out is not None:  # a named fixed test set: the same prompts whatever the training mix
-        from rlvr.data.levels import build_held_out
-
         test = build_held_out(spec.held_out, spec.system_prompt)
         held_out = set(test["question"])
         return DatasetDict({"train": Dataset.from_list([row for row in rows if row["question"] not in held_out]),
@@ -139,3 +140,58 @@ def dataset_card(spec: DataSpec, dataset: DatasetDict) -> str:
         "Same spec and seed give identical rows; test questions never appear in train.\n\n"
         f"```yaml\n{yaml.safe_dump({'data': spec.to_dict()}, sort_keys=False)}```\n"
     )
+
+
+# ---- curriculum level pools and named held-out sets (their definitions: rlvr/data/levels.py) ----
+
+_SAID: set = set()
+
+
+def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
+    """(DatasetDict, levels kept): `spec.size` rows per level, built by `build_dataset` from the spec with the
+    level's range in the task config, train rows concatenated with an int `level` column (index into the levels
+    kept). The test split is the named held-out set when the spec names one, else every level's held-out rows."""
+    from datasets import concatenate_datasets
+
+    task = spec.specs[task_index]
+    definition = range_attribute(task.name, attribute)
+    kept, trains, tests, skipped = [], [], [], []
+    for level in levels_of(task.name, definition.name):
+        config = {**task.config, definition.lower_field_name: level.low, definition.upper_field_name: level.high}
+        level_spec = replace(spec, specs=[replace(task, config=config)], seed=spec.seed + level.value)
+        try:
+            data = build_dataset(level_spec)
+        except (IndexError, ValueError, ConfigError):  # no item at this level (an empty word list), or too few
+            skipped.append(level.value)
+            continue
+        trains.append(data["train"].add_column("level", [len(kept)] * len(data["train"])))
+        tests.append(data["test"])
+        kept.append(level)
+    if skipped and (task.name, tuple(skipped)) not in _SAID:  # once per process: every validation rebuilds pools
+        _SAID.add((task.name, tuple(skipped)))
+        print(f"[curriculum] {task.name} has no items at {definition.name} level(s) {skipped}: dropped", flush=True)
+    if not kept:
+        raise ConfigError("curriculum", f"{task.name} generates no item at any {definition.name} level")
+    test = tests[0] if spec.held_out is not None else concatenate_datasets(tests)
+    return DatasetDict({"train": concatenate_datasets(trains), "test": test}), kept
+
+
+@lru_cache(maxsize=8)
+def build_held_out(name: str, system_prompt: str | None):
+    """The named held-out set as a Dataset with the recipe's system prompt; identical rows for the same name."""
+    import reasoning_gym
+
+    held = HELD_OUT_SETS[name]
+    definition = range_attribute(held.task, held.attribute, "data.held_out")
+    prompt = resolve_system_prompt(system_prompt)
+    rows = []
+    for value in held.values:
+        config = {definition.lower_field_name: value, definition.upper_field_name: value}
+        entries = reasoning_gym.create_dataset(held.task, size=held.per_value * 20, seed=held.seed + value, **config)
+        seen = {}
+        for entry in entries:
+            seen.setdefault(entry["question"], entry)
+            if len(seen) == held.per_value:
+                break
+        rows += [_entry_to_row(entry, prompt) for entry in seen.values()]
+    return Dataset.from_list(rows)

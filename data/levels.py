@@ -1,4 +1,5 @@
-"""Difficulty levels from reasoning_gym's own curricula, per-level prompt pools, and the named fixed held-out sets.
+"""Difficulty levels from reasoning_gym's own curricula and the named fixed held-out sets: what they are. Building
+their rows (per-level pools, the held-out Dataset) is `rlvr.data.generate`'s, so this module stays a leaf.
 
 Levels are not defined here: they come from the task's registered curriculum (`reasoning_gym.factory.
 create_curriculum`). For spell_backward that is `SpellBackwardCurriculum`'s range attribute `word_len` with levels
@@ -13,8 +14,7 @@ A held-out set is named once in `HELD_OUT_SETS` and built the same way for every
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
 
 from rlvr.cli import ConfigError
 
@@ -54,40 +54,6 @@ def levels_of(task: str, attribute: str | None = None) -> list[Level]:
     return [Level(v, v, (values[i + 1] - 1) if i + 1 < len(values) else v) for i, v in enumerate(values)]
 
 
-_SAID: set = set()
-
-
-def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
-    """(DatasetDict, levels kept): `spec.size` rows per level, built by `build_dataset` from the spec with the
-    level's range in the task config, train rows concatenated with an int `level` column (index into the levels
-    kept). The test split is the named held-out set when the spec names one, else every level's held-out rows."""
-    from datasets import DatasetDict, concatenate_datasets
-
-    from rlvr.data.generate import build_dataset
-
-    task = spec.specs[task_index]
-    definition = range_attribute(task.name, attribute)
-    kept, trains, tests, skipped = [], [], [], []
-    for level in levels_of(task.name, definition.name):
-        config = {**task.config, definition.lower_field_name: level.low, definition.upper_field_name: level.high}
-        level_spec = replace(spec, specs=[replace(task, config=config)], seed=spec.seed + level.value)
-        try:
-            data = build_dataset(level_spec)
-        except (IndexError, ValueError, ConfigError):  # no item at this level (an empty word list), or too few
-            skipped.append(level.value)
-            continue
-        trains.append(data["train"].add_column("level", [len(kept)] * len(data["train"])))
-        tests.append(data["test"])
-        kept.append(level)
-    if skipped and (task.name, tuple(skipped)) not in _SAID:  # once per process: every validation rebuilds pools
-        _SAID.add((task.name, tuple(skipped)))
-        print(f"[curriculum] {task.name} has no items at {definition.name} level(s) {skipped}: dropped", flush=True)
-    if not kept:
-        raise ConfigError("curriculum", f"{task.name} generates no item at any {definition.name} level")
-    test = tests[0] if spec.held_out is not None else concatenate_datasets(tests)
-    return DatasetDict({"train": concatenate_datasets(trains), "test": test}), kept
-
-
 @dataclass(frozen=True)
 class HeldOutSet:
     """`per_value` distinct questions at each attribute value in `values` (a balanced set: every length counts the
@@ -106,27 +72,3 @@ class HeldOutSet:
 HELD_OUT_SETS = {
     "spell_backward_3_10": HeldOutSet("spell_backward", "word_len", tuple(range(3, 11)), 40, 7),
 }
-
-
-@lru_cache(maxsize=8)
-def build_held_out(name: str, system_prompt: str | None):
-    """The named held-out set as a Dataset with the recipe's system prompt; identical rows for the same name."""
-    import reasoning_gym
-    from datasets import Dataset
-
-    from rlvr.data.generate import _entry_to_row, resolve_system_prompt
-
-    held = HELD_OUT_SETS[name]
-    definition = range_attribute(held.task, held.attribute, "data.held_out")
-    prompt = resolve_system_prompt(system_prompt)
-    rows = []
-    for value in held.values:
-        config = {definition.lower_field_name: value, definition.upper_field_name: value}
-        entries = reasoning_gym.create_dataset(held.task, size=held.per_value * 20, seed=held.seed + value, **config)
-        seen = {}
-        for entry in entries:
-            seen.setdefault(entry["question"], entry)
-            if len(seen) == held.per_value:
-                break
-        rows += [_entry_to_row(entry, prompt) for entry in seen.values()]
-    return Dataset.from_list(rows)

@@ -118,7 +118,7 @@ def test_a_curriculum_run_logs_its_schedule(run_recipe):
         assert row["curriculum/pass_rate/3"] == 0.0  # a random model spells nothing
     rollouts = read_jsonl(Path(out) / "rollouts.jsonl")
     assert {r["difficulty"] for r in rollouts} <= {3, 4}  # the first level only
-    assert Counter(r["step"] for r in rollouts) == {0: 16, 1: 16, 2: 16}
+    assert Counter(r["step"] for r in rollouts) == {1: 16, 2: 16, 3: 16}  # the optimizer step each is for
 
 
 DRIVER = '''

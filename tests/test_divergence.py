@@ -23,9 +23,9 @@ def test_a_nan_loss_stops_the_run_before_its_step_is_saved(run_recipe, monkeypat
     NaN. The guard must cancel checkpoint-2, skip the final save, and leave checkpoint-1 (finite weights) newest."""
     from safetensors.torch import load_file
 
-    from rlvr.training.algorithms import ALGORITHMS
+    from rlvr.training.algorithms import trainer_class as trainer_of
 
-    trainer_class = ALGORITHMS["grpo"].trainer
+    trainer_class = trainer_of("grpo")
     compute_loss = trainer_class._compute_loss
 
     def poisoned(self, model, inputs):
@@ -53,9 +53,9 @@ def test_a_nan_loss_stops_the_run_before_its_step_is_saved(run_recipe, monkeypat
 
 def test_the_guard_checks_every_saved_step_even_between_log_steps(run_recipe, monkeypatch, capsys, tmp_path):
     """logging_steps 10, save_steps 1: the NaN at step 2 is still caught before checkpoint-2 is written."""
-    from rlvr.training.algorithms import ALGORITHMS
+    from rlvr.training.algorithms import trainer_class as trainer_of
 
-    trainer_class = ALGORITHMS["grpo"].trainer
+    trainer_class = trainer_of("grpo")
     compute_loss = trainer_class._compute_loss
     monkeypatch.setattr(trainer_class, "_compute_loss", lambda self, model, inputs: compute_loss(self, model, inputs)
                         * (float("inf") if self.state.global_step == 1 else 1.0))

@@ -85,7 +85,8 @@ def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fakes = {"scontrol": 'printf "gpu-1\\ngpu-2\\n"',
-             "srun": f'echo "$@" >> {shlex.quote(str(tmp_path / "srun.log"))}'}
+             # one file per call: the node launches run concurrently, and two long echos into one file interleave
+             "srun": f'echo "$@" > "$(mktemp -p {shlex.quote(str(tmp_path))} srun.XXXXXX)"'}
     for name, body in fakes.items():
         (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_dir / name).chmod(stat.S_IRWXU)
@@ -95,7 +96,7 @@ def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):
     done = subprocess.run(["bash", "slurm/train.slurm", RECIPE, "accelerate_configs/zero3.yaml", "--gpus_per_node", "4"],
                           cwd=REPO, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    ran = (tmp_path / "srun.log").read_text().splitlines()
+    ran = sorted((path.read_text().strip() for path in tmp_path.glob("srun.*")), key=lambda line: "gpu-2" in line)
     assert len(ran) == 2 and "--nodelist=gpu-1" in ran[0] and "--nodelist=gpu-2" in ran[1]
     assert "--config_file accelerate_configs/zero3.yaml --num_machines 2 --num_processes 8 --machine_rank 1" in ran[1]
     assert (tmp_path / "logs" / "launch-42.sh").exists()

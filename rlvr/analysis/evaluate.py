@@ -306,8 +306,9 @@ def format_table(summary: dict) -> str:
     ks = [key for key in overall if key.startswith("pass@")]
     watch = [key for key in ("false_full_credit",) if key in overall]
     headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks, *watch]
-    rows = [[length, b["prompts"], b["exact_match"], *(b[k] for k in means), *(b[k] for k in ks), *(b[k] for k in watch)]
-            for length, b in [*summary["by_length"].items(), ("all", overall)]]
+    columns = ["prompts", "exact_match", *means, *ks, *watch]  # a block missing one (an older file) shows "-"
+    rows = [[length, *(b.get(k, "-") for k in columns)] for length, b in [*summary.get("by_length", {}).items(),
+                                                                        ("all", overall)]]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
     line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths))

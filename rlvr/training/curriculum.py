@@ -307,9 +307,9 @@ def curriculum_callback_for(spec: CurriculumSpec, levels: list[Level], num_gener
 
 
 def build_curriculum_data(spec: CurriculumSpec, data_spec):
-    """(DatasetDict, levels): the per-level pools of the data spec's task (`rlvr.data.levels.build_level_pools`);
+    """(DatasetDict, levels): the per-level pools of the data spec's task (`rlvr.data.generate.build_level_pools`);
     start_level must name one of the levels kept."""
-    from rlvr.data.levels import build_level_pools
+    from rlvr.data.generate import build_level_pools
 
     levels_of(data_spec.specs[0].name, spec.attribute)  # the attribute exists: one line before any generation
     dataset, levels = build_level_pools(data_spec, attribute=spec.attribute)
