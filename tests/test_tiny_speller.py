@@ -167,3 +167,27 @@ def test_main_job_raises_held_out_exact_match_by_25_points(tmp_path):
     assert report["after"]["exact_match"] - report["before"]["exact_match"] >= 0.25, report
     zero_std = [z for z in report["zero_std_frac/correctness"] if z is not None]
     assert sum(zero_std[-20:]) / 20 > sum(zero_std[:20]) / 20 + 0.2  # groups saturate as the policy sharpens
+
+
+def test_sft_probe_samples_the_probe_words_and_stops_at_its_target():
+    """The SFT warm start's stop rule (`ExactMatchStop`) samples the probe words with the evaluation's own sampler and
+    scorer, leaves the tokenizer's padding side as SFT had it, and stops training once exact match reaches the target:
+    the committed speller spells some 3-6 letter words exactly, so a tiny target stops at the first probe."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
+
+    from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
+
+    _, settings = heldout(RECIPE)
+    model = AutoModelForCausalLM.from_pretrained(SPELLER)
+    tokenizer = AutoTokenizer.from_pretrained(SPELLER)
+    tokenizer.padding_side = "right"
+    rows = [{"prompt": [{"role": "user", "content": f"Spell this word backward (e.g. sun -> nus): {word}"}],
+             "answer": word[::-1], "question": word, "metadata": "{}", "difficulty": len(word)}
+            for word in ("cat", "dog", "sun", "tree")]
+    stop = ExactMatchStop(rows, tokenizer, settings, every=1, samples=4, target=1e-9, seed=0)
+    state, control = TrainerState(), TrainerControl()
+    state.global_step = 1
+    stop.on_step_end(None, state, control, model=model)
+    assert len(stop.history) == 1 and 0.0 <= stop.history[0][1] <= 1.0
+    assert tokenizer.padding_side == "right" and model.training
+    assert control.should_training_stop == (stop.history[0][1] >= 1e-9)

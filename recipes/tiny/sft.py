@@ -98,14 +98,21 @@ class ExactMatchStop(TrainerCallback):
             return
         import torch
 
-        from rlvr.analysis.evaluate import generate, score, summarize
+        from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, score, summarize
+        from rlvr.rewards.registry import resolve_reward_funcs
 
         model.eval()
+        padding_side = self.tokenizer.padding_side  # the sampler pads left, as TRL's generation does; SFT pads right
         with torch.random.fork_rng():  # the probe must not move the training run's random stream
             torch.manual_seed(self.seed)
-            completions = generate(model, self.tokenizer, [r["prompt"] for r in self.rows], self.samples, self.settings)
+            prompt_ids = prompt_token_ids(self.tokenizer, [r["prompt"] for r in self.rows], None)
+            sample = hf_sampler(model, self.tokenizer, self.settings, self.samples, str(model.device))
+            ids = generate(sample, prompt_ids, len(prompt_ids), self.samples, show_progress=False)
+        self.tokenizer.padding_side = padding_side
         model.train()
-        exact = summarize(score(self.rows, completions), self.samples, [1])["overall"]["exact_match"]
+        completions = [self.tokenizer.batch_decode(per_prompt, skip_special_tokens=True) for per_prompt in ids]
+        records = score(self.rows, completions, resolve_reward_funcs(["correctness", "format"]), ids)
+        exact = summarize(records, self.samples, [1])["overall"]["exact_match"]
         self.history.append((state.global_step, exact))
         print(f"[sft] step {state.global_step}: probe exact match {exact:.3f}", flush=True)
         if exact >= self.target:
