@@ -144,7 +144,7 @@ def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(
     args = ("--max_steps", "2", "--beta", "0.04", "--seed", "7")
     off, off_dir = run_recipe(*args, "--speedups", "none", output_dir=tmp_path / "off")
     on, on_dir = run_recipe(*args, "--speedups", "all", output_dir=tmp_path / "on")
-    assert off._shared_prefix_calls == 0 and on._shared_prefix_calls > 0
+    assert off._shared_prefix_calls == 0 and on._shared_prefix_calls > 0 and on._prefix_attention_calls > 0
     off_dir, on_dir = Path(off_dir), Path(on_dir)
     completions = [[r["completion"] for r in read_jsonl(d / "rollouts.jsonl")] for d in (off_dir, on_dir)]
     assert completions[0] == completions[1]

@@ -71,6 +71,21 @@ HELPERS = [
 ]
 
 
+# transformers' private generation methods the prefix_attention sampling loop calls, so that it samples with the
+# config and logits processors `generate` would build: (name, parameter names we pass)
+GENERATION_METHODS = {
+    "_prepare_generation_config": ["generation_config"],
+    "_get_logits_processor": ["generation_config", "input_ids_seq_length", "device", "model_kwargs"],
+}
+# what the restated forward reads from a llama-family model (rlvr/training/prefix_attention.py)
+RESTATED_MODULES = {
+    "model": ["embed_tokens", "layers", "norm", "rotary_emb"],
+    "layer": ["input_layernorm", "self_attn", "post_attention_layernorm", "mlp"],
+    "attn": ["q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm", "scaling", "head_dim"],
+    "mlp": ["gate_proj", "up_proj", "down_proj"],
+}
+
+
 def attributes_set_by(cls) -> set[str]:
     """Every `self.<name> = ...` (or augmented / annotated assignment) in the class's methods, and its properties."""
     names = set()
@@ -147,3 +162,27 @@ def test_grpo_samples_with_the_repeat_sampler():
     mini_repeat_count = num_generations."""
     source = inspect.getsource(GRPOTrainer._get_train_sampler)
     assert "RepeatSampler(" in source and "mini_repeat_count=self.num_generations" in source
+
+
+@pytest.mark.parametrize("name", sorted(GENERATION_METHODS))
+def test_each_private_generation_method_takes_what_we_pass(name):
+    from transformers.generation.utils import GenerationMixin
+
+    method = getattr(GenerationMixin, name, None)
+    assert method is not None, f"GenerationMixin.{name} is gone"
+    assert set(GENERATION_METHODS[name]) <= set(inspect.signature(method).parameters), f"{name}{inspect.signature(method)}"
+
+
+def test_the_restated_forward_finds_the_modules_it_reads():
+    """A qwen3 layout change (a renamed projection, a fused qkv) fails here, not as wrong logits."""
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    model = AutoModelForCausalLM.from_config(Qwen3Config(vocab_size=16, hidden_size=16, intermediate_size=16,
+                                                         num_hidden_layers=1, num_attention_heads=2,
+                                                         num_key_value_heads=1, head_dim=8))
+    layer = model.model.layers[0]
+    parts = {"model": model.model, "layer": layer, "attn": layer.self_attn, "mlp": layer.mlp}
+    missing = [f"{part}.{name}" for part, names in RESTATED_MODULES.items() for name in names
+               if not hasattr(parts[part], name)]
+    assert not missing, f"the restated forward reads {missing}"
+    assert hasattr(model.model.norm, "variance_epsilon") and model.get_output_embeddings() is not None

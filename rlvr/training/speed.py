@@ -16,6 +16,12 @@ field `cpu_threads` sets it, see `cpu_threads_for` below.
                  Hidden cost: the per-row log-probs differ from TRL's fused-head pass by float rounding (~1e-6);
                  the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
                  head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
+  prefix_attention
+                 The same rows, but the prefix's keys and values are never repeated per row: every row's queries
+                 meet the single copy in one stacked matmul, in a forward written out over the model's fused weights
+                 (rlvr/training/prefix_attention.py), which also replaces `generate` with its own sampling loop
+                 (a KV buffer allocated once, the same logits processors and multinomial draws). Where it does not
+                 apply (not llama-family float32, see `prefix_attention.reason_not`) `shared_prefix` runs if on.
 
 Measured and left out: a fused or foreach AdamW. transformers 5 already defaults to `optim: adamw_torch_fused` (torch
 >= 2.8), which on the tiny model's 46 tensors (0.82M parameters) took 4 ms a step against 11-15 ms for the per-tensor
@@ -28,7 +34,9 @@ import os
 
 import torch
 
-SPEEDUPS = ("shared_prefix",)
+from rlvr.training import prefix_attention
+
+SPEEDUPS = ("shared_prefix", "prefix_attention")
 MOVED = {"threads": "the thread count is the recipe field cpu_threads now (1 = the old `threads` speed-up)"}
 LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
 MIN_SHARED_PREFIX = 16  # tokens; below this the extra forward call costs more than it saves
@@ -117,16 +125,18 @@ class SharedPrefixMixin:
     """Generation and log-prob passes that compute the batch's shared prompt prefix once (see module doc).
 
     Falls back to TRL's pass whenever the shortcut is not known to be exact; `self.speedups` (a set of names, set
-    by the runner) switches it on. `self._shared_prefix_calls` counts the passes that took the shortcut.
+    by the runner) switches it on. `self._shared_prefix_calls` counts the passes that took the shortcut,
+    `self._prefix_attention_calls` those of them that ran the restated forward (prefix_attention).
     """
 
     speedups: frozenset[str] = frozenset()
     _shared_prefix_calls = 0
+    _prefix_attention_calls = 0
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **multimodal):
         plan = None
-        if "shared_prefix" in self.speedups and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
+        if self.speedups and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
             vocab = model.get_output_embeddings().weight.size(0)
             if input_ids.numel() * vocab <= MAX_LOGITS:
                 plan = shared_prefix_plan(input_ids, attention_mask, logits_to_keep)
@@ -135,7 +145,14 @@ class SharedPrefixMixin:
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
             )
+        restated = "prefix_attention" in self.speedups and prefix_attention.reason_not(model) is None
+        if not restated and "shared_prefix" not in self.speedups:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
+            )
         self._shared_prefix_calls += 1
+        self._prefix_attention_calls += restated
         batch_size = batch_size or input_ids.size(0)
         logps, entropies = [], []
         for start in range(0, input_ids.size(0), batch_size):
@@ -143,7 +160,7 @@ class SharedPrefixMixin:
             with self.accelerator.autocast():
                 lp, ent = shared_prefix_logps(
                     model, input_ids[rows], attention_mask[rows], logits_to_keep, plan.prefix_length,
-                    self.temperature, compute_entropy,
+                    self.temperature, compute_entropy, restated,
                 )
             logps.append(lp)
             entropies.append(ent)
@@ -157,7 +174,7 @@ class SharedPrefixMixin:
         post-processing (cut at the first EOS) is TRL's regular-generation path, restated.
         """
         prefix_length = 0
-        if ("shared_prefix" in self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
+        if (self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
                 and images is None and not multimodal_fields and self.pad_to_multiple_of is None
                 and self._shared_prefix_applies(self.model, {})):
             rows = [torch.as_tensor(ids) for ids in prompt_ids]
@@ -166,6 +183,11 @@ class SharedPrefixMixin:
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
         from trl.models import unwrap_model_for_generation
 
+        restated = ("prefix_attention" in self.speedups
+                    and prefix_attention.reason_not(
+                        self.model, prefix_attention.prepared(self.model, self.generation_config)) is None)
+        if not restated and "shared_prefix" not in self.speedups:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
         self._shared_prefix_calls += 1
         device = self.accelerator.device
         pad_id = self._tokenizer.pad_token_id
@@ -178,6 +200,12 @@ class SharedPrefixMixin:
             attention_mask[i, :prefix_length] = 1
             attention_mask[i, width - rest :] = 1
         input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        if restated:
+            self._prefix_attention_calls += 1
+            completion_ids = prefix_attention.sample(
+                self.accelerator.unwrap_model(self.model), self.generation_config, input_ids[0, :prefix_length],
+                [torch.as_tensor(ids[prefix_length:], device=device) for ids in prompt_ids])
+            return self._cut_at_eos(completion_ids), None
         with (
             unwrap_model_for_generation(
                 self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
@@ -191,12 +219,16 @@ class SharedPrefixMixin:
             generated = unwrapped_model.generate(
                 input_ids=input_ids, attention_mask=attention_mask, cache=cache, generation_config=self.generation_config
             )
-        completion_ids = generated[:, width:]
+        return self._cut_at_eos(generated[:, width:]), None
+
+    def _cut_at_eos(self, completion_ids: torch.Tensor) -> list[list[int]]:
+        """TRL's regular-generation post-processing, restated: each row up to and including its first EOS."""
+        device = completion_ids.device
         is_eos = torch.isin(completion_ids, torch.tensor(self.eos_token_ids, device=device))
         eos_idx = torch.full((is_eos.size(0),), is_eos.size(1), dtype=torch.long, device=device)
         eos_idx[is_eos.any(dim=1)] = is_eos.int().argmax(dim=1)[is_eos.any(dim=1)]
         keep = torch.arange(is_eos.size(1), device=device)[None, :] <= eos_idx[:, None]
-        return [c[m].tolist() for c, m in zip(completion_ids.cpu(), keep.cpu(), strict=True)], None
+        return [c[m].tolist() for c, m in zip(completion_ids.cpu(), keep.cpu(), strict=True)]
 
     def _shared_prefix_applies(self, model, multimodal: dict) -> bool:
         if any(value is not None for value in multimodal.values()):
@@ -272,13 +304,18 @@ class SuffixLayout:
 
 
 def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
-                        temperature: float, compute_entropy: bool):
-    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once (SuffixLayout)."""
+                        temperature: float, compute_entropy: bool, restated: bool = False):
+    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once (SuffixLayout);
+    `restated`: through prefix_attention's forward (prefix keys never repeated) instead of the model's own."""
     layout = SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length,
                           getattr(model.config, "pad_token_id", None) or 0)
-    cache = layout.prefix_cache(lambda **kw: model(**kw, logits_to_keep=1))
-    logits = model(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=cache, use_cache=True,
-                   logits_to_keep=layout.keep).logits
+    if restated:
+        logits = prefix_attention.suffix_logits(model, layout.prefix, layout.suffix_ids,
+                                                layout.full_mask[:, prefix_length:], layout.keep)
+    else:
+        cache = layout.prefix_cache(lambda **kw: model(**kw, logits_to_keep=1))
+        logits = model(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=cache, use_cache=True,
+                       logits_to_keep=layout.keep).logits
     log_probs = (layout.pick(logits).float() / temperature).log_softmax(dim=-1)
     prompt_width = input_ids.size(1) - logits_to_keep
     completion_ids = input_ids[:, prompt_width:]

@@ -1,0 +1,303 @@
+"""The shared prompt prefix attended once for all rows, in a forward written out over the model's own weights.
+
+Why: after the `shared_prefix` speed-up, a tiny-speller generation step (64 rows, one new token each) still cost
+~9 ms a token in TRL's `generate`, 20x its arithmetic floor (docs/speed.md). A profile of one call (64 rows, a 120
+token shared prefix, 40 new tokens) put the time in three places: SDPA's CPU kernel at one query over 64 copies of
+the same 120 prefix keys (23%), `torch.cat` growing the dynamic KV cache, copying those 64 copies again every token
+(17%), and ~750 tiny kernel launches per token (RMSNorm alone is six ops, run four times a layer) with the Python of
+`generate` and the modules around them.
+
+What this does instead, per layer:
+- the prefix's keys and values stay at batch size 1 (kv heads x prefix x dim); every row's queries meet them in ONE
+  matmul (all rows' queries stacked as extra queries of the same kv head), and the row's own keys (the rest of its
+  prompt, then its completion so far) in a second, small batched matmul; one softmax runs over both blocks together,
+  so it is the same attention, not an approximation;
+- in generation the rows' own keys and values go into a buffer allocated once for the whole completion (no cat);
+- the model's arithmetic in ~27 ops a layer instead of ~190: q/k/v as one matmul over the concatenated weights,
+  gate/up as one, `F.rms_norm`, RoPE as one roll and one fused multiply-add, the attention scale folded into the
+  q-norm weight (or the q weights), residual adds fused into the output matmuls' `addmm`.
+The next token is drawn as `generate`'s sampling loop draws it: its own logits processors (`_get_logits_processor`:
+temperature, top-k, top-p, min-p, repetition penalty), softmax, one `torch.multinomial` per token, finished rows
+padded, so the random stream is consumed the same way. The log-prob passes (policy with gradient, reference, old
+policy) use the same forward on the rows' suffixes; gradients reach the prefix's keys and values through the stacked
+matmul, summed over rows.
+
+Same samples, same loss, up to float rounding: tests/test_prefix_attention.py checks the logits against the model's
+own forward (within 1e-5), the sampled tokens against `generate` with the same seed (identical), and log-probs and
+gradients against TRL's pass.
+
+Where it applies (`reason_not`; TRL's path or `shared_prefix` runs otherwise): float32 weights of a decoder of the
+llama family (qwen3, qwen2, llama) whose layers are all full attention with SiLU MLPs and no dropout, no logit
+softcapping; in generation, sampling or greedy decoding with no beams, stop strings, constraints or minimum length.
+Hidden costs: it is a second description of these models' arithmetic (a family whose attention differs must not take
+it, and `reason_not` says no to each difference it knows); the generation buffer holds rows x (rest of prompt +
+max_completion_length) keys per layer even when every row stops early; the fused weights are concatenated once per
+call (a copy of the model's attention and MLP weights, small next to activations at these sizes); bf16 models and
+multi-process runs take the other paths (untested there).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+MODEL_TYPES = ("qwen3", "qwen2", "llama")
+# generate() features this loop does not restate: a generation config that sets any of them takes generate()
+GENERATION_DEFAULTS = {"num_beams": 1, "num_beam_groups": 1, "penalty_alpha": None, "stop_strings": None,
+                       "max_time": None, "num_return_sequences": 1, "constraints": None, "force_words_ids": None,
+                       "assistant_model": None, "prompt_lookup_num_tokens": None, "guidance_scale": None,
+                       "watermarking_config": None, "min_new_tokens": None, "min_length": 0,
+                       "output_scores": False, "output_logits": False, "return_dict_in_generate": False}
+
+
+def reason_not(model, generation_config=None) -> str | None:
+    """Why the written-out forward would not compute what the model computes (None: it does)."""
+    config = model.config
+    if getattr(config, "model_type", None) not in MODEL_TYPES:
+        return f"model type {getattr(config, 'model_type', None)!r} is not one of {MODEL_TYPES}"
+    if any(kind != "full_attention" for kind in (getattr(config, "layer_types", None) or ["full_attention"])):
+        return "sliding-window layers"
+    if getattr(config, "use_sliding_window", False):
+        return "sliding-window attention"
+    if getattr(config, "hidden_act", "silu") != "silu":
+        return f"activation {config.hidden_act!r}"
+    if getattr(config, "attention_dropout", 0.0) and model.training:
+        return "attention dropout"
+    if getattr(config, "final_logit_softcapping", None) or getattr(config, "attn_logit_softcapping", None):
+        return "logit softcapping"
+    body = getattr(model, "model", None)
+    if body is None or not all(hasattr(body, name) for name in ("layers", "norm", "rotary_emb", "embed_tokens")):
+        return "not a decoder body with layers, norm, rotary_emb and embed_tokens"
+    if body.embed_tokens.weight.dtype != torch.float32:
+        return f"{body.embed_tokens.weight.dtype} weights"
+    for layer in body.layers:
+        if not all(hasattr(layer.self_attn, name) for name in ("q_proj", "k_proj", "v_proj", "o_proj", "scaling")):
+            return "attention without q/k/v/o projections"
+    if generation_config is not None:
+        for name, default in GENERATION_DEFAULTS.items():
+            value = getattr(generation_config, name, None)
+            if value is not None and value != default:
+                return f"generation_config.{name}={value!r}"
+    return None
+
+
+class FusedLayer(NamedTuple):
+    norm1: torch.Tensor
+    qkv_w: torch.Tensor
+    qkv_b: torch.Tensor | None
+    qk_norm: torch.Tensor | None  # (heads + kv heads, head dim), the q part times the attention scale
+    o_w: torch.Tensor
+    o_b: torch.Tensor | None
+    norm2: torch.Tensor
+    gate_up_w: torch.Tensor
+    gate_up_b: torch.Tensor | None
+    down_w: torch.Tensor
+    down_b: torch.Tensor | None
+
+
+def _cat_bias(*linears):
+    return None if linears[0].bias is None else torch.cat([linear.bias for linear in linears])
+
+
+class Restated:
+    """One model's forward over fused weights (built per call, so gradients reach the model's own parameters)."""
+
+    def __init__(self, model):
+        self.model, body = model, model.model
+        self.embed, self.final_norm, self.rotary = body.embed_tokens, body.norm, body.rotary_emb
+        self.lm_head = model.get_output_embeddings()
+        attn = body.layers[0].self_attn
+        self.head_dim = attn.head_dim
+        self.heads = attn.q_proj.out_features // self.head_dim
+        self.kv_heads = attn.k_proj.out_features // self.head_dim
+        self.eps = body.norm.variance_epsilon
+        self.layers = [self._fuse(layer) for layer in body.layers]
+
+    def _fuse(self, layer) -> FusedLayer:
+        attn, mlp = layer.self_attn, layer.mlp
+        q_w, q_b, qk_norm = attn.q_proj.weight, attn.q_proj.bias, None
+        if hasattr(attn, "q_norm"):  # the norm is scale-free: the scale goes into its weight
+            qk_norm = torch.cat([(attn.q_norm.weight * attn.scaling).expand(self.heads, -1),
+                                 attn.k_norm.weight.expand(self.kv_heads, -1)])
+        else:  # RoPE is linear: scaling q before it is scaling the scores
+            q_w = q_w * attn.scaling
+            q_b = None if q_b is None else q_b * attn.scaling
+        qkv_b = None if q_b is None else torch.cat([q_b, attn.k_proj.bias, attn.v_proj.bias])
+        return FusedLayer(
+            layer.input_layernorm.weight, torch.cat([q_w, attn.k_proj.weight, attn.v_proj.weight]), qkv_b, qk_norm,
+            attn.o_proj.weight, attn.o_proj.bias, layer.post_attention_layernorm.weight,
+            torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), _cat_bias(mlp.gate_proj, mlp.up_proj),
+            mlp.down_proj.weight, mlp.down_proj.bias,
+        )
+
+    def rope(self, positions: torch.Tensor):
+        """cos and the signed sin of `rotate_half` for (B, T) positions, shaped to broadcast over heads."""
+        cos, sin = self.rotary(self.embed.weight, positions)
+        half = cos.shape[-1] // 2
+        return cos[:, :, None], torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)[:, :, None]
+
+    def forward(self, ids, rope, prefix_kv, bias, own_kv=None, start: int = 0):
+        """Hidden states (B, T, C) of `ids`, attending to the shared prefix's keys and the rows' own keys.
+
+        prefix_kv: per layer (keys, values) of shape (kv heads, P, D); bias: (1, B, G*T or 1, P + own) with 0 where
+        attention is allowed and -inf elsewhere; own_kv: per layer (keys, values) buffers (kv heads, B, width, D)
+        written at columns [start, start + T) and read up to there, or None to use this call's own keys only.
+        Returns (hidden, [(keys, values) of this call per layer]).
+        """
+        batch, steps = ids.shape
+        heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
+        groups, stop = heads // kv_heads, start + steps
+        cos, sin = rope
+        hidden = self.embed(ids)
+        new_kv = []
+        for layer, (prefix_k, prefix_v), buffers in zip(self.layers, prefix_kv, own_kv or [None] * len(self.layers),
+                                                        strict=True):
+            x = F.rms_norm(hidden, (hidden.shape[-1],), layer.norm1, self.eps)
+            qkv = F.linear(x, layer.qkv_w, layer.qkv_b)
+            qk = qkv[..., : (heads + kv_heads) * dim].view(batch, steps, heads + kv_heads, dim)
+            v = qkv[..., (heads + kv_heads) * dim :].view(batch, steps, kv_heads, dim)
+            if layer.qk_norm is not None:
+                qk = F.rms_norm(qk, (dim,), None, self.eps) * layer.qk_norm
+            qk = torch.addcmul(qk * cos, qk.roll(dim // 2, dims=-1), sin)
+            q = qk[:, :, :heads].reshape(batch, steps, kv_heads, groups, dim).permute(2, 0, 3, 1, 4)
+            k, v = qk[:, :, heads:].permute(2, 0, 1, 3), v.permute(2, 0, 1, 3)  # (kv heads, B, T, D)
+            new_kv.append((k, v))
+            if buffers is not None:
+                buffers[0][:, :, start:stop], buffers[1][:, :, start:stop] = k, v
+                k, v = buffers[0][:, :, :stop], buffers[1][:, :, :stop]
+            out = attend(q.reshape(kv_heads, batch * groups * steps, dim), prefix_k, prefix_v, k, v, bias)
+            out = out.view(kv_heads, batch, groups, steps, dim).permute(1, 3, 0, 2, 4).reshape(batch, steps, -1)
+            hidden = hidden + F.linear(out, layer.o_w, layer.o_b)
+            x = F.rms_norm(hidden, (hidden.shape[-1],), layer.norm2, self.eps)
+            gate, up = F.linear(x, layer.gate_up_w, layer.gate_up_b).chunk(2, dim=-1)
+            hidden = hidden + F.linear(F.silu(gate) * up, layer.down_w, layer.down_b)
+        return hidden, new_kv
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(F.rms_norm(hidden, (hidden.shape[-1],), self.final_norm.weight, self.eps))
+
+    def prefix(self, prefix_ids: torch.Tensor):
+        """Per layer (keys, values) of the shared prefix (1-D ids), (kv heads, P, D): a causal pass at batch 1."""
+        length = prefix_ids.shape[-1]
+        positions = torch.arange(length, device=prefix_ids.device)[None]
+        empty = self.embed.weight.new_zeros(self.kv_heads, 0, self.head_dim)
+        causal = positions[0][None, :] <= positions[0][:, None]
+        bias = attention_bias(causal[None], 0, self.heads // self.kv_heads)
+        _, kv = self.forward(prefix_ids.view(1, -1), self.rope(positions), [(empty, empty)] * len(self.layers), bias)
+        return [(k[:, 0], v[:, 0]) for k, v in kv]
+
+
+def attention_bias(allowed: torch.Tensor, prefix_length: int, groups: int) -> torch.Tensor:
+    """(B, T, S) allowed own keys -> the additive (1, B, G*T, P + S) bias attend() takes (prefix always allowed)."""
+    batch, steps, own = allowed.shape
+    bias = torch.zeros(batch, steps, prefix_length + own, device=allowed.device)
+    bias[:, :, prefix_length:].masked_fill_(~allowed, float("-inf"))
+    if steps == 1:
+        return bias[None]
+    return bias[:, None].expand(batch, groups, steps, -1).reshape(1, batch, groups * steps, -1)
+
+
+def attend(q, prefix_k, prefix_v, own_k, own_v, bias):
+    """Softmax attention of every row's queries over the shared prefix (batch 1) and the row's own keys.
+
+    q (Hkv, B*G*T, D), already scaled, rows in (B, G, T) order: kv head j's queries are its G heads (the model's
+    `repeat_kv` gives head h kv head h // G) at the T steps; prefix_k/v (Hkv, P, D); own_k/v (Hkv, B, S, D);
+    bias (1, B, G*T or 1, P + S). Returns (Hkv, B*G*T, D).
+    """
+    kv_heads, prefix_length, dim = prefix_k.shape
+    batch, own = own_k.shape[1], own_k.shape[2]
+    rows = q.shape[1] // batch
+    prefix_scores = torch.matmul(q, prefix_k.transpose(1, 2)).view(kv_heads, batch, rows, prefix_length)
+    own_scores = torch.bmm(q.view(kv_heads * batch, rows, dim), own_k.reshape(kv_heads * batch, own, dim).transpose(1, 2))
+    scores = torch.cat([prefix_scores, own_scores.view(kv_heads, batch, rows, own)], dim=-1) + bias
+    weights = torch.softmax(scores, dim=-1)
+    out = torch.matmul(weights[..., :prefix_length].reshape(kv_heads, batch * rows, prefix_length), prefix_v)
+    return torch.baddbmm(out.view(kv_heads * batch, rows, dim),
+                         weights[..., prefix_length:].reshape(kv_heads * batch, rows, own),
+                         own_v.reshape(kv_heads * batch, own, dim)).view(kv_heads, batch * rows, dim)
+
+
+def prepared(model, generation_config):
+    """The generation config `generate` would use: the model's own generation_config.json and transformers' global
+    defaults fill the fields left unset (a top_k left None is 50 there, for instance)."""
+    return model._prepare_generation_config(generation_config)[0]
+
+
+@torch.no_grad()
+def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.Tensor]) -> torch.Tensor:
+    """`generate`'s sampling loop on the restated forward: (B, new tokens) completion ids, finished rows padded.
+
+    Row i is prefix + rest[i]. Its own buffer holds [pad ... pad, rest[i]] right-aligned in the first `width`
+    columns, then one column per generated token; a token in column c sits at position P + c - (width - len(rest[i])),
+    the position `generate` gives it under TRL's left padding (the attention mask's cumulative sum).
+    """
+    generation_config = prepared(model, generation_config)
+    net = Restated(model)
+    device, max_new = prefix_ids.device, generation_config.max_new_tokens
+    batch, prefix_length = len(rest), prefix_ids.shape[-1]
+    lengths = torch.tensor([len(r) for r in rest], device=device)
+    width = int(lengths.max())
+    columns = torch.arange(width + max_new, device=device)
+    valid = columns[None, :] >= (width - lengths)[:, None]
+    positions = (prefix_length + columns[None, :] - (width - lengths)[:, None]).clamp(min=prefix_length)
+    cos, sin = net.rope(positions)
+    groups = net.heads // net.kv_heads
+    causal = columns[None, :width] <= columns[:width, None]
+    # generation columns: every row attends the prefix and its own valid columns so far; later ones are masked
+    # by the slice (keys beyond `stop` are not read)
+    step_bias = attention_bias(valid[:, None, :], prefix_length, groups)  # (1, B, 1, P + width + max_new)
+
+    eos = generation_config.eos_token_id
+    eos = torch.tensor([eos] if isinstance(eos, int) else list(eos or []), device=device)
+    pad = generation_config.pad_token_id
+    pad = int(pad if pad is not None else eos[0])
+    rest_ids = torch.full((batch, width), pad, dtype=torch.long, device=device)
+    for i, r in enumerate(rest):
+        rest_ids[i, width - len(r):] = r
+    processors = model._get_logits_processor(generation_config=generation_config,
+                                             input_ids_seq_length=prefix_length + width, device=device,
+                                             model_kwargs={})
+    seen = torch.cat([prefix_ids.view(1, -1).expand(batch, -1), rest_ids], dim=1)  # what generate's processors see
+
+    prefix_kv = net.prefix(prefix_ids)
+    shape = (net.kv_heads, batch, width + max_new, net.head_dim)
+    own_kv = [(prefix_k.new_empty(shape), prefix_k.new_empty(shape)) for prefix_k, _ in prefix_kv]
+    bias = attention_bias(valid[:, None, :width] & causal[None], prefix_length, groups)
+    hidden, _ = net.forward(rest_ids, (cos[:, :width], sin[:, :width]), prefix_kv, bias, own_kv, 0)
+    unfinished = torch.ones(batch, dtype=torch.long, device=device)
+    out = []
+    for column in range(width, width + max_new):
+        scores = processors(seen, net.logits(hidden[:, -1]).to(dtype=torch.float32))
+        if generation_config.do_sample:
+            tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+        else:
+            tokens = torch.argmax(scores, dim=-1)
+        tokens = tokens * unfinished + pad * (1 - unfinished)
+        out.append(tokens)
+        seen = torch.cat([seen, tokens[:, None]], dim=1)
+        unfinished = unfinished & ~torch.isin(tokens, eos)
+        if column == width + max_new - 1 or not bool(unfinished.any()):
+            break
+        hidden, _ = net.forward(tokens[:, None], (cos[:, column : column + 1], sin[:, column : column + 1]),
+                                prefix_kv, step_bias[..., : prefix_length + column + 1], own_kv, column)
+    return torch.stack(out, dim=1)
+
+
+def suffix_logits(model, prefix_ids: torch.Tensor, suffix_ids: torch.Tensor, suffix_mask: torch.Tensor,
+                  keep: int) -> torch.Tensor:
+    """Logits of the last `keep` positions of rows prefix + suffix_ids[i] (right-padded, `suffix_mask`), (B, keep, V).
+
+    The log-prob passes' forward (speed.SuffixLayout lays the rows out): the prefix runs once at batch 1 and every
+    row's suffix attends to its keys through the stacked matmul, so the prefix's gradient sums over rows.
+    """
+    net = Restated(model)
+    batch, width = suffix_ids.shape
+    prefix_length = prefix_ids.shape[-1]
+    positions = (prefix_length + torch.arange(width, device=suffix_ids.device))[None].expand(batch, -1)
+    columns = torch.arange(width, device=suffix_ids.device)
+    allowed = suffix_mask.bool()[:, None, :] & (columns[None, :] <= columns[:, None])[None]
+    bias = attention_bias(allowed, prefix_length, net.heads // net.kv_heads)
+    hidden, _ = net.forward(suffix_ids, net.rope(positions), net.prefix(prefix_ids.view(-1)), bias)
+    return net.logits(hidden[:, -keep:])

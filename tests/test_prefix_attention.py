@@ -1,0 +1,152 @@
+"""The `prefix_attention` speed-up computes what the model computes: its restated forward against the model's own
+(logits, log-probs, gradients), its sampling loop against `generate` with the same seed (the same tokens), for each
+model family it accepts; and it says no to what it does not restate."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qwen2Config, Qwen3Config
+
+from rlvr.training import prefix_attention
+from rlvr.training.speed import SuffixLayout
+
+SMALL = dict(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=256, pad_token_id=60, eos_token_id=59)
+FAMILIES = {
+    "qwen3": lambda: Qwen3Config(**SMALL, head_dim=8),  # q/k norms, no biases
+    "qwen2": lambda: Qwen2Config(**SMALL),  # q/k/v biases, no norms
+    "llama": lambda: LlamaConfig(**SMALL, head_dim=8, attention_bias=True, mlp_bias=True),  # every bias
+}
+
+
+def _model(family: str, seed: int = 0):
+    torch.manual_seed(seed)
+    config = FAMILIES[family]()
+    config._attn_implementation = "sdpa"
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+def _rows(batch=6, prefix=20, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    prefix_ids = torch.randint(0, 58, (prefix,), generator=gen)
+    rest = [torch.randint(0, 58, (int(n),), generator=gen) for n in torch.randint(1, 5, (batch,), generator=gen)]
+    return prefix_ids, rest
+
+
+def _left_padded(prefix_ids, rest, completions=None, pad=60):
+    """TRL's layout: [pad ...] + prefix + rest_i (+ completion_i, right-padded), with its attention mask."""
+    completions = completions or [torch.zeros(0, dtype=torch.long)] * len(rest)
+    prompt_width = len(prefix_ids) + max(len(r) for r in rest)
+    completion_width = max(len(c) for c in completions)
+    ids = torch.full((len(rest), prompt_width + completion_width), pad)
+    mask = torch.zeros_like(ids)
+    for i, (r, c) in enumerate(zip(rest, completions, strict=True)):
+        prompt = torch.cat([prefix_ids, r])
+        ids[i, prompt_width - len(prompt) : prompt_width] = prompt
+        ids[i, prompt_width : prompt_width + len(c)] = c
+        mask[i, prompt_width - len(prompt) : prompt_width + len(c)] = 1
+    return ids, mask
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_restated_logits_and_gradients_match_the_models_own_forward(family):
+    model = _model(family).train()
+    prefix_ids, rest = _rows()
+    gen = torch.Generator().manual_seed(2)
+    completions = [torch.randint(0, 58, (int(n),), generator=gen) for n in torch.randint(1, 7, (len(rest),), generator=gen)]
+    ids, mask = _left_padded(prefix_ids, rest, completions)
+    keep = max(len(c) for c in completions)
+    assert prefix_attention.reason_not(model) is None
+
+    full = model(input_ids=ids, attention_mask=mask).logits[:, -keep - 1 : -1]
+    layout = SuffixLayout(ids, mask, keep, len(prefix_ids), 60)
+    restated = layout.pick(prefix_attention.suffix_logits(model, layout.prefix, layout.suffix_ids,
+                                                          layout.full_mask[:, len(prefix_ids):], layout.keep))
+    real = mask[:, -keep:].bool()
+    torch.testing.assert_close(restated[real], full[real], rtol=1e-5, atol=1e-5)
+
+    weights = torch.randn(restated[real].shape, generator=gen)
+    grads = []
+    for logits in (full, restated):
+        model.zero_grad()
+        (logits[real] * weights).sum().backward(retain_graph=True)
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-4)
+
+
+GENERATION = {
+    "plain sampling": dict(do_sample=True),
+    "temperature, top-k, top-p": dict(do_sample=True, temperature=0.7, top_k=20, top_p=0.9),
+    "min-p and repetition penalty": dict(do_sample=True, min_p=0.05, repetition_penalty=1.3),
+    "greedy": dict(do_sample=False),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("settings", sorted(GENERATION))
+def test_sampling_loop_draws_generates_tokens_with_the_same_seed(family, settings):
+    model = _model(family)
+    prefix_ids, rest = _rows(batch=8)
+    config = GenerationConfig(max_new_tokens=12, pad_token_id=60, eos_token_id=[59, 7], **GENERATION[settings])
+    assert prefix_attention.reason_not(model, prefix_attention.prepared(model, config)) is None
+    ids, mask = _left_padded(prefix_ids, rest)
+    torch.manual_seed(3)
+    expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1]:]
+    torch.manual_seed(3)
+    got = prefix_attention.sample(model, config, prefix_ids, rest)
+    assert got.shape == expected.shape
+    assert torch.equal(got, expected)
+    if config.do_sample:  # the EOS path ran: rows stopped and were padded after it, as generate pads them
+        assert torch.isin(got, torch.tensor([59, 7])).any(dim=1).any() and (got == 60).any()
+
+
+def test_random_stream_after_sampling_is_generates():
+    """Training draws the next batch after generation: the loop must leave the generator where generate leaves it."""
+    model = _model("qwen3")
+    prefix_ids, rest = _rows(batch=8)
+    config = GenerationConfig(max_new_tokens=10, do_sample=True, pad_token_id=60, eos_token_id=[59, 7])
+    ids, mask = _left_padded(prefix_ids, rest)
+    after = []
+    for run in (lambda: model.generate(input_ids=ids, attention_mask=mask, generation_config=config),
+                lambda: prefix_attention.sample(model, config, prefix_ids, rest)):
+        torch.manual_seed(5)
+        run()
+        after.append(torch.rand(4))
+    assert torch.equal(after[0], after[1])
+
+
+def test_it_says_no_to_what_it_does_not_restate():
+    model = _model("qwen3")
+    assert prefix_attention.reason_not(model.to(torch.bfloat16)) == "torch.bfloat16 weights"
+    model = _model("qwen3")
+    assert "num_beams" in prefix_attention.reason_not(model, GenerationConfig(num_beams=2))
+    assert "min_new_tokens" in prefix_attention.reason_not(model, GenerationConfig(min_new_tokens=3))
+    torch.manual_seed(0)
+    sliding = AutoModelForCausalLM.from_config(Qwen2Config(**SMALL, use_sliding_window=True, sliding_window=8))
+    assert "sliding" in prefix_attention.reason_not(sliding)
+    model.config.model_type = "gemma"
+    assert "gemma" in prefix_attention.reason_not(model)
+
+
+def test_the_trainer_takes_the_restated_path_only_when_switched_on(run_recipe):
+    """Log-probs, entropies and gradients through the trainer's pass: TRL's, shared_prefix's and prefix_attention's
+    agree, and each switch really takes its own path."""
+    from tests.test_speed import _batch
+
+    trainer, _ = run_recipe("--max_steps", "1", "--beta", "0.04")
+    ids, mask = _batch(trainer)
+    results = {}
+    for speedups in (frozenset(), frozenset({"shared_prefix"}), frozenset({"prefix_attention"})):
+        trainer.speedups = speedups
+        before = trainer._prefix_attention_calls
+        trainer.model.zero_grad()
+        logps, entropies, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, 12,
+                                                                         compute_entropy=True)
+        (logps * mask[:, -12:]).sum().backward()
+        grads = torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None])
+        results[speedups] = (logps.detach(), entropies.detach(), grads)
+        assert (trainer._prefix_attention_calls > before) == ("prefix_attention" in speedups)
+    for name in ("shared_prefix", "prefix_attention"):
+        for off, on in zip(results[frozenset()], results[frozenset({name})], strict=True):
+            torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
