@@ -150,3 +150,30 @@ def test_the_trainer_takes_the_restated_path_only_when_switched_on(run_recipe):
     for name in ("shared_prefix", "prefix_attention"):
         for off, on in zip(results[frozenset()], results[frozenset({name})], strict=True):
             torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
+
+
+def test_evaluation_samples_the_same_completions_with_and_without_it(tiny_model_dir):
+    """`rlvr evaluate` (hf_sampler) with the recipe's prefix_attention on: the same completions as generate's
+    num_return_sequences, under the same seed, and the restated loop really ran."""
+    from unittest import mock
+
+    from transformers import AutoTokenizer
+
+    from rlvr.analysis.evaluate import hf_sampler, prompt_token_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    prompts = [[{"role": "system", "content": "Spell the word backward inside <answer></answer>."},
+                {"role": "user", "content": f"Spell this word backward: {word}"}] for word in ("sun", "river", "at", "planet")]
+    chunk = prompt_token_ids(tokenizer, prompts, None)
+    settings = {"max_new_tokens": 16, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": None,
+                "repetition_penalty": 1.0}
+    results = []
+    for speedups in (frozenset(), frozenset({"prefix_attention"})):
+        sample = hf_sampler(model, tokenizer, settings, 3, "cpu", None, speedups)
+        torch.manual_seed(11)
+        with mock.patch.object(prefix_attention, "sample", wraps=prefix_attention.sample) as restated:
+            results.append(sample(chunk))
+        assert restated.called == bool(speedups)
+    assert results[0] == results[1]
+    assert [len(rows) for rows in results[1]] == [3, 3, 3, 3]

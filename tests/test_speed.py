@@ -9,7 +9,7 @@ from conftest import FAST_RECIPE, read_jsonl
 from rlvr.cli import ConfigError
 from rlvr.training.runner import main
 from rlvr.training.speed import (SPEEDUPS, apply_cpu_threads, common_prefix_length, cpu_threads_for, local_processes,
-                                 parse_speedups, shared_prefix_plan)
+                                 parse_speedups, shared_prefix_plan, threads_pay_off)
 
 
 def test_speedups_field_parses_all_none_and_lists():
@@ -51,7 +51,39 @@ def test_cpu_threads_follow_affinity_and_local_processes(monkeypatch, value, cor
     try:
         torch.set_num_threads(7 if expected != 7 else 5)
         assert apply_cpu_threads(value, use_cpu=False) is None and torch.get_num_threads() != expected  # GPU: untouched
-        assert apply_cpu_threads(value, use_cpu=True) == expected == torch.get_num_threads()
+        quiet = lambda threads: (0.5e-3, 1e-3)  # noqa: E731  more threads pay off
+        assert apply_cpu_threads(value, use_cpu=True, probe=quiet) == expected == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("value, timings, expected", [
+    ("auto", (0.6e-3, 1.2e-3), 2),   # quiet: two threads halve the probe
+    ("auto", (3.1e-3, 1.2e-3), 1),   # crowded: the second thread waits at the barrier
+    ("auto", (1.2e-3, 1.2e-3), 2),   # no gain but no loss: noise on a quiet machine, kept
+    ("auto", (1.8e-3, 1.2e-3), 1),   # 1.5x slower: crowded
+    ("2", (3.1e-3, 1.2e-3), 2),      # an explicit count is never second-guessed
+])
+def test_auto_takes_one_thread_when_the_probe_finds_the_cores_busy(monkeypatch, value, timings, expected):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    probed, lines, before = [], [], torch.get_num_threads()
+    try:
+        got = apply_cpu_threads(value, use_cpu=True, echo=lines.append,
+                                probe=lambda threads: probed.append(threads) or timings)
+        assert got == expected == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert probed == ([2] if value == "auto" else [])
+    assert len(lines) == 1 and lines[0].startswith(f"[threads] {expected} intra-op thread(s) per process")
+    assert ("other jobs hold the cores" in lines[0]) == (value == "auto" and expected == 1)
+
+
+def test_the_probe_times_both_counts_and_leaves_torch_at_the_asked_count():
+    before = torch.get_num_threads()
+    try:
+        many, one = threads_pay_off(2, pairs=3)
+        assert torch.get_num_threads() == 2 and many > 0 and one > 0
     finally:
         torch.set_num_threads(before)
 
@@ -71,6 +103,7 @@ def test_bad_cpu_threads_is_one_line_before_any_model_loads(tmp_path, value):
 
 
 def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, monkeypatch, capsys):
+    monkeypatch.setattr("rlvr.training.speed.threads_pay_off", lambda threads: (0.5e-3, 1e-3))  # a quiet machine
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what `accelerate launch` exports
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})

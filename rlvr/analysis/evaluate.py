@@ -137,20 +137,37 @@ def prompts_per_batch(model, device: str, num_samples: int, longest_prompt: int,
     return max(1, generation_batch_for(shape, longest_prompt + max_new_tokens, free, kv_bytes) // num_samples)
 
 
-def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, extra: dict | None = None):
+def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, extra: dict | None = None,
+               speedups: frozenset = frozenset()):
     """A function from a chunk of prompt ids to `num_samples` completion ids per prompt, with transformers'
     `generate` (left padding, as TRL's transformers path); ids stop at the first EOS as TRL's masking does.
-    `extra`: the recipe's `generation_kwargs`, which TRL adds to its GenerationConfig too."""
+    `extra`: the recipe's `generation_kwargs`, which TRL adds to its GenerationConfig too. With the recipe's
+    `prefix_attention` speed-up on, chunks whose prompts share a prefix sample through its loop instead: the same
+    tokens as `generate` under the same seed (each prompt's rows repeated as `num_return_sequences` repeats them)."""
     import torch
+    from transformers import GenerationConfig
+
+    from rlvr.training import prefix_attention
+    from rlvr.training.speed import MIN_SHARED_PREFIX, common_prefix_length
 
     tokenizer.padding_side = "left"
     kwargs = {**generation_kwargs(tokenizer, settings, num_samples), **(extra or {})}
+    restated = None
+    if "prefix_attention" in speedups:
+        config = GenerationConfig(**{**kwargs, "num_return_sequences": 1})
+        if prefix_attention.reason_not(model, prefix_attention.prepared(model, config)) is None:
+            restated = config
 
     def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
-        batch = tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt").to(device)
-        with torch.no_grad():
-            out = model.generate(**batch, **kwargs)
-        rows = [until_eos(ids.tolist(), tokenizer.eos_token_id) for ids in out[:, batch["input_ids"].shape[1]:]]
+        shared = min(common_prefix_length([torch.as_tensor(ids) for ids in chunk]), min(map(len, chunk)) - 1)
+        if restated is not None and shared >= MIN_SHARED_PREFIX:
+            rest = [torch.as_tensor(ids[shared:], device=device) for ids in chunk for _ in range(num_samples)]
+            out = prefix_attention.sample(model, restated, torch.as_tensor(chunk[0][:shared], device=device), rest)
+        else:
+            batch = tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt").to(device)
+            with torch.no_grad():
+                out = model.generate(**batch, **kwargs)[:, batch["input_ids"].shape[1]:]
+        rows = [until_eos(ids.tolist(), tokenizer.eos_token_id) for ids in out]
         return [rows[i : i + num_samples] for i in range(0, len(rows), num_samples)]
 
     return sample
@@ -377,7 +394,8 @@ def evaluate(
     else:
         model = load_policy(model_path, recipe, device)
         per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
-        sample = hf_sampler(model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs)
+        sample = hf_sampler(model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs,
+                            recipe.speedups)
         dtype = str(model.dtype).replace("torch.", "")
     start = time.perf_counter()
     completion_ids = generate(sample, prompt_ids, per_batch, num_samples, show_progress)

@@ -269,14 +269,17 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     unfinished = torch.ones(batch, dtype=torch.long, device=device)
     out = []
     for column in range(width, width + max_new):
-        scores = processors(seen, net.logits(hidden[:, -1]).to(dtype=torch.float32))
+        scores = net.logits(hidden[:, -1]).to(dtype=torch.float32)
+        if processors:  # none at temperature 1, top-k 0, top-p 1: nothing reads the ids seen so far
+            scores = processors(seen, scores)
         if generation_config.do_sample:
             tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
         else:
             tokens = torch.argmax(scores, dim=-1)
         tokens = tokens * unfinished + pad * (1 - unfinished)
         out.append(tokens)
-        seen = torch.cat([seen, tokens[:, None]], dim=1)
+        if processors:
+            seen = torch.cat([seen, tokens[:, None]], dim=1)
         unfinished = unfinished & ~torch.isin(tokens, eos)
         if column == width + max_new - 1 or not bool(unfinished.any()):
             break

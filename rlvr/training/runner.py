@@ -54,8 +54,8 @@ def build_trainer(recipe: Recipe):
     from rlvr.training.speed import apply_cpu_threads
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
-    if threads := apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu"):
-        print(f"[threads] {threads} intra-op thread(s) per process (cpu_threads {args.cpu_threads})", flush=True)
+    apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu",
+                      echo=lambda line: print(line, flush=True))
     if args.build_tiny_model:
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = model_init_kwargs(model_args, training)

@@ -102,12 +102,53 @@ def cpu_threads_for(value, cores: int | None = None, processes: int | None = Non
     return max(1, cores // max(1, processes))
 
 
-def apply_cpu_threads(value, use_cpu: bool) -> int | None:
-    """Process-wide, before any model loads: the intra-op threads of a CPU run (returned); GPU runs are left alone."""
+CROWDED = 1.5  # the probe at N threads this much slower than at 1: crowded. Quiet-machine noise stayed below it
+# (2-core VM, medians of 15: 0.6-1.1x); with other jobs on the cores the 2-thread op took 2-4x (docs/speed.md)
+
+
+def threads_pay_off(threads: int, pairs: int = 15) -> tuple[float, float]:
+    """Median seconds of one model-shaped matmul, (2048x128) x (128x384), at `threads` and at 1 thread, the two
+    interleaved (`pairs` each, ~30 ms in all on a quiet 2-core machine). Leaves torch at `threads`."""
+    import time
+
+    a, b = torch.randn(2048, 128), torch.randn(128, 384)
+    times = {threads: [], 1: []}
+    for count in (threads, 1):  # warm-up: the first multi-threaded op starts the OpenMP pool
+        torch.set_num_threads(count)
+        torch.mm(a, b)
+    for _ in range(pairs):
+        for count in (threads, 1):
+            torch.set_num_threads(count)
+            start = time.perf_counter()
+            torch.mm(a, b)
+            times[count].append(time.perf_counter() - start)
+    torch.set_num_threads(threads)
+    return sorted(times[threads])[pairs // 2], sorted(times[1])[pairs // 2]
+
+
+def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None:
+    """Process-wide, before any model loads: the intra-op threads of a CPU run (returned); GPU runs are left alone.
+
+    `auto` checks that its count pays off before keeping it: when other jobs hold the cores, a multi-threaded op
+    waits at the OpenMP barrier for a descheduled thread (a whole tiny step went from 0.9 s to 25.7 s with an
+    evaluation running beside it, docs/speed.md), so if a short matmul probe (`threads_pay_off`) is no faster on
+    N threads than on one (`CROWDED` times slower or worse), the run takes 1 and says so. The probe sees the machine at start only: a job started
+    later still crowds the run (use `cpu_threads: 1` or `taskset` then). `echo` prints the `[threads]` line.
+    """
     if not use_cpu:
         return None
     threads = cpu_threads_for(value)
     torch.set_num_threads(threads)
+    note = f"cpu_threads {value}"
+    if parse_cpu_threads(value) is None and threads > 1:
+        many, one = (probe or threads_pay_off)(threads)
+        if many >= CROWDED * one:
+            threads = 1
+            torch.set_num_threads(1)
+            note += (f": other jobs hold the cores, a matmul took {many * 1e3:.2f} ms on {cpu_threads_for(value)} "
+                     f"threads vs {one * 1e3:.2f} ms on one; cpu_threads: {cpu_threads_for(value)} overrides")
+    if echo is not None:
+        echo(f"[threads] {threads} intra-op thread(s) per process ({note})")
     return threads
 
 
