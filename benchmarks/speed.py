@@ -24,19 +24,21 @@ Token counts are the floor's: the prompt prefix shared by every row counted once
 A last row, outside the step, is training time spent between steps (logging, callbacks writing metrics and rollouts,
 data loading): `train_runtime` minus the accounted steps, per step.
 
-What was measured toward the floor (direction only: a busy shared 2-core machine, load ~6), and why it is not a switch:
+What was measured toward the floor, and why it is or is not a switch:
+- prefix_attention (a switch, on by default): the shared prefix's keys attended once by every row through one stacked
+  matmul, in a forward over fused weights, with generate's sampling loop restated; generation 0.62 -> 0.32 s a step,
+  the whole step 1.13 -> 0.79 s (issue 22, docs/speed.md).
+- torch.compile (inductor, CPU, dynamic shapes) of a decode step written over the model's modules, as prefix_attention
+  decodes: 8.3 -> 4.5 ms a token, but its first call compiled for 90 s on the 2 cores, about the whole 140-step main
+  job's generation time; not kept.
 - fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/training/speed.py); the optimizer
   is ~2 ms of a step.
-- logging per step: the row above; 0.02-0.03 s per step under load (4.4-6.5 s steps): under 1%, no switch.
+- logging per step: the row above; 0.01 s a step, ~1%: no switch.
 - the reference pass fused into the policy's forward (beta > 0): the two models have different weights once the
   policy moves, so their matmuls cannot share one GEMM; stacking them (torch.func) would only save launches, while
   the shared-prefix path already cuts the reference pass to the distinct tokens. Not built.
-- static KV cache for decoding: generation is the phase furthest from its floor. A profile of the tiny model's
-  generate (64 rows, 125 prompt + 37 new tokens, 1 thread) puts 24% of it in SDPA's CPU kernel at one query, 22% in
-  aten::cat (the dynamic KV cache growing every step) and 21% in matmuls. `cache_implementation="static"` removes
-  the cat but attends over the full cache length every step: 1.35/2.02/1.85 s vs 0.96/1.94/2.13 s dynamic, same
-  tokens (interleaved, busy machine): no clear gain, so no switch; eager attention was slower (1.6-2.9 s).
-  torch.compile of the decode step was not tried (its compile time on 2 shared cores rivals the 140-step job).
+- static KV cache for TRL's generate: 1.35/2.02/1.85 s vs 0.96/1.94/2.13 s dynamic, same tokens (interleaved, busy
+  machine): no clear gain; eager attention was slower (1.6-2.9 s). prefix_attention replaces both.
 """
 
 from __future__ import annotations

@@ -125,6 +125,10 @@ def test_it_says_no_to_what_it_does_not_restate():
     torch.manual_seed(0)
     sliding = AutoModelForCausalLM.from_config(Qwen2Config(**SMALL, use_sliding_window=True, sliding_window=8))
     assert "sliding" in prefix_attention.reason_not(sliding)
+    from peft import LoraConfig, get_peft_model
+
+    lora = get_peft_model(_model("qwen3"), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    assert "LoRA" in prefix_attention.reason_not(lora.base_model.model)  # the adapters' output is not F.linear
     model.config.model_type = "gemma"
     assert "gemma" in prefix_attention.reason_not(model)
 

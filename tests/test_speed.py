@@ -75,6 +75,13 @@ def test_auto_takes_one_thread_when_the_probe_finds_the_cores_busy(monkeypatch, 
     finally:
         torch.set_num_threads(before)
     assert probed == ([2] if value == "auto" else [])
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # ranks starting together would time each other: no probe
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    try:
+        assert apply_cpu_threads(value, use_cpu=True, probe=lambda threads: probed.append(threads) or timings) == 2
+    finally:
+        torch.set_num_threads(before)
+    assert probed == ([2] if value == "auto" else [])
     assert len(lines) == 1 and lines[0].startswith(f"[threads] {expected} intra-op thread(s) per process")
     assert ("other jobs hold the cores" in lines[0]) == (value == "auto" and expected == 1)
 

@@ -75,6 +75,11 @@ def reason_not(model, generation_config=None) -> str | None:
     for layer in body.layers:
         if not all(hasattr(layer.self_attn, name) for name in ("q_proj", "k_proj", "v_proj", "o_proj", "scaling")):
             return "attention without q/k/v/o projections"
+        projections = [getattr(layer.self_attn, name) for name in ("q_proj", "k_proj", "v_proj", "o_proj")]
+        projections += [getattr(layer.mlp, name, None) for name in ("gate_proj", "up_proj", "down_proj")]
+        # LoRA and quantized layers wrap or replace nn.Linear: their output is not F.linear of `.weight`
+        if any(type(proj) is not torch.nn.Linear or proj.weight.dtype != torch.float32 for proj in projections):
+            return "projections that are not plain float32 nn.Linear (LoRA adapters, quantized weights)"
     if generation_config is not None:
         for name, default in GENERATION_DEFAULTS.items():
             value = getattr(generation_config, name, None)

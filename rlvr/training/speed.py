@@ -132,7 +132,8 @@ def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None
     `auto` checks that its count pays off before keeping it: when other jobs hold the cores, a multi-threaded op
     waits at the OpenMP barrier for a descheduled thread (a whole tiny step went from 0.9 s to 25.7 s with an
     evaluation running beside it, docs/speed.md), so if a short matmul probe (`threads_pay_off`) is no faster on
-    N threads than on one (`CROWDED` times slower or worse), the run takes 1 and says so. The probe sees the machine at start only: a job started
+    N threads than on one (`CROWDED` times slower or worse), the run takes 1 and says so. Runs of several local
+    processes skip the probe (their ranks would time each other). The probe sees the machine at start only: a job started
     later still crowds the run (use `cpu_threads: 1` or `taskset` then). `echo` prints the `[threads]` line.
     """
     if not use_cpu:
@@ -140,7 +141,8 @@ def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None
     threads = cpu_threads_for(value)
     torch.set_num_threads(threads)
     note = f"cpu_threads {value}"
-    if parse_cpu_threads(value) is None and threads > 1:
+    # One local process only: ranks starting together would time each other's probes as other jobs.
+    if parse_cpu_threads(value) is None and threads > 1 and local_processes() == 1:
         many, one = (probe or threads_pay_off)(threads)
         if many >= CROWDED * one:
             threads = 1
