@@ -125,6 +125,10 @@ def test_it_says_no_to_what_it_does_not_restate():
     torch.manual_seed(0)
     sliding = AutoModelForCausalLM.from_config(Qwen2Config(**SMALL, use_sliding_window=True, sliding_window=8))
     assert "sliding" in prefix_attention.reason_not(sliding)
+    torch.manual_seed(0)
+    dynamic = AutoModelForCausalLM.from_config(
+        Qwen3Config(**SMALL, head_dim=8, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}))
+    assert "dynamic RoPE" in prefix_attention.reason_not(dynamic)  # frequencies that move with the length
     from peft import LoraConfig, get_peft_model
 
     lora = get_peft_model(_model("qwen3"), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))

@@ -61,6 +61,9 @@ def reason_not(model, generation_config=None) -> str | None:
         return "sliding-window layers"
     if getattr(config, "use_sliding_window", False):
         return "sliding-window attention"
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    if rope.get("rope_type", rope.get("type")) in ("dynamic", "longrope"):  # frequencies that move with the length
+        return f"{rope.get('rope_type', rope.get('type'))} RoPE"
     if getattr(config, "hidden_act", "silu") != "silu":
         return f"activation {config.hidden_act!r}"
     if getattr(config, "attention_dropout", 0.0) and model.training:
