@@ -120,8 +120,9 @@ def test_it_says_no_to_what_it_does_not_restate():
     model = _model("qwen3")
     assert prefix_attention.reason_not(model.to(torch.bfloat16)) == "torch.bfloat16 weights"
     model = _model("qwen3")
-    assert "num_beams" in prefix_attention.reason_not(model, GenerationConfig(num_beams=2))
-    assert "min_new_tokens" in prefix_attention.reason_not(model, GenerationConfig(min_new_tokens=3))
+    assert "num_beams" in prefix_attention.reason_not(model, GenerationConfig(num_beams=2, max_new_tokens=4))
+    assert "min_new_tokens" in prefix_attention.reason_not(model, GenerationConfig(min_new_tokens=3, max_new_tokens=4))
+    assert "max_new_tokens" in prefix_attention.reason_not(model, GenerationConfig(max_length=40))
     torch.manual_seed(0)
     sliding = AutoModelForCausalLM.from_config(Qwen2Config(**SMALL, use_sliding_window=True, sliding_window=8))
     assert "sliding" in prefix_attention.reason_not(sliding)

@@ -79,13 +79,13 @@ class RecipeArguments(ScriptArguments):
     speedups: str = field(
         default="all",
         metadata={"help": "Speed-ups that leave samples and loss unchanged (rlvr/training/speed.py): all, none, or a "
-                  "comma list of shared_prefix."},
+                  "comma list of shared_prefix, prefix_attention (docs/speed.md)."},
     )
     cpu_threads: str = field(
         default="auto",
         metadata={"help": "Intra-op threads per process of a CPU run: auto (the cores available to the process / the "
-                  "local processes; wins over the OMP_NUM_THREADS=1 accelerate exports), 1 on a crowded machine, or "
-                  "N. See rlvr/training/speed.py cpu_threads_for."},
+                  "local processes, or 1 when a start-up probe finds other jobs on the cores; wins over the "
+                  "OMP_NUM_THREADS=1 accelerate exports), 1 on a crowded machine, or N. See docs/speed.md."},
     )
 
 

@@ -84,6 +84,8 @@ def reason_not(model, generation_config=None) -> str | None:
         if any(type(proj) is not torch.nn.Linear or proj.weight.dtype != torch.float32 for proj in projections):
             return "projections that are not plain float32 nn.Linear (LoRA adapters, quantized weights)"
     if generation_config is not None:
+        if not isinstance(getattr(generation_config, "max_new_tokens", None), int):
+            return "generation_config.max_new_tokens unset (a max_length alone is generate's to interpret)"
         for name, default in GENERATION_DEFAULTS.items():
             value = getattr(generation_config, name, None)
             if value is not None and value != default:
