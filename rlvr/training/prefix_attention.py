@@ -185,8 +185,12 @@ class Restated:
             hidden = hidden + F.linear(F.silu(gate) * up, layer.down_w, layer.down_b)
         return hidden, new_kv
 
+    def final(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The body's last norm: what the LM head (or PPO's critic head) reads."""
+        return F.rms_norm(hidden, (hidden.shape[-1],), self.final_norm.weight, self.eps)
+
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(F.rms_norm(hidden, (hidden.shape[-1],), self.final_norm.weight, self.eps))
+        return self.lm_head(self.final(hidden))
 
     def prefix(self, prefix_ids: torch.Tensor):
         """Per layer (keys, values) of the shared prefix (1-D ids), (kv heads, P, D): a causal pass at batch 1."""
@@ -298,12 +302,14 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     return torch.stack(out, dim=1)
 
 
-def suffix_logits(model, prefix_ids: torch.Tensor, suffix_ids: torch.Tensor, suffix_mask: torch.Tensor,
+def suffix_hidden(model, prefix_ids: torch.Tensor, suffix_ids: torch.Tensor, suffix_mask: torch.Tensor,
                   keep: int) -> torch.Tensor:
-    """Logits of the last `keep` positions of rows prefix + suffix_ids[i] (right-padded, `suffix_mask`), (B, keep, V).
+    """The body's final hidden states (after its last norm) of the last `keep` positions of rows prefix +
+    suffix_ids[i] (right-padded, `suffix_mask`), (B, keep, C).
 
     The log-prob passes' forward (speed.SuffixLayout lays the rows out): the prefix runs once at batch 1 and every
-    row's suffix attends to its keys through the stacked matmul, so the prefix's gradient sums over rows.
+    row's suffix attends to its keys through the stacked matmul, so the prefix's gradient sums over rows. `model` is
+    a causal LM or PPO's critic (a token classifier on the same body).
     """
     net = Restated(model)
     batch, width = suffix_ids.shape
@@ -313,4 +319,9 @@ def suffix_logits(model, prefix_ids: torch.Tensor, suffix_ids: torch.Tensor, suf
     allowed = suffix_mask.bool()[:, None, :] & (columns[None, :] <= columns[:, None])[None]
     bias = attention_bias(allowed, prefix_length, net.heads // net.kv_heads)
     hidden, _ = net.forward(suffix_ids, net.rope(positions), net.prefix(prefix_ids.view(-1)), bias)
-    return net.logits(hidden[:, -keep:])
+    return net.final(hidden[:, -keep:])
+
+
+def suffix_logits(model, prefix_ids, suffix_ids, suffix_mask, keep: int) -> torch.Tensor:
+    """The LM's logits of those positions, (B, keep, V)."""
+    return model.get_output_embeddings()(suffix_hidden(model, prefix_ids, suffix_ids, suffix_mask, keep))

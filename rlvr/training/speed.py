@@ -370,13 +370,19 @@ def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, p
     return per_token, entropy
 
 
-def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int):
+def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
+                         restated: bool = False):
     """PPO's critic on the same layout: the scalar head's output at the position before each completion token,
     (B, logits_to_keep). The critic is a token classifier (`.model` body, `.dropout`, `.score` head): the body runs
-    prefix once and suffix on its cache, the head only on the kept positions."""
+    prefix once and suffix on its cache (or, `restated`, through prefix_attention's forward), the head only on the
+    kept positions."""
     layout = SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length,
                           getattr(value_model.config, "pad_token_id", None) or 0)
-    body = value_model.model
-    hidden = body(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=layout.prefix_cache(body),
-                  use_cache=True).last_hidden_state[:, -layout.keep :]
+    if restated:
+        hidden = prefix_attention.suffix_hidden(value_model, layout.prefix, layout.suffix_ids,
+                                                layout.full_mask[:, prefix_length:], layout.keep)
+    else:
+        body = value_model.model
+        hidden = body(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=layout.prefix_cache(body),
+                      use_cache=True).last_hidden_state[:, -layout.keep :]
     return value_model.score(value_model.dropout(layout.pick(hidden))).squeeze(-1).float()
