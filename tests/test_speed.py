@@ -196,8 +196,7 @@ def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(
 
 
 def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
-    """PPO's critic on the shared-prefix and prefix-attention paths: the same values and value-head/body gradients as
-    its full pass, and each switch takes its own path."""
+    """PPO's critic on the shared-prefix path: the same values and value-head/body gradients as its full pass."""
     trainer, _ = run_recipe("--max_steps", "1", "--num_generations", "1", "--generation_batch_size", "8",
                             "--per_device_train_batch_size", "8", algorithm="ppo")
     ids, mask = _batch(trainer)
@@ -206,19 +205,17 @@ def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
               "completion_ids": ids[:, width:], "completion_mask": mask[:, width:]}
     assert not any(m.p for m in trainer.value_model.modules() if isinstance(m, torch.nn.Dropout))  # disable_dropout
     results = {}
-    for speedups in (frozenset(), frozenset({"shared_prefix"}), frozenset({"prefix_attention"})):
+    for speedups in (frozenset(), frozenset({"shared_prefix"})):
         trainer.speedups = speedups
-        calls, restated = trainer._shared_prefix_calls, trainer._prefix_attention_calls
+        calls = trainer._shared_prefix_calls
         trainer.value_model.zero_grad()
         values = trainer._token_values(inputs)
         (values * mask[:, width:]).sum().backward()
         grads = torch.cat([p.grad.flatten() for p in trainer.value_model.parameters() if p.grad is not None])
         results[speedups] = ((values * mask[:, width:]).detach(), grads)
         assert (trainer._shared_prefix_calls > calls) == bool(speedups)
-        assert (trainer._prefix_attention_calls > restated) == ("prefix_attention" in speedups)
-    for name in ("shared_prefix", "prefix_attention"):
-        for off, on in zip(results[frozenset()], results[frozenset({name})], strict=True):
-            torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
+    for off, on in zip(results[frozenset()], results[frozenset({"shared_prefix"})]):
+        torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
 
 
 def test_time_accounts_split_reference_old_policy_and_optimizer(run_recipe):

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 import torch
 
 from rlvr.training.config import SingleRolloutConfig
-from rlvr.training import prefix_attention
 from rlvr.training.speed import shared_prefix_plan, shared_prefix_values
 from rlvr.training.trainer import RLVRTrainer
 
@@ -120,22 +119,18 @@ class PPOTrainer(RLVRTrainer):
 
     def _token_values(self, inputs) -> torch.Tensor:
         """V for each completion token: the critic's output at the position just before that token. Under the
-        `shared_prefix` and `prefix_attention` speed-ups the prompt prefix every row shares runs once
-        (rlvr/training/speed.py)."""
+        `shared_prefix` speed-up the prompt prefix every row shares runs once (rlvr/training/speed.py)."""
         prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
         critic = self.value_model
-        restated = "prefix_attention" in self.speedups and prefix_attention.reason_not(critic) is None
-        if ((restated or "shared_prefix" in self.speedups)
-                and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
+        if ("shared_prefix" in self.speedups and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
                 and self._shared_prefix_applies(critic, {})
                 and (plan := shared_prefix_plan(input_ids, attention_mask, completion_ids.shape[1])) is not None):
             self._shared_prefix_calls += 1
-            self._prefix_attention_calls += restated
             with self.accelerator.autocast():
                 return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
-                                            plan.prefix_length, restated)
+                                            plan.prefix_length)
         scores = critic(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
         start = prompt_ids.shape[1] - 1
         return scores[:, start : start + completion_ids.shape[1]]

@@ -17,11 +17,12 @@ field `cpu_threads` sets it, see `cpu_threads_for` below.
                  the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
                  head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
   prefix_attention
-                 The same rows, but the prefix's keys and values are never repeated per row: every row's queries
-                 meet the single copy in one stacked matmul, in a forward written out over the model's fused weights
-                 (rlvr/training/prefix_attention.py), which also replaces `generate` with its own sampling loop
-                 (a KV buffer allocated once, the same logits processors and multinomial draws). Where it does not
-                 apply (not llama-family float32, see `prefix_attention.reason_not`) `shared_prefix` runs if on.
+                 Generation on the same rows, but the prefix's keys and values are never repeated per row: every
+                 row's queries meet the single copy in one stacked matmul, in a forward written out over the model's
+                 fused weights, with `generate`'s sampling loop restated (rlvr/training/prefix_attention.py: a KV
+                 buffer allocated once, the same logits processors and multinomial draws). Where it does not apply
+                 (not llama-family float32, see `prefix_attention.reason_not`) `shared_prefix` runs if on. The
+                 log-prob passes stay on `shared_prefix`'s path: restated, they measured no faster in the loop.
 
 Measured and left out: a fused or foreach AdamW. transformers 5 already defaults to `optim: adamw_torch_fused` (torch
 >= 2.8), which on the tiny model's 46 tensors (0.82M parameters) took 4 ms a step against 11-15 ms for the per-tensor
@@ -169,7 +170,7 @@ class SharedPrefixMixin:
 
     Falls back to TRL's pass whenever the shortcut is not known to be exact; `self.speedups` (a set of names, set
     by the runner) switches it on. `self._shared_prefix_calls` counts the passes that took the shortcut,
-    `self._prefix_attention_calls` those of them that ran the restated forward (prefix_attention).
+    `self._prefix_attention_calls` the generations that ran prefix_attention's sampling loop.
     """
 
     speedups: frozenset[str] = frozenset()
@@ -179,7 +180,7 @@ class SharedPrefixMixin:
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **multimodal):
         plan = None
-        if self.speedups and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
+        if "shared_prefix" in self.speedups and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
             vocab = model.get_output_embeddings().weight.size(0)
             if input_ids.numel() * vocab <= MAX_LOGITS:
                 plan = shared_prefix_plan(input_ids, attention_mask, logits_to_keep)
@@ -188,14 +189,7 @@ class SharedPrefixMixin:
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
             )
-        restated = "prefix_attention" in self.speedups and prefix_attention.reason_not(model) is None
-        if not restated and "shared_prefix" not in self.speedups:
-            return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
-                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
-            )
         self._shared_prefix_calls += 1
-        self._prefix_attention_calls += restated
         batch_size = batch_size or input_ids.size(0)
         logps, entropies = [], []
         for start in range(0, input_ids.size(0), batch_size):
@@ -203,7 +197,7 @@ class SharedPrefixMixin:
             with self.accelerator.autocast():
                 lp, ent = shared_prefix_logps(
                     model, input_ids[rows], attention_mask[rows], logits_to_keep, plan.prefix_length,
-                    self.temperature, compute_entropy, restated,
+                    self.temperature, compute_entropy,
                 )
             logps.append(lp)
             entropies.append(ent)
@@ -347,18 +341,13 @@ class SuffixLayout:
 
 
 def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
-                        temperature: float, compute_entropy: bool, restated: bool = False):
-    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once (SuffixLayout);
-    `restated`: through prefix_attention's forward (prefix keys never repeated) instead of the model's own."""
+                        temperature: float, compute_entropy: bool):
+    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once (SuffixLayout)."""
     layout = SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length,
                           getattr(model.config, "pad_token_id", None) or 0)
-    if restated:
-        logits = prefix_attention.suffix_logits(model, layout.prefix, layout.suffix_ids,
-                                                layout.full_mask[:, prefix_length:], layout.keep)
-    else:
-        cache = layout.prefix_cache(lambda **kw: model(**kw, logits_to_keep=1))
-        logits = model(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=cache, use_cache=True,
-                       logits_to_keep=layout.keep).logits
+    cache = layout.prefix_cache(lambda **kw: model(**kw, logits_to_keep=1))
+    logits = model(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=cache, use_cache=True,
+                   logits_to_keep=layout.keep).logits
     log_probs = (layout.pick(logits).float() / temperature).log_softmax(dim=-1)
     prompt_width = input_ids.size(1) - logits_to_keep
     completion_ids = input_ids[:, prompt_width:]
@@ -370,19 +359,13 @@ def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, p
     return per_token, entropy
 
 
-def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
-                         restated: bool = False):
+def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int):
     """PPO's critic on the same layout: the scalar head's output at the position before each completion token,
     (B, logits_to_keep). The critic is a token classifier (`.model` body, `.dropout`, `.score` head): the body runs
-    prefix once and suffix on its cache (or, `restated`, through prefix_attention's forward), the head only on the
-    kept positions."""
+    prefix once and suffix on its cache, the head only on the kept positions."""
     layout = SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length,
                           getattr(value_model.config, "pad_token_id", None) or 0)
-    if restated:
-        hidden = prefix_attention.suffix_hidden(value_model, layout.prefix, layout.suffix_ids,
-                                                layout.full_mask[:, prefix_length:], layout.keep)
-    else:
-        body = value_model.model
-        hidden = body(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=layout.prefix_cache(body),
-                      use_cache=True).last_hidden_state[:, -layout.keep :]
+    body = value_model.model
+    hidden = body(input_ids=layout.suffix_ids, attention_mask=layout.full_mask, cache=layout.prefix_cache(body),
+                  use_cache=True).last_hidden_state[:, -layout.keep :]
     return value_model.score(value_model.dropout(layout.pick(hidden))).squeeze(-1).float()
