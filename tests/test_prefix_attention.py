@@ -164,3 +164,16 @@ def test_evaluation_samples_the_same_completions_with_and_without_it(tiny_model_
         assert restated.called == bool(speedups)
     assert results[0] == results[1]
     assert [len(rows) for rows in results[1]] == [3, 3, 3, 3]
+
+
+def test_without_an_eos_every_row_runs_to_max_new_tokens_as_in_generate():
+    model = _model("llama")
+    model.generation_config.eos_token_id = None
+    prefix_ids, rest = _rows(batch=4)
+    config = GenerationConfig(max_new_tokens=6, do_sample=True, pad_token_id=60, eos_token_id=None)
+    ids, mask = _left_padded(prefix_ids, rest)
+    torch.manual_seed(4)
+    expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1]:]
+    torch.manual_seed(4)
+    got = prefix_attention.sample(model, config, prefix_ids, rest)
+    assert got.shape == (4, 6) and torch.equal(got, expected)

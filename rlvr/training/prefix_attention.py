@@ -188,12 +188,9 @@ class Restated:
             hidden = hidden + F.linear(F.silu(gate) * up, layer.down_w, layer.down_b)
         return hidden, new_kv
 
-    def final(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The body's last norm: what the LM head (or PPO's critic head) reads."""
-        return F.rms_norm(hidden, (hidden.shape[-1],), self.final_norm.weight, self.eps)
-
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(self.final(hidden))
+        """The LM head over the body's last norm."""
+        return self.lm_head(F.rms_norm(hidden, (hidden.shape[-1],), self.final_norm.weight, self.eps))
 
     def prefix(self, prefix_ids: torch.Tensor):
         """Per layer (keys, values) of the shared prefix (1-D ids), (kv heads, P, D): a causal pass at batch 1."""
@@ -269,7 +266,7 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     eos = generation_config.eos_token_id
     eos = torch.tensor([eos] if isinstance(eos, int) else list(eos or []), device=device)
     pad = generation_config.pad_token_id
-    pad = int(pad if pad is not None else eos[0])
+    pad = int(pad) if pad is not None else (int(eos[0]) if len(eos) else 0)  # no EOS: no row ever finishes
     rest_ids = torch.full((batch, width), pad, dtype=torch.long, device=device)
     for i, r in enumerate(rest):
         rest_ids[i, width - len(r):] = r
