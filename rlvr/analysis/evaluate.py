@@ -148,7 +148,7 @@ def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, 
     from transformers import GenerationConfig
 
     from rlvr.training import prefix_attention
-    from rlvr.training.speed import MIN_SHARED_PREFIX, common_prefix_length
+    from rlvr.training.speed import MIN_SHARED_PREFIX, shared_prompt_prefix
 
     tokenizer.padding_side = "left"
     kwargs = {**generation_kwargs(tokenizer, settings, num_samples), **(extra or {})}
@@ -159,7 +159,7 @@ def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, 
             restated = config
 
     def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
-        shared = min(common_prefix_length([torch.as_tensor(ids) for ids in chunk]), min(map(len, chunk)) - 1)
+        shared = shared_prompt_prefix(chunk)
         if restated is not None and shared >= MIN_SHARED_PREFIX:
             rest = [torch.as_tensor(ids[shared:], device=device) for ids in chunk for _ in range(num_samples)]
             out = prefix_attention.sample(model, restated, torch.as_tensor(chunk[0][:shared], device=device), rest)

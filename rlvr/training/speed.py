@@ -144,12 +144,13 @@ def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None
     note = f"cpu_threads {value}"
     # One local process only: ranks starting together would time each other's probes as other jobs.
     if parse_cpu_threads(value) is None and threads > 1 and local_processes() == 1:
-        many, one = (probe or threads_pay_off)(threads)
+        wanted = threads
+        many, one = (probe or threads_pay_off)(wanted)
         if many >= CROWDED * one:
             threads = 1
             torch.set_num_threads(1)
-            note += (f": other jobs hold the cores, a matmul took {many * 1e3:.2f} ms on {cpu_threads_for(value)} "
-                     f"threads vs {one * 1e3:.2f} ms on one; cpu_threads: {cpu_threads_for(value)} overrides")
+            note += (f": other jobs hold the cores, a matmul took {many * 1e3:.2f} ms on {wanted} threads vs "
+                     f"{one * 1e3:.2f} ms on one; cpu_threads: {wanted} overrides")
     if echo is not None:
         echo(f"[threads] {threads} intra-op thread(s) per process ({note})")
     return threads
@@ -163,6 +164,13 @@ def common_prefix_length(rows: list[torch.Tensor]) -> int:
     stacked = torch.stack([row[:shortest] for row in rows])
     same = (stacked == stacked[0]).all(dim=0)
     return shortest if bool(same.all()) else int((~same).int().argmax())
+
+
+def shared_prompt_prefix(rows) -> int:
+    """The prefix a pass can share: the common prefix, leaving every row >= 1 token of its own (its hidden state
+    predicts the first completion token)."""
+    rows = [torch.as_tensor(row) for row in rows]
+    return min(common_prefix_length(rows), min(len(row) for row in rows) - 1)
 
 
 class SharedPrefixMixin:
@@ -208,14 +216,14 @@ class SharedPrefixMixin:
 
         Rows are laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by
         the attention mask's cumsum, so every real token keeps the position it has under TRL's left padding. The
-        post-processing (cut at the first EOS) is TRL's regular-generation path, restated.
+        post-processing (cut at the first EOS) is TRL's regular-generation path, restated. Under `prefix_attention`
+        (where it applies) the prefix and each row's rest go to its own sampling loop instead.
         """
         prefix_length = 0
         if (self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
                 and images is None and not multimodal_fields and self.pad_to_multiple_of is None
                 and self._shared_prefix_applies(self.model, {})):
-            rows = [torch.as_tensor(ids) for ids in prompt_ids]
-            prefix_length = min(common_prefix_length(rows), min(len(r) for r in rows) - 1)
+            prefix_length = shared_prompt_prefix(prompt_ids)
         if prefix_length < MIN_SHARED_PREFIX:
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
         from trl.models import unwrap_model_for_generation
@@ -227,6 +235,13 @@ class SharedPrefixMixin:
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
         self._shared_prefix_calls += 1
         device = self.accelerator.device
+        if restated:
+            self._prefix_attention_calls += 1
+            completion_ids = prefix_attention.sample(
+                self.accelerator.unwrap_model(self.model), self.generation_config,
+                torch.as_tensor(prompt_ids[0][:prefix_length], device=device),
+                [torch.as_tensor(ids[prefix_length:], device=device) for ids in prompt_ids])
+            return self._cut_at_eos(completion_ids), None
         pad_id = self._tokenizer.pad_token_id
         width = max(len(ids) for ids in prompt_ids)
         input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
@@ -237,12 +252,6 @@ class SharedPrefixMixin:
             attention_mask[i, :prefix_length] = 1
             attention_mask[i, width - rest :] = 1
         input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
-        if restated:
-            self._prefix_attention_calls += 1
-            completion_ids = prefix_attention.sample(
-                self.accelerator.unwrap_model(self.model), self.generation_config, input_ids[0, :prefix_length],
-                [torch.as_tensor(ids[prefix_length:], device=device) for ids in prompt_ids])
-            return self._cut_at_eos(completion_ids), None
         with (
             unwrap_model_for_generation(
                 self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
@@ -295,8 +304,7 @@ def shared_prefix_plan(input_ids: torch.Tensor, attention_mask: torch.Tensor, lo
     if not torch.equal(prompt_mask, torch.arange(prompt_width, device=starts.device)[None, :] >= starts[:, None]):
         return None
     prompts = [row[int(s):prompt_width] for row, s in zip(input_ids, starts)]
-    # Keep >= 1 prompt token per row after the prefix: its hidden state predicts the first completion token.
-    length = min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1)
+    length = shared_prompt_prefix(prompts)
     if length < MIN_SHARED_PREFIX or logits_to_keep == 0:
         return None
     return Plan(length)
