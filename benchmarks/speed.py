@@ -20,7 +20,8 @@ parameters x tokens + 4 x layers x heads x head_dim x attended keys; backward = 
 the best measured fp32 matmul rate, of a 1024^3 matmul and one at the model's shapes; the optimizer's floor is one
 fused AdamW step over a single tensor of the model's size), its measured seconds per step (the trainer's `time/*`
 accounts) and floor / measured.
-Token counts are the floor's: the prompt prefix shared by every row counted once, as the shared_prefix path runs it.
+Token counts are the floor's: the prompt prefix shared by every row counted once, as the shared_prefix path runs it,
+and the rest of each prompt once per group of rows that share it, as group_prompts runs it.
 A last row, outside the step, is training time spent between steps (logging, callbacks writing metrics and rollouts,
 data loading): `train_runtime` minus the accounted steps, per step.
 
@@ -201,6 +202,7 @@ def model_shape(config: str) -> dict:
         "shared_prefix": common_prefix_length([torch.tensor(p) for p in prompts]),
         "prompt_tokens": mean(len(p) for p in prompts),
         "samples": t.generation_batch_size,
+        "prompts": len(prompts),
         "beta": t.beta,
         "algorithm": t.algorithm,
     }
@@ -210,8 +212,10 @@ def step_flops(shape: dict, tokens: float, completion_tokens: float, old_policy:
     """FLOPs of one generation step per phase, at the floor's token count (shared prefix once).
 
     `tokens` and `completion_tokens` are the step's real (unpadded) tokens, prompts included, and its completions."""
-    rows = shape["samples"]
-    needed = tokens - (rows - 1) * shape["shared_prefix"]  # the shared prefix computed once, not per row
+    rows, prefix = shape["samples"], shape["shared_prefix"]
+    rest = max((tokens - completion_tokens) / rows - prefix, 0.0)  # a row's prompt after the shared prefix, mean
+    # the shared prefix computed once, not per row, and each prompt's rest once per group of rows that share it
+    needed = tokens - (rows - 1) * prefix - (rows - shape.get("prompts", rows)) * rest
     length = tokens / rows  # mean sequence length; a token attends to about half of it on average
     forward = needed * (2 * shape["matmul_params"] + 4 * shape["attention_width"] * length / 2)
     flops = {"generation": forward, "reference": forward if shape["beta"] else 0.0,

@@ -86,16 +86,21 @@ GENERATION = {
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("settings", sorted(GENERATION))
-def test_sampling_loop_draws_generates_tokens_with_the_same_seed(family, settings):
+@pytest.mark.parametrize("group_prompts", [False, True])
+def test_sampling_loop_draws_generates_tokens_with_the_same_seed(family, settings, group_prompts):
+    """Distinct prompts, and (group_prompts) GRPO-style groups: 3 prompts x 3 rows, interleaved, the prompt pass run
+    once per distinct prompt."""
     model = _model(family)
     prefix_ids, rest = _rows(batch=8)
+    if group_prompts:
+        rest = [rest[i % 3] for i in range(9)]
     config = GenerationConfig(max_new_tokens=12, pad_token_id=60, eos_token_id=[59, 7], **GENERATION[settings])
     assert prefix_attention.reason_not(model, prefix_attention.prepared(model, config)) is None
     ids, mask = _left_padded(prefix_ids, rest)
     torch.manual_seed(3)
     expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1]:]
     torch.manual_seed(3)
-    got = prefix_attention.sample(model, config, prefix_ids, rest)
+    got = prefix_attention.sample(model, config, prefix_ids, rest, group_prompts=group_prompts)
     assert got.shape == expected.shape
     assert torch.equal(got, expected)
     if config.do_sample:  # the EOS path ran: rows stopped and were padded after it, as generate pads them

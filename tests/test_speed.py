@@ -145,9 +145,10 @@ def test_shared_prefix_plan_finds_the_prefix_and_steps_aside_when_it_cannot_appl
     assert shared_prefix_plan(ids, holed, 4) is None
 
 
-def _batch(trainer, num_rows=8, completion=12, seed=0):
-    """Left-padded chat prompts from the recipe's data + random right-padded completions."""
-    rows = [trainer.train_dataset[i]["prompt"] for i in range(num_rows)]
+def _batch(trainer, num_rows=8, completion=12, seed=0, group=1):
+    """Left-padded chat prompts from the recipe's data + random right-padded completions; `group` consecutive rows
+    share a prompt (a GRPO group)."""
+    rows = [trainer.train_dataset[i // group]["prompt"] for i in range(num_rows)]
     tokenizer = trainer.processing_class
     texts = [tokenizer.apply_chat_template(r, add_generation_prompt=True, tokenize=False) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -163,11 +164,16 @@ def _batch(trainer, num_rows=8, completion=12, seed=0):
     return ids, mask
 
 
-def test_shared_prefix_gives_trls_logps_entropies_and_gradients(run_recipe):
+@pytest.mark.parametrize("speedup, group", [("shared_prefix", 1), ("group_prompts", 3), ("group_prompts", 4),
+                                            ("group_prompts", 1)])
+def test_shared_prefix_gives_trls_logps_entropies_and_gradients(run_recipe, speedup, group):
+    """Prefix once (shared_prefix), and each distinct prompt once (group_prompts: groups of 4 rows as TRL lays them
+    out; groups of 3 and a last group of 2; no repeated prompt, which takes shared_prefix's layout): TRL's log-probs,
+    entropies and gradients."""
     trainer, _ = run_recipe("--max_steps", "1", "--beta", "0.04")
-    ids, mask = _batch(trainer)
+    ids, mask = _batch(trainer, group=group)
     results = {}
-    for speedups in (frozenset(), frozenset({"shared_prefix"})):
+    for speedups in (frozenset(), frozenset({speedup})):
         trainer.speedups = speedups
         calls = trainer._shared_prefix_calls
         trainer.model.zero_grad()
@@ -176,8 +182,47 @@ def test_shared_prefix_gives_trls_logps_entropies_and_gradients(run_recipe):
         grads = torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None])
         results[speedups] = (logps.detach(), entropies.detach(), grads)
         assert (trainer._shared_prefix_calls > calls) == bool(speedups)  # off really takes TRL's path
-    for off, on in zip(results[frozenset()], results[frozenset({"shared_prefix"})]):
+    for off, on in zip(results[frozenset()], results[frozenset({speedup})]):
         torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
+
+
+def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
+    """GroupLayout on the tiny speller: rests of 5, 1 and 9 tokens (and all of length 1: no rest pass), groups not
+    consecutive; log-probs match the model's plain forward over the left-padded rows, and the rest pass sees U rows."""
+    from transformers import AutoModelForCausalLM
+
+    from rlvr.training.speed import GroupLayout, layout_for, prompt_rows, shared_prefix_logps
+
+    model = AutoModelForCausalLM.from_pretrained(str(Path(__file__).resolve().parents[1] / "models" / "tiny-speller"))
+    gen = torch.Generator().manual_seed(0)
+    prefix, completion = torch.randint(0, 256, (20,), generator=gen), 7
+    for rest_lengths, consecutive in (((5, 1, 9), False), ((5, 1, 9), True), ((1, 1), False)):
+        rests = [torch.arange(n) + 30 * g for g, n in enumerate(rest_lengths)]  # distinct prompts
+        order = [g for _ in range(3) for g in range(len(rests))]  # 0, 1, 2, 0, 1, 2, ...: groups interleaved
+        if consecutive:  # TRL's layout, 0, 0, 0, 1, 1, 1, ...: the per-row copy is a repeat
+            order = sorted(order)
+        prompts = [torch.cat([prefix, rests[g]]) for g in order]
+        width = max(map(len, prompts))
+        ids = torch.full((len(order), width + completion), 257)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(prompts):
+            length = 1 + (2 * i) % completion
+            ids[i, width - len(p) : width] = p
+            ids[i, width : width + length] = torch.randint(0, 256, (length,), generator=gen)
+            mask[i, width - len(p) : width + length] = 1
+        rows = prompt_rows(ids, mask, completion)
+        same = rows[:, None] == rows[None, :]
+        assert torch.equal(same, torch.tensor(order)[:, None] == torch.tensor(order)[None, :])
+        layout = layout_for(ids, mask, completion, 20, 257, group_prompts=True)
+        assert isinstance(layout, GroupLayout) and layout.rest_width == max(rest_lengths) - 1
+        assert layout.group_size == (3 if consecutive else 0)
+        if layout.rest_width:
+            assert layout.rest_ids.shape[0] == len(rests)
+        logps, _ = shared_prefix_logps(model, ids, mask, completion, 20, 1.0, False, group_prompts=True)
+        full = model(input_ids=ids, attention_mask=mask).logits[:, width - 1 : -1].log_softmax(-1)
+        expected = full.gather(-1, ids[:, width:, None]).squeeze(-1) * mask[:, width:]
+        torch.testing.assert_close(logps, expected, rtol=1e-4, atol=1e-4)
+    assert prompt_rows(ids[:2], mask[:2], completion) is None  # two distinct prompts: nothing to share
 
 
 def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(run_recipe, tmp_path):
@@ -195,17 +240,18 @@ def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(
         assert b["kl"] == pytest.approx(a["kl"], rel=1e-3, abs=1e-6)
 
 
-def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
+@pytest.mark.parametrize("speedup, group", [("shared_prefix", 1), ("group_prompts", 4)])
+def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe, speedup, group):
     """PPO's critic on the shared-prefix path: the same values and value-head/body gradients as its full pass."""
     trainer, _ = run_recipe("--max_steps", "1", "--num_generations", "1", "--generation_batch_size", "8",
                             "--per_device_train_batch_size", "8", algorithm="ppo")
-    ids, mask = _batch(trainer)
+    ids, mask = _batch(trainer, group=group)
     width = ids.shape[1] - 12
     inputs = {"prompt_ids": ids[:, :width], "prompt_mask": mask[:, :width],
               "completion_ids": ids[:, width:], "completion_mask": mask[:, width:]}
     assert not any(m.p for m in trainer.value_model.modules() if isinstance(m, torch.nn.Dropout))  # disable_dropout
     results = {}
-    for speedups in (frozenset(), frozenset({"shared_prefix"})):
+    for speedups in (frozenset(), frozenset({speedup})):
         trainer.speedups = speedups
         calls = trainer._shared_prefix_calls
         trainer.value_model.zero_grad()
@@ -214,7 +260,7 @@ def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe):
         grads = torch.cat([p.grad.flatten() for p in trainer.value_model.parameters() if p.grad is not None])
         results[speedups] = ((values * mask[:, width:]).detach(), grads)
         assert (trainer._shared_prefix_calls > calls) == bool(speedups)
-    for off, on in zip(results[frozenset()], results[frozenset({"shared_prefix"})]):
+    for off, on in zip(results[frozenset()], results[frozenset({speedup})]):
         torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
 
 
@@ -243,6 +289,9 @@ def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_for
     assert flops["generation"] == (4 * 30 - 3 * 10) * 2 * 1000  # 90 distinct tokens, 2 FLOPs per weight
     assert flops["policy_fwd_bwd"] == 3 * flops["generation"] and flops["reference"] == flops["old_policy"] == 0
     assert bench.step_flops({**shape, "beta": 0.04}, 120, 80, old_policy=True)["reference"] == flops["generation"]
+    # 2 prompts of 15 tokens (the 10 shared + 5 of their own), 2 rows each: each prompt's own 5 tokens once
+    grouped = bench.step_flops({**shape, "prompts": 2}, tokens=4 * 35, completion_tokens=4 * 20, old_policy=False)
+    assert grouped["generation"] == (4 * 35 - 3 * 10 - 2 * 5) * 2 * 1000
     result = {"per_step": {"time/generation_s": 1.0, "time/optimization_s": 0.5, "time/optimizer_s": 0.1,
                            "time/total_s": 2.0}, "tokens_per_step": 120, "completion_tokens_per_step": 80}
     rows = {row[0]: row for row in bench.floor_table(shape, result, rate=1.8e5, optimizer_floor=0.05)}

@@ -162,7 +162,8 @@ def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, 
         shared = shared_prompt_prefix(chunk)
         if restated is not None and shared >= MIN_SHARED_PREFIX:
             rest = [torch.as_tensor(ids[shared:], device=device) for ids in chunk for _ in range(num_samples)]
-            out = prefix_attention.sample(model, restated, torch.as_tensor(chunk[0][:shared], device=device), rest)
+            out = prefix_attention.sample(model, restated, torch.as_tensor(chunk[0][:shared], device=device), rest,
+                                          group_prompts="group_prompts" in speedups)
         else:
             batch = tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt").to(device)
             with torch.no_grad():

@@ -79,7 +79,7 @@ class RecipeArguments(ScriptArguments):
     speedups: str = field(
         default="all",
         metadata={"help": "Speed-ups that leave samples and loss unchanged (rlvr/training/speed.py): all, none, or a "
-                  "comma list of shared_prefix, prefix_attention (docs/speed.md)."},
+                  "comma list of shared_prefix, group_prompts, prefix_attention (docs/speed.md)."},
     )
     cpu_threads: str = field(
         default="auto",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from rlvr.training.config import SingleRolloutConfig
-from rlvr.training.speed import shared_prefix_plan, shared_prefix_values
+from rlvr.training.speed import LOGPROB_SPEEDUPS, shared_prefix_plan, shared_prefix_values
 from rlvr.training.trainer import RLVRTrainer
 
 VALUE_STATE = "value_state.safetensors"
@@ -124,13 +124,13 @@ class PPOTrainer(RLVRTrainer):
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
         critic = self.value_model
-        if ("shared_prefix" in self.speedups and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
+        if (self.speedups & LOGPROB_SPEEDUPS and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
                 and self._shared_prefix_applies(critic, {})
                 and (plan := shared_prefix_plan(input_ids, attention_mask, completion_ids.shape[1])) is not None):
             self._shared_prefix_calls += 1
             with self.accelerator.autocast():
                 return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
-                                            plan.prefix_length)
+                                            plan.prefix_length, "group_prompts" in self.speedups)
         scores = critic(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
         start = prompt_ids.shape[1] - 1
         return scores[:, start : start + completion_ids.shape[1]]

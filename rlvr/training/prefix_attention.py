@@ -240,12 +240,15 @@ def prepared(model, generation_config):
 
 
 @torch.no_grad()
-def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.Tensor]) -> torch.Tensor:
+def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.Tensor],
+           group_prompts: bool = False) -> torch.Tensor:
     """`generate`'s sampling loop on the restated forward: (B, new tokens) completion ids, finished rows padded.
 
     Row i is prefix + rest[i]. Its own buffer holds [pad ... pad, rest[i]] right-aligned in the first `width`
     columns, then one column per generated token; a token in column c sits at position P + c - (width - len(rest[i])),
     the position `generate` gives it under TRL's left padding (the attention mask's cumulative sum).
+    Under `group_prompts` the prompt pass runs each distinct rest once and copies its keys and values to the rows
+    that share it (a GRPO group's G rows); the draws are untouched.
     """
     generation_config = prepared(model, generation_config)
     net = Restated(model)
@@ -279,7 +282,17 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     shape = (net.kv_heads, batch, width + max_new, net.head_dim)
     own_kv = [(prefix_k.new_empty(shape), prefix_k.new_empty(shape)) for prefix_k, _ in prefix_kv]
     bias = attention_bias(valid[:, None, :width] & causal[None], prefix_length, groups)
-    hidden, _ = net.forward(rest_ids, (cos[:, :width], sin[:, :width]), prefix_kv, bias, own_kv, 0)
+    distinct, row_prompt = (torch.unique(torch.cat([rest_ids, lengths[:, None]], dim=1), dim=0, return_inverse=True)
+                            if group_prompts else (rest_ids, None))
+    if len(distinct) < batch:
+        first = torch.full((len(distinct),), batch, device=device).scatter_reduce(
+            0, row_prompt, torch.arange(batch, device=device), reduce="amin")  # a row that has each distinct rest
+        hidden, kv = net.forward(rest_ids[first], (cos[first, :width], sin[first, :width]), prefix_kv, bias[:, first])
+        for (keys, values), (k, v) in zip(own_kv, kv, strict=True):
+            keys[:, :, :width], values[:, :, :width] = k[:, row_prompt], v[:, row_prompt]
+        hidden = hidden[row_prompt]
+    else:
+        hidden, _ = net.forward(rest_ids, (cos[:, :width], sin[:, :width]), prefix_kv, bias, own_kv, 0)
     unfinished = torch.ones(batch, dtype=torch.long, device=device)
     out = []
     for column in range(width, width + max_new):
