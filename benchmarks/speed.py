@@ -29,6 +29,9 @@ What was measured toward the floor, and why it is or is not a switch:
 - prefix_attention (a switch, on by default): the shared prefix's keys attended once by every row through one stacked
   matmul, in a forward over fused weights, with generate's sampling loop restated; generation 0.62 -> 0.32 s a step,
   the whole step 1.13 -> 0.79 s (issue 22, docs/speed.md).
+- group_prompts (a switch, on by default): each distinct prompt's rest once per group of rows that share it, in the
+  log-prob passes and the prompt pass of generation; x0.96 of the previous default's training time, reference
+  0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/speed.md).
 - torch.compile (inductor, CPU, dynamic shapes) of a decode step written over the model's modules, as prefix_attention
   decodes: 8.3 -> 4.5 ms a token, but its first call compiled for 90 s on the 2 cores, about the whole 140-step main
   job's generation time; not kept.
