@@ -210,7 +210,8 @@ def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
             ids[i, width - len(p) : width] = p
             ids[i, width : width + length] = torch.randint(0, 256, (length,), generator=gen)
             mask[i, width - len(p) : width + length] = 1
-        rows = prompt_rows(ids, mask, completion)
+        first, rows = prompt_rows(ids, mask, completion)
+        assert first.tolist() == [order.index(g) for g in range(len(rests))]  # each prompt's first row, in order
         same = rows[:, None] == rows[None, :]
         assert torch.equal(same, torch.tensor(order)[:, None] == torch.tensor(order)[None, :])
         layout = layout_for(ids, mask, completion, 20, 257, group_prompts=True)

@@ -149,6 +149,30 @@ def test_sft_recipe_rejects_bad_stop_rules_naming_the_field(override, field):
         sft.parse(["--config", str(REPO_ROOT / "recipes" / "tiny" / "sft.yaml"), *override])
 
 
+def test_the_3_10_warm_start_never_trains_on_the_curriculum_held_out_words():
+    """recipes/tiny/sft_3_10.yaml: sft.yaml's settings on 3-10 letter words, minus spell_backward_3_10 (the set the
+    curriculum runs are evaluated on). An ad hoc run that kept sft.yaml's exclusion list (the main job's 3-6 test
+    words) trained on 41 of those 320 words."""
+    from rlvr.data.generate import build_dataset
+    from rlvr.data.spec import DataSpec
+
+    sft = _sft_recipe_module()
+    args, training = sft.parse(["--config", str(REPO_ROOT / "recipes" / "tiny" / "sft_3_10.yaml")])
+    base, _ = sft.parse(["--config", str(REPO_ROOT / "recipes" / "tiny" / "sft.yaml")])
+    assert args.model_shape == base.model_shape and args.stop_at_exact_match == base.stop_at_exact_match
+    assert training.output_dir.startswith("runs/") and training.max_length >= 320
+    excluded, _ = sft.heldout(args.heldout_recipe)
+    assert len(excluded) == 320  # 40 words of each length 3-10
+    rows = build_dataset(DataSpec.from_dict(args.data))["train"]
+    lengths = {len(answer) for answer in rows["answer"]}
+    assert min(lengths) == 3 and max(lengths) == 10
+    def user_turns(dataset):
+        return {m["content"] for prompt in dataset["prompt"] for m in prompt if m["role"] == "user"}
+
+    assert excluded & user_turns(sft_dataset(rows))  # the draw does contain held-out words ...
+    assert not excluded & user_turns(sft_dataset(rows, excluded))  # ... and none reaches training
+
+
 def test_sft_recipe_rejects_an_unknown_model_shape_field():
     sft = _sft_recipe_module()
     with pytest.raises(ConfigError, match=r"^model_shape\.hidden: "):

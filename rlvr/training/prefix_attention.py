@@ -233,6 +233,17 @@ def attend(q, prefix_k, prefix_v, own_k, own_v, bias):
                          own_v.reshape(kv_heads * batch, own, dim)).view(kv_heads, batch * rows, dim)
 
 
+def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first, index) for the rows of a (B, ...) tensor: `first` the first row of each distinct value, in the order
+    they appear; `index` (B,) the number of each row's value in that order (TRL's groups: 0, 0, ..., 1, 1, ...)."""
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    batch, device = rows.shape[0], rows.device
+    first = torch.full((int(inverse.max()) + 1,), batch, dtype=torch.long, device=device).scatter_reduce(
+        0, inverse, torch.arange(batch, device=device), reduce="amin")
+    order = first.argsort()
+    return first[order], order.argsort()[inverse]
+
+
 def prepared(model, generation_config):
     """The generation config `generate` would use: the model's own generation_config.json and transformers' global
     defaults fill the fields left unset (a top_k left None is 50 there, for instance)."""
@@ -282,11 +293,9 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     shape = (net.kv_heads, batch, width + max_new, net.head_dim)
     own_kv = [(prefix_k.new_empty(shape), prefix_k.new_empty(shape)) for prefix_k, _ in prefix_kv]
     bias = attention_bias(valid[:, None, :width] & causal[None], prefix_length, groups)
-    distinct, row_prompt = (torch.unique(torch.cat([rest_ids, lengths[:, None]], dim=1), dim=0, return_inverse=True)
-                            if group_prompts else (rest_ids, None))
-    if len(distinct) < batch:
-        first = torch.full((len(distinct),), batch, device=device).scatter_reduce(
-            0, row_prompt, torch.arange(batch, device=device), reduce="amin")  # a row that has each distinct rest
+    first, row_prompt = distinct_rows(torch.cat([rest_ids, lengths[:, None]], dim=1)) if group_prompts else (
+        rest_ids, None)
+    if len(first) < batch:  # the first row that has each distinct rest stands for it
         hidden, kv = net.forward(rest_ids[first], (cos[first, :width], sin[first, :width]), prefix_kv, bias[:, first])
         for (keys, values), (k, v) in zip(own_kv, kv, strict=True):
             keys[:, :, :width], values[:, :, :width] = k[:, row_prompt], v[:, row_prompt]

@@ -369,14 +369,17 @@ class GroupLayout(SuffixLayout):
 
     Three passes instead of two: the shared prefix at batch 1; then each distinct prompt's rest except its last token
     (U rows, right-padded to R - 1, on the prefix's cache repeated U times); then every row's [last rest token,
-    completion[:-1]] on that cache picked per row (`batch_select_indices`: an index, so gradients sum back over the
-    group). The last pass's C outputs are exactly the positions that predict the C completion tokens, so nothing is
-    gathered; positions are given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the
-    middle. For the tiny speller (8 prompts x 8 completions, rests of ~16 tokens) the main pass shrinks from 64 x
-    (rest + C) to 64 x C tokens.
+    completion[:-1]] on that cache copied per row (a repeat when each prompt's rows are consecutive and equally many,
+    as TRL lays out its groups, else an index; either way gradients sum back over the group). The last pass's C
+    outputs are exactly the positions that predict the C completion tokens, so nothing is gathered; positions are
+    given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle. For the tiny speller
+    (8 prompts x 8 completions, rests of ~18 tokens) the main pass shrinks from 64 x (rest + C) to 64 x C tokens.
     """
 
-    def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int, prompt_rows: torch.Tensor):
+    def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
+                 first_row: torch.Tensor, row_prompt: torch.Tensor):
+        """first_row, row_prompt: `prefix_attention.distinct_rows` of the prompts (a row standing for each distinct
+        prompt, and each row's prompt number)."""
         batch, width = input_ids.shape
         prompt_width = width - logits_to_keep
         starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
@@ -384,17 +387,12 @@ class GroupLayout(SuffixLayout):
         self.prefix = input_ids[:1, first : first + prefix_length]
         self.batch, self.keep, self.index = batch, logits_to_keep, None
         rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
-        distinct = int(prompt_rows.max()) + 1
-        # one representative row per distinct prompt (the first row that has it), prompts numbered in that order
+        distinct, self.row_prompt = len(first_row), row_prompt
         rows = torch.arange(batch, device=input_ids.device)
-        first_row = torch.full((distinct,), batch, dtype=torch.long, device=input_ids.device)
-        first_row = first_row.scatter_reduce(0, prompt_rows, rows, reduce="amin")
-        order = first_row.argsort()
-        first_row, self.row_prompt = first_row[order], order.argsort()[prompt_rows]
         # TRL's layout: G consecutive rows per prompt. Then the copy per row is a repeat, whose backward is a sum
-        # (an arbitrary index's backward is a scatter-add, ~3x slower here).
+        # (an arbitrary index's backward is a scatter-add, slower: 416 vs 408 ms for the tiny step's policy pass).
         self.group_size = batch // distinct if torch.equal(
-            self.row_prompt, torch.arange(distinct, device=rows.device).repeat_interleave(batch // distinct)) else 0
+            row_prompt, torch.arange(distinct, device=rows.device).repeat_interleave(batch // distinct)) else 0
         lengths = rest_lengths[first_row] - 1  # the rest pass leaves each prompt's last token to the main pass
         self.rest_width = int(lengths.max())
         self.distinct = distinct
@@ -437,12 +435,13 @@ class GroupLayout(SuffixLayout):
         return {**super().pass_kwargs(), "position_ids": self.position_ids}
 
 
-def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> torch.Tensor | None:
-    """(B,) the index of each row's prompt among the batch's distinct prompts, or None when no two rows share one."""
+def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int):
+    """`prefix_attention.distinct_rows` of the batch's prompts (left padding included), or None when no two rows
+    share one."""
     prompt_width = input_ids.size(1) - logits_to_keep
     prompts = input_ids[:, :prompt_width].masked_fill(attention_mask[:, :prompt_width] == 0, -1)
-    _, inverse = torch.unique(prompts, dim=0, return_inverse=True)
-    return inverse if int(inverse.max()) + 1 < input_ids.size(0) else None
+    first, index = prefix_attention.distinct_rows(prompts)
+    return (first, index) if len(first) < input_ids.size(0) else None
 
 
 def layout_for(input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int,
@@ -451,7 +450,7 @@ def layout_for(input_ids, attention_mask, logits_to_keep: int, prefix_length: in
     rows = prompt_rows(input_ids, attention_mask, logits_to_keep) if group_prompts else None
     if rows is None:
         return SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length, pad_id)
-    return GroupLayout(input_ids, attention_mask, logits_to_keep, prefix_length, rows)
+    return GroupLayout(input_ids, attention_mask, logits_to_keep, prefix_length, *rows)
 
 
 def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
