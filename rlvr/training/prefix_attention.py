@@ -293,9 +293,9 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     shape = (net.kv_heads, batch, width + max_new, net.head_dim)
     own_kv = [(prefix_k.new_empty(shape), prefix_k.new_empty(shape)) for prefix_k, _ in prefix_kv]
     bias = attention_bias(valid[:, None, :width] & causal[None], prefix_length, groups)
-    first, row_prompt = distinct_rows(torch.cat([rest_ids, lengths[:, None]], dim=1)) if group_prompts else (
-        rest_ids, None)
-    if len(first) < batch:  # the first row that has each distinct rest stands for it
+    grouped = distinct_rows(torch.cat([rest_ids, lengths[:, None]], dim=1)) if group_prompts else None
+    if grouped is not None and len(grouped[0]) < batch:  # the first row that has each distinct rest stands for it
+        first, row_prompt = grouped
         hidden, kv = net.forward(rest_ids[first], (cos[first, :width], sin[first, :width]), prefix_kv, bias[:, first])
         for (keys, values), (k, v) in zip(own_kv, kv, strict=True):
             keys[:, :, :width], values[:, :, :width] = k[:, row_prompt], v[:, row_prompt]

@@ -322,6 +322,16 @@ def shared_prefix_plan(input_ids: torch.Tensor, attention_mask: torch.Tensor, lo
     return Plan(length)
 
 
+def prompt_layout(input_ids, attention_mask, logits_to_keep: int, prefix_length: int):
+    """(prompt_width, left padding per row, the shared prefix (1, P), prompt tokens per row after the prefix) of a
+    batch of left-padded prompts + completions, the part SuffixLayout and GroupLayout both read."""
+    prompt_width = input_ids.shape[1] - logits_to_keep
+    starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
+    first = int(starts[0])
+    rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
+    return prompt_width, starts, input_ids[:1, first : first + prefix_length], rest_lengths
+
+
 class SuffixLayout:
     """Row i = [pad x s_i] + prefix + rest_i + completion_i, re-laid out for a pass on top of the prefix's KV cache:
     `suffix_ids`/`full_mask` hold rows [rest_i + completion_i] right-padded after the prefix, the pass keeps the last
@@ -329,11 +339,8 @@ class SuffixLayout:
 
     def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int):
         batch, width = input_ids.shape
-        prompt_width = width - logits_to_keep
-        starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
-        first = int(starts[0])
-        self.prefix = input_ids[:1, first : first + prefix_length]
-        rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
+        prompt_width, starts, self.prefix, rest_lengths = prompt_layout(input_ids, attention_mask, logits_to_keep,
+                                                                        prefix_length)
         suffix_width = int(rest_lengths.max()) + logits_to_keep
         # Gather each row's tokens after the prefix into a right-padded (B, suffix_width) block.
         offsets = (starts + prefix_length)[:, None] + torch.arange(suffix_width, device=starts.device)[None, :]
@@ -380,13 +387,10 @@ class GroupLayout(SuffixLayout):
                  first_row: torch.Tensor, row_prompt: torch.Tensor):
         """first_row, row_prompt: `prefix_attention.distinct_rows` of the prompts (a row standing for each distinct
         prompt, and each row's prompt number)."""
-        batch, width = input_ids.shape
-        prompt_width = width - logits_to_keep
-        starts = (attention_mask[:, :prompt_width] == 0).sum(dim=1)
-        first = int(starts[0])
-        self.prefix = input_ids[:1, first : first + prefix_length]
+        batch = input_ids.shape[0]
+        prompt_width, starts, self.prefix, rest_lengths = prompt_layout(input_ids, attention_mask, logits_to_keep,
+                                                                        prefix_length)
         self.batch, self.keep, self.index = batch, logits_to_keep, None
-        rest_lengths = prompt_width - starts - prefix_length  # >= 1 prompt tokens left per row
         distinct, self.row_prompt = len(first_row), row_prompt
         rows = torch.arange(batch, device=input_ids.device)
         # TRL's layout: G consecutive rows per prompt. Then the copy per row is a repeat, whose backward is a sum
