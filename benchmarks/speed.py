@@ -32,9 +32,10 @@ What was measured toward the floor, and why it is or is not a switch:
 - group_prompts (a switch, on by default): each distinct prompt's rest once per group of rows that share it, in the
   log-prob passes and the prompt pass of generation; x0.96 of the previous default's training time, reference
   0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/speed.md).
-- torch.compile (inductor, CPU, dynamic shapes) of a decode step written over the model's modules, as prefix_attention
-  decodes: 8.3 -> 4.5 ms a token, but its first call compiled for 90 s on the 2 cores, about the whole 140-step main
-  job's generation time; not kept.
+- torch.compile (inductor, CPU, dynamic shapes), measured per part by benchmarks/compile_probe.py: generation x0.90,
+  reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
+  first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~105 s GRPO phase for
+  the main job: not a switch. Long runs can set transformers' `torch_compile: true` (docs/speed.md).
 - fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/training/speed.py); the optimizer
   is ~2 ms of a step.
 - logging per step: the row above; 0.01 s a step, ~1%: no switch.
