@@ -199,7 +199,7 @@ def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
     for rest_lengths, consecutive in (((5, 1, 9), False), ((5, 1, 9), True), ((1, 1), False)):
         rests = [torch.arange(n) + 30 * g for g, n in enumerate(rest_lengths)]  # distinct prompts
         order = [g for _ in range(3) for g in range(len(rests))]  # 0, 1, 2, 0, 1, 2, ...: groups interleaved
-        if consecutive:  # TRL's layout, 0, 0, 0, 1, 1, 1, ...: the per-row copy is a repeat
+        if consecutive:  # the layout TRL generates in (0, 0, 0, 1, 1, 1, ...); its policy pass sees them shuffled
             order = sorted(order)
         prompts = [torch.cat([prefix, rests[g]]) for g in order]
         width = max(map(len, prompts))
@@ -216,7 +216,6 @@ def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
         assert torch.equal(same, torch.tensor(order)[:, None] == torch.tensor(order)[None, :])
         layout = layout_for(ids, mask, completion, 20, 257, group_prompts=True)
         assert isinstance(layout, GroupLayout) and layout.rest_width == max(rest_lengths) - 1
-        assert layout.group_size == (3 if consecutive else 0)
         if layout.rest_width:
             assert layout.rest_ids.shape[0] == len(rests)
         logps, _ = shared_prefix_logps(model, ids, mask, completion, 20, 1.0, False, group_prompts=True)
@@ -224,6 +223,46 @@ def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
         expected = full.gather(-1, ids[:, width:, None]).squeeze(-1) * mask[:, width:]
         torch.testing.assert_close(logps, expected, rtol=1e-4, atol=1e-4)
     assert prompt_rows(ids[:2], mask[:2], completion) is None  # two distinct prompts: nothing to share
+
+
+def test_group_layout_gives_the_same_gradient_bits_on_every_call():
+    """The policy pass under group_prompts, at 2 threads, on TRL's shuffled rows (8 prompts x 8 completions, each
+    group's rows scattered): three identical calls give the same gradients to the bit. The per-row copy of each
+    prompt's keys used to index the cache, and the backward of indexing adds a group's 8 row gradients in parallel,
+    in an order that changed from call to call: every parameter below the last layer's queries came out different,
+    and two runs of one recipe and seed drifted apart from their second step (rlvr/training/speed.py, copy_rows)."""
+    from transformers import AutoModelForCausalLM
+
+    from rlvr.training.speed import shared_prefix_logps
+
+    model = AutoModelForCausalLM.from_pretrained(str(Path(__file__).resolve().parents[1] / "models" / "tiny-speller"))
+    gen = torch.Generator().manual_seed(0)
+    prefix, completion = torch.randint(0, 256, (100,), generator=gen), 30
+    order = torch.arange(8).repeat_interleave(8)[torch.randperm(64, generator=gen)]
+    prompts = [torch.cat([prefix, torch.randint(0, 256, (16 + g % 4,), generator=torch.Generator().manual_seed(g))])
+               for g in order.tolist()]
+    width = max(map(len, prompts))
+    ids = torch.full((64, width + completion), 257)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        length = int(torch.randint(10, completion + 1, (1,), generator=gen))
+        ids[i, width - len(p) : width] = p
+        ids[i, width : width + length] = torch.randint(0, 256, (length,), generator=gen)
+        mask[i, width - len(p) : width + length] = 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        grads = []
+        for _ in range(3):
+            model.zero_grad(set_to_none=True)
+            logps, _ = shared_prefix_logps(model, ids, mask, completion, 100, 1.0, False, group_prompts=True)
+            (logps * torch.linspace(-1, 1, 64)[:, None]).sum().backward()
+            grads.append([p.grad.clone() for p in model.parameters()])
+    finally:
+        torch.set_num_threads(threads)
+    names = [name for name, _ in model.named_parameters()]
+    for again in grads[1:]:
+        assert [n for n, a, b in zip(names, grads[0], again) if not torch.equal(a, b)] == []
 
 
 def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(run_recipe, tmp_path):

@@ -23,9 +23,9 @@ field `cpu_threads` sets it, see `cpu_threads_for` below.
                  tokens. Measured alone, interleaved (benchmarks/speed.py, docs/speed.md): the policy's forward and
                  backward 12-19% faster, the reference pass ~10%. Same applicability as shared_prefix (it includes
                  it); the same arithmetic with positions given explicitly, so log-probs match to float rounding.
-                 Hidden cost: a third forward call per pass and a copy of the prompt's keys per row (a repeat when
-                 TRL lays out each group's rows together, an index otherwise); it steps aside when no two rows share
-                 a prompt.
+                 Hidden cost: a third forward call per pass and a copy of the prompt's keys per row (`index_select`,
+                 whose backward adds each row's gradient into its prompt's in a fixed order); it steps aside when no
+                 two rows share a prompt.
   prefix_attention
                  Generation on the same rows, but the prefix's keys and values are never repeated per row: every
                  row's queries meet the single copy in one stacked matmul, in a forward written out over the model's
@@ -376,8 +376,7 @@ class GroupLayout(SuffixLayout):
 
     Three passes instead of two: the shared prefix at batch 1; then each distinct prompt's rest except its last token
     (U rows, right-padded to R - 1, on the prefix's cache repeated U times); then every row's [last rest token,
-    completion[:-1]] on that cache copied per row (a repeat when each prompt's rows are consecutive and equally many,
-    as TRL lays out its groups, else an index; either way gradients sum back over the group). The last pass's C
+    completion[:-1]] on that cache copied per row (`copy_rows`: gradients sum back over the group). The last pass's C
     outputs are exactly the positions that predict the C completion tokens, so nothing is gathered; positions are
     given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle. For the tiny speller
     (8 prompts x 8 completions, rests of ~18 tokens) the main pass shrinks from 64 x (rest + C) to 64 x C tokens.
@@ -393,10 +392,6 @@ class GroupLayout(SuffixLayout):
         self.batch, self.keep, self.index = batch, logits_to_keep, None
         distinct, self.row_prompt = len(first_row), row_prompt
         rows = torch.arange(batch, device=input_ids.device)
-        # TRL's layout: G consecutive rows per prompt. Then the copy per row is a repeat, whose backward is a sum
-        # (an arbitrary index's backward is a scatter-add, slower: 416 vs 408 ms for the tiny step's policy pass).
-        self.group_size = batch // distinct if torch.equal(
-            row_prompt, torch.arange(distinct, device=rows.device).repeat_interleave(batch // distinct)) else 0
         lengths = rest_lengths[first_row] - 1  # the rest pass leaves each prompt's last token to the main pass
         self.rest_width = int(lengths.max())
         self.distinct = distinct
@@ -429,14 +424,27 @@ class GroupLayout(SuffixLayout):
             return cache
         cache.batch_repeat_interleave(self.distinct)
         cache = model(input_ids=self.rest_ids, attention_mask=self.rest_mask, cache=cache, use_cache=True).cache
-        if self.group_size:
-            cache.batch_repeat_interleave(self.group_size)
-        else:
-            cache.batch_select_indices(self.row_prompt)
+        copy_rows(cache, self.row_prompt)
         return cache
 
     def pass_kwargs(self) -> dict:
         return {**super().pass_kwargs(), "position_ids": self.position_ids}
+
+
+def copy_rows(cache, index: torch.Tensor) -> None:
+    """Row i of every layer's keys and values becomes row index[i], by `index_select`.
+
+    Not the cache's own `batch_select_indices`: that indexes (`keys[index]`), and the backward of indexing is
+    `index_put_` with accumulate=True, whose parallel adds into a prompt's row land in a different order from run to
+    run at 2 threads. The policy's gradients then differed in the last bits between two identical calls, and two
+    runs of one recipe with one seed drifted apart from their second step. TRL shuffles the generation batch before
+    the policy pass, so its groups' rows are never consecutive and this copy always runs there. `index_select`'s
+    backward (`index_add_`) adds in a fixed order, and it is faster: 0.5 against 3.2 ms for the tiny step's
+    (8 -> 64) x 2 x 125 x 32 keys of one layer (docs/speed.md). `tests/test_speed.py` checks that repeated calls
+    give the same gradients to the bit.
+    """
+    for layer in cache.layers:
+        layer.keys, layer.values = layer.keys.index_select(0, index), layer.values.index_select(0, index)
 
 
 def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int):
