@@ -34,7 +34,7 @@ What was measured toward the floor, and why it is or is not a switch:
   0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/speed.md).
 - torch.compile (inductor, CPU, dynamic shapes), measured per part by benchmarks/compile_probe.py: generation x0.90,
   reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
-  first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~105 s GRPO phase for
+  first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~110 s GRPO phase for
   the main job: not a switch. Long runs can set transformers' `torch_compile: true` (docs/speed.md).
 - fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/training/speed.py); the optimizer
   is ~2 ms of a step.
