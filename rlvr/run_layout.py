@@ -2,6 +2,7 @@
 
     <output_dir>/                        a training run (recipes/<algorithm>.py --output_dir ...)
         config.yaml                      the recipe as it ran (base chain resolved, command-line overrides applied)
+        code.json                        which code trained it (rlvr.training.code_record): sweeps share only its runs
         metrics.jsonl                    every logged row (the console shows one compact line of it per step)
         rollouts.jsonl                   every scored completion
         reward_error.json                the first failing reward call, if any
@@ -23,6 +24,7 @@ import re
 from pathlib import Path
 
 CONFIG = "config.yaml"
+CODE = "code.json"
 METRICS = "metrics.jsonl"
 ROLLOUTS = "rollouts.jsonl"
 REWARD_ERROR = "reward_error.json"

@@ -158,15 +158,21 @@ def test_seeds_only_and_held_out_evaluation(tmp_path, tiny_model_dir):
     assert err.value.field == "seeds"
 
 
-def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_model_dir):
-    """The issue's "share runs where a setting coincides": the second sweep's top_p 1.0 run is the first sweep's run
-    (same parsed recipe, same evaluation), so it links to it, and its report counts it like its own."""
+def train_first_sweep(tmp_path, tiny_model_dir) -> tuple[dict, dict]:
+    """Sweep "first" under <tmp>/out: one 1-step run, t1 (temperature 1.0). Returns (overrides, fixed) to reuse."""
     overrides = {"model_name_or_path": tiny_model_dir}
     fixed = {"max_steps": 1, "print_rollouts": False}
     first = tmp_path / "first.yaml"
     first.write_text(yaml.safe_dump({"name": "first", "base": FAST_RECIPE, "vary": {"temperature": [1.0]},
                                      "labels": ["t1"], "fixed": fixed}))
     assert run_sweep(str(first), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"t1": "done"}
+    return overrides, fixed
+
+
+def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_model_dir):
+    """The issue's "share runs where a setting coincides": the second sweep's top_p 1.0 run is the first sweep's run
+    (same parsed recipe, same evaluation), so it links to it, and its report counts it like its own."""
+    overrides, fixed = train_first_sweep(tmp_path, tiny_model_dir)
     second = tmp_path / "second.yaml"
     second.write_text(yaml.safe_dump({"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0, 0.9]},
                                       "labels": ["p1", "p09"], "fixed": fixed}))
@@ -274,3 +280,22 @@ def test_every_steps_evaluates_the_checkpoints_before_the_end(tmp_path, tiny_mod
     with pytest.raises(ConfigError) as err:
         load_spec(write_spec(tmp_path, vary={"temperature": [1.0]}, evaluate={"every_steps": 0}))
     assert err.value.field == "evaluate.every_steps"
+
+
+def test_the_same_recipe_trained_by_other_code_is_trained_afresh(tmp_path, tiny_model_dir, capsys):
+    """A finished run shares only with the code that trained it (code.json): after a change in the training sources,
+    the second sweep trains its run instead of linking it, and says why."""
+    overrides, fixed = train_first_sweep(tmp_path, tiny_model_dir)
+    record = tmp_path / "out" / "first" / "t1" / "code.json"
+    code = json.loads(record.read_text())
+    record.write_text(json.dumps({"trained_by": {**code["trained_by"], "sources": "0" * 16}}))
+    second = tmp_path / "second.yaml"
+    second.write_text(yaml.safe_dump({"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0]},
+                                      "labels": ["p1"], "fixed": fixed}))
+    capsys.readouterr()
+    assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "done"}
+    said = capsys.readouterr().out
+    assert (f"[sweep] p1: not sharing {tmp_path / 'out' / 'first' / 't1'}: other code trained it (the training "
+            "sources); training it afresh") in said
+    trained = tmp_path / "out" / "second" / "p1"
+    assert not trained.is_symlink() and json.loads((trained / "code.json").read_text()) == code

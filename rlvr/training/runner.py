@@ -122,6 +122,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run.
 
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
+    from rlvr.training.code_record import record_code
     from rlvr.training.tracking import configure_wandb
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model.
@@ -145,6 +146,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
         print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.METRICS}, {layout.ROLLOUTS}, "
               "checkpoints, final model)", flush=True)
         write_run_config(recipe)
+        record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
     configure_wandb(training.report_to)
 
     # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can act

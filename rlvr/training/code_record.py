@@ -1,0 +1,85 @@
+"""Which code trained a run: `<output_dir>/code.json`, so a sweep shares a finished run only where it would train it
+again to the same bits.
+
+Why: a sweep links a pending run to a finished one with the same parsed recipe instead of training it again
+(rlvr.analysis.shared_runs). The recipe alone does not make the run: after `copy_rows` changed the order a group's
+gradients are summed in, the same recipe and seed moved the main job by up to 10 points, and a re-run of the
+reward-hack sweep "after the fix" silently linked every run to the copies trained before it (docs/speed.md). So each
+run records a fingerprint of the sources that shape training (the trainer, metrics, rewards, data and recipe scripts;
+not the analysis or the planner) and the versions of the libraries under them, and a run trained by other code, or
+resumed under other code, is trained afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
+from pathlib import Path
+
+from rlvr import run_layout as layout
+
+# The packages whose sources change what a run computes (rlvr.rewards is rewards/, rlvr.data data/, rlvr.recipes
+# recipes/ and the tiny model's builder); rlvr.analysis and rlvr.planning only read runs.
+TRAINING_PACKAGES = ("rlvr.training", "rlvr.metrics", "rlvr.rewards", "rlvr.data", "rlvr.recipes")
+LIBRARIES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "reasoning_gym")
+
+
+def package_roots(packages=TRAINING_PACKAGES) -> list[Path]:
+    """The folders the packages import from (an editable install points at the checkout), found without importing."""
+    return [Path(root) for name in packages for root in (find_spec(name).submodule_search_locations or [])]
+
+
+def sources_digest(roots: list[Path]) -> str:
+    """A hash of every .py file under the roots, by relative path and content."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def library_versions(libraries=LIBRARIES) -> dict[str, str | None]:
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {name: installed(name) for name in libraries}
+
+
+def code_identity(roots: list[Path] | None = None) -> dict:
+    """{"sources": <hash>, "libraries": {name: version}} of the code this process would train with."""
+    return {"sources": sources_digest(package_roots() if roots is None else roots), "libraries": library_versions()}
+
+
+def record_code(output_dir: str | Path, identity: dict | None = None) -> None:
+    """Write `code.json` at a run's start: {"trained_by": identity}. A run resumed under other code keeps its first
+    record and lists the other identities under "resumed_by", which makes it unshareable."""
+    identity = code_identity() if identity is None else identity
+    path = Path(output_dir) / layout.CODE
+    record = json.loads(path.read_text()) if path.exists() else {"trained_by": identity}
+    if record["trained_by"] != identity and identity not in record.setdefault("resumed_by", []):
+        record["resumed_by"].append(identity)
+    record = {key: value for key, value in record.items() if value}  # no empty "resumed_by"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def other_code(run_dir: str | Path, identity: dict) -> str | None:
+    """None when `identity` trained the whole run; otherwise what differs, in words."""
+    path = Path(run_dir) / layout.CODE
+    if not path.exists():
+        return f"it has no {layout.CODE} (trained before runs recorded their code)"
+    record = json.loads(path.read_text())
+    if record.get("resumed_by"):
+        return "it was resumed under other code"
+    trained_by = record["trained_by"]
+    differs = (["the training sources"] if trained_by.get("sources") != identity["sources"] else []) + [
+        f"{name} {trained_by.get('libraries', {}).get(name)} -> {now}"
+        for name, now in identity["libraries"].items() if trained_by.get("libraries", {}).get(name) != now]
+    return f"other code trained it ({', '.join(differs)})" if differs else None
