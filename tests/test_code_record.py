@@ -1,4 +1,4 @@
-"""code.json: the fingerprint moves with any training source or library version, a resumed run under other code keeps
+"""code.json: the fingerprint moves with any training code (not its comments) or library version, a resumed run under other code keeps
 its first record and becomes unshareable, and the checkout's fingerprint covers rewards/, data/ and recipes/."""
 
 import json
@@ -18,6 +18,8 @@ def test_the_digest_moves_with_content_and_path_and_ignores_bytecode(tmp_path):
     (root / "__pycache__" / "a.cpython-311.py").write_text("stale")
     (root / "notes.md").write_text("not code")
     assert sources_digest([root]) == first
+    (root / "a.py").write_text('"""A docstring that says why."""\n\nx = 1  # a comment\n')
+    assert sources_digest([root]) == first  # the code is the same
     (root / "a.py").write_text("x = 2\n")
     assert sources_digest([root]) != first
     (root / "a.py").write_text("x = 1\n")

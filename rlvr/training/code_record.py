@@ -6,12 +6,13 @@ Why: a sweep links a pending run to a finished one with the same parsed recipe i
 gradients are summed in, the same recipe and seed moved the main job by up to 10 points, and a re-run of the
 reward-hack sweep "after the fix" silently linked every run to the copies trained before it (docs/speed.md). So each
 run records a fingerprint of the sources that shape training (the trainer, metrics, rewards, data and recipe scripts;
-not the analysis or the planner) and the versions of the libraries under them, and a run trained by other code, or
+not the analysis or the planner; their code, not their comments or docstrings) and the versions of the libraries under them, and a run trained by other code, or
 resumed under other code, is trained afresh.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from importlib.metadata import PackageNotFoundError, version
@@ -31,14 +32,30 @@ def package_roots(packages=TRAINING_PACKAGES) -> list[Path]:
     return [Path(root) for name in packages for root in (find_spec(name).submodule_search_locations or [])]
 
 
+def code_of(source: bytes) -> bytes:
+    """What a module runs: its syntax tree without comments, layout or docstrings, so editing a docstring that says
+    why does not make every finished run unshareable. A file that does not parse counts as its bytes."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def sources_digest(roots: list[Path]) -> str:
-    """A hash of every .py file under the roots, by relative path and content."""
+    """A hash of every .py file under the roots, by relative path and code (`code_of`)."""
     digest = hashlib.sha256()
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             if "__pycache__" not in path.parts:
                 digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
-                digest.update(path.read_bytes())
+                digest.update(code_of(path.read_bytes()))
     return digest.hexdigest()[:16]
 
 

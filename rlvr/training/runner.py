@@ -141,10 +141,10 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
               flush=True)
         return recipe, None, None
 
-    # 2. Records and tracking: the config as run goes beside the metrics; wandb never prompts for a login.
+    # 2. Records and tracking: the config as run and the code that ran it go beside the metrics; wandb never prompts.
     if training.process_index == 0:
-        print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.METRICS}, {layout.ROLLOUTS}, "
-              "checkpoints, final model)", flush=True)
+        print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
+              f"{layout.ROLLOUTS}, checkpoints, final model)", flush=True)
         write_run_config(recipe)
         record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
     configure_wandb(training.report_to)
