@@ -1,5 +1,6 @@
-"""code.json: the fingerprint moves with any training code (not its comments) or library version, a resumed run under other code keeps
-its first record and becomes unshareable, and the checkout's fingerprint covers rewards/, data/ and recipes/."""
+"""code.json: the fingerprint moves with any training code (not its comments) or library version, a resumed run under
+other code keeps its first record and becomes unshareable, and the checkout's fingerprint covers rewards/, data/ and
+recipes/."""
 
 import json
 

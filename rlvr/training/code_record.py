@@ -6,8 +6,8 @@ Why: a sweep links a pending run to a finished one with the same parsed recipe i
 gradients are summed in, the same recipe and seed moved the main job by up to 10 points, and a re-run of the
 reward-hack sweep "after the fix" silently linked every run to the copies trained before it (docs/speed.md). So each
 run records a fingerprint of the sources that shape training (the trainer, metrics, rewards, data and recipe scripts;
-not the analysis or the planner; their code, not their comments or docstrings) and the versions of the libraries under them, and a run trained by other code, or
-resumed under other code, is trained afresh.
+not the analysis or the planner; their code, not their comments or docstrings) and the versions of the libraries
+under them, and a run trained by other code, or resumed under other code, is trained afresh.
 """
 
 from __future__ import annotations
@@ -80,9 +80,9 @@ def record_code(output_dir: str | Path, identity: dict | None = None) -> None:
     identity = code_identity() if identity is None else identity
     path = Path(output_dir) / layout.CODE
     record = json.loads(path.read_text()) if path.exists() else {"trained_by": identity}
-    if record["trained_by"] != identity and identity not in record.setdefault("resumed_by", []):
-        record["resumed_by"].append(identity)
-    record = {key: value for key, value in record.items() if value}  # no empty "resumed_by"
+    resumed_by = record.get("resumed_by", [])
+    if record["trained_by"] != identity and identity not in resumed_by:
+        record["resumed_by"] = [*resumed_by, identity]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n")
 
@@ -96,7 +96,7 @@ def other_code(run_dir: str | Path, identity: dict) -> str | None:
     if record.get("resumed_by"):
         return "it was resumed under other code"
     trained_by = record["trained_by"]
+    then = trained_by.get("libraries", {})
     differs = (["the training sources"] if trained_by.get("sources") != identity["sources"] else []) + [
-        f"{name} {trained_by.get('libraries', {}).get(name)} -> {now}"
-        for name, now in identity["libraries"].items() if trained_by.get("libraries", {}).get(name) != now]
+        f"{name} {then.get(name)} -> {now}" for name, now in identity["libraries"].items() if then.get(name) != now]
     return f"other code trained it ({', '.join(differs)})" if differs else None
