@@ -5,7 +5,8 @@ so `kl_estimator: k3` written out equals the default; the GRPO baseline of the K
 reference sweep's GRPO run, seed for seed. It must also have been trained by the same code (its `code.json`,
 rlvr.training.code_record): the same recipe under other code is trained afresh, with one line saying why. Evaluated
 the same way, the variant's folder is a link to that run; evaluated another way (another held-out set), it is a folder
-of links to the run's files beside its own `eval/`. Only real runs are shared from, never links, and a link whose run was deleted is cleared when the sweep next trains.
+of links to the run's files beside its own `eval/`. Only real runs are shared from, never links, and a link whose run
+was deleted is cleared when the sweep next trains.
 """
 
 from __future__ import annotations
@@ -73,11 +74,11 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool
             candidates.append((run_dir, old))  # cheap filter first: parsing is the slow part
     if not candidates:
         return None
-    identity = run_identity(variant.config)
-    code = code_identity()
+    identity, code = run_identity(variant.config), None
     for run_dir, old in candidates:
         if run_identity(old) != identity or not load_run(run_dir).finished:
             continue
+        code = code or code_identity()  # hashing the training sources takes ~0.2 s: only once a recipe matches
         if why := other_code(run_dir, code):  # the same recipe under other code is another run (code_record)
             print(f"[sweep] {variant.label}: not sharing {run_dir}: {why}; training it afresh", flush=True)
             continue
