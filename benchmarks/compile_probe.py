@@ -42,7 +42,7 @@ def capture(output_dir: str, threads: str):
     """One step of the tiny main job; returns (trainer, sample's args and kwargs, the loss's inputs)."""
     import torch
 
-    from rlvr.training import prefix_attention
+    from rlvr.speedups import prefix_attention
     from rlvr.training.runner import prepare
 
     _, trainer, _ = prepare(["--config", "recipes/tiny/grpo.yaml", "--output_dir", output_dir, "--max_steps", "1",
@@ -70,7 +70,7 @@ def part_calls(trainer, sample_call, inputs):
     """{part: (call, switch)}: call() runs the part once; switch(compiled) swaps the compiled forward in or out."""
     import torch
 
-    from rlvr.training import prefix_attention
+    from rlvr.speedups import prefix_attention
 
     def generation():
         torch.manual_seed(0)  # the same draws every call: compiled and eager tokens can be compared

@@ -36,7 +36,7 @@ What was measured toward the floor, and why it is or is not a switch:
   reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
   first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~110 s GRPO phase for
   the main job: not a switch. Long runs can set transformers' `torch_compile: true` (docs/speed.md).
-- fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/training/speed.py); the optimizer
+- fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/speedups/__init__.py); the optimizer
   is ~2 ms of a step.
 - logging per step: the row above; 0.01 s a step, ~1%: no switch.
 - the reference pass fused into the policy's forward (beta > 0): the two models have different weights once the
@@ -128,7 +128,7 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
 
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.model_loading import model_init_kwargs
-    from rlvr.training.speed import cpu_threads_for
+    from rlvr.training.cpu_threads import cpu_threads_for
 
     argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, "--cpu_threads", cpu_threads,
             *COMMON]
@@ -181,7 +181,7 @@ def model_shape(config: str) -> dict:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     from rlvr.training.config import load_recipe, validate
-    from rlvr.training.speed import common_prefix_length
+    from rlvr.speedups.shared_prefix import common_prefix_length
 
     recipe = validate(load_recipe(["--config", config, "--dry_run", "true"]))
     path = recipe.model.model_name_or_path
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     import torch
 
-    from rlvr.training.speed import cpu_threads_for
+    from rlvr.training.cpu_threads import cpu_threads_for
 
     torch.set_num_threads(cpu_threads_for(args.cpu_threads))
     report = {}

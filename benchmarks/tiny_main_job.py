@@ -5,6 +5,11 @@
 Prints the wall time of each phase, held-out correctness before and after, generated samples per second, and the
 share of GRPO's wall time spent in generation, scoring, log-prob passes and optimisation (from `metrics.jsonl`'s
 `time/*` keys). Every ratio comes from this one run; CPU timings move with whatever else the machine is doing.
+
+Then it says where the held-out figures fall against `EXPECTED`, the ranges README's "what to expect" table states
+(the two must agree: tests/test_docs_commands.py checks it). The before figure is the committed model's and the same
+everywhere; the after figure moves with the seed and the machine (CPU kernels), so its range spans the seeds and the
+CPU kernel settings it was measured over (docs/measurements/main-job.md).
 """
 
 from __future__ import annotations
@@ -20,11 +25,15 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
+DEFAULT_CONFIG = "recipes/tiny/grpo.yaml"
+# held-out exact match on 200 words x 8 samples, README's table: (low, high) for the committed recipe and any seed
+EXPECTED = {"before": (0.176, 0.176), "after": (0.55, 0.75)}
+
 from benchmarks.machine_load import measured_load
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.records import last, load_run, time_totals
 from rlvr.metrics.keys import TIME_PHASES as PHASES
-from rlvr.training.speed import apply_cpu_threads
+from rlvr.training.cpu_threads import apply_cpu_threads
 
 
 def grpo_time_split(run_dir: Path) -> dict:
@@ -47,12 +56,14 @@ def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="recipes/tiny/grpo.yaml")
+    parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--output_dir", default="runs/bench-tiny")
     parser.add_argument("--num_samples", type=int, default=8, help="evaluation samples per held-out prompt")
     parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
     parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for the evaluations and the GRPO run")
     args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
+    comparable = (args.config == DEFAULT_CONFIG and args.num_samples == 8
+                  and (extra == [] or (len(extra) == 2 and extra[0] == "--seed")))  # README's command, any seed
     apply_cpu_threads(args.cpu_threads, use_cpu=True)  # the evaluations run here, with GRPO's thread count
     extra = ["--cpu_threads", args.cpu_threads, *extra]
     out = Path(args.output_dir)
@@ -99,8 +110,24 @@ def main(argv: list[str] | None = None) -> dict:
     window = max(1, len(zero_std) // 10)
     print(f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
           f"{mean(zero_std[-window:]):.2f} over the last {window}")
+    for line in expectation_lines(report, comparable):
+        print(line)
     print(f"report: {out / 'benchmark.json'}")
     return report
+
+
+def expectation_lines(report: dict, comparable: bool) -> list[str]:
+    """Where this run's held-out exact match falls against README's ranges (`EXPECTED`), one line each."""
+    if not comparable:
+        return ["expected ranges: not compared (another recipe, sample count or override than README's command)"]
+    lines = []
+    for name in ("before", "after"):
+        low, high = EXPECTED[name]
+        got = report[name]["exact_match"]
+        stated = f"{low:.1%}" if low == high else f"{low:.0%}-{high:.0%}"
+        verdict = "inside" if low - 5e-4 <= got <= high + 5e-4 else "OUTSIDE"
+        lines.append(f"expected {name}: {stated} (README); this run {got:.1%}: {verdict}")
+    return lines
 
 
 if __name__ == "__main__":

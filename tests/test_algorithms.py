@@ -95,7 +95,7 @@ def test_unscorable_rows_leave_the_rest_of_the_group_its_signal():
 @pytest.mark.parametrize("algorithm", ["grpo", "drgrpo", "rloo", "reinforce", "maxrl", "dapo"])
 def test_trainer_advantages_on_hand_built_rewards(algorithm, tiny_model_dir, tmp_path, monkeypatch):
     trainer = build(tiny_model_dir, tmp_path, algorithm, *ALGORITHM_FLAGS[algorithm])
-    assert type(trainer) is trainer_class(algorithm)
+    assert trainer_class(algorithm) in type(trainer).__bases__  # the registry's class, under the tiny recipe's speed-ups
     scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
     output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
     expected = HAND["grpo" if algorithm == "dapo" else algorithm]

@@ -31,7 +31,7 @@ def test_the_digest_moves_with_content_and_path_and_ignores_bytecode(tmp_path):
 
 def test_the_checkouts_fingerprint_covers_the_training_sources_and_not_the_analysis():
     roots = {root.resolve() for root in package_roots()}
-    for folder in ("rlvr/training", "rlvr/metrics", "rewards", "data", "recipes"):
+    for folder in ("rlvr/training", "rlvr/speedups", "rlvr/metrics", "rewards", "data", "recipes"):
         assert (REPO / folder).resolve() in roots, folder
     assert (REPO / "rlvr" / "analysis").resolve() not in roots
     identity = code_identity()
@@ -41,14 +41,38 @@ def test_the_checkouts_fingerprint_covers_the_training_sources_and_not_the_analy
 def test_a_run_resumed_under_other_code_keeps_its_first_record_and_is_not_shareable(tmp_path):
     now = {"sources": "aaaa", "libraries": {"torch": "2.13.0", "trl": "1.16.0"}}
     assert other_code(tmp_path, now) == "it has no code.json (trained before runs recorded their code)"
-    record_code(tmp_path, now)
-    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now}
+    record_code(tmp_path, now, HERE)
+    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now, "machine": HERE}
     assert other_code(tmp_path, now) is None
-    record_code(tmp_path, now)  # resumed under the same code: unchanged
-    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now}
+    record_code(tmp_path, now, HERE)  # resumed under the same code: unchanged
+    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now, "machine": HERE}
     assert other_code(tmp_path, {**now, "sources": "bbbb"}) == "other code trained it (the training sources)"
     newer = {**now, "libraries": {"torch": "2.13.0", "trl": "1.17.0"}}
     assert other_code(tmp_path, newer) == "other code trained it (trl 1.16.0 -> 1.17.0)"
-    record_code(tmp_path, newer)  # resumed after an upgrade
-    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now, "resumed_by": [newer]}
+    record_code(tmp_path, newer, HERE)  # resumed after an upgrade
+    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now, "machine": HERE,
+                                                                "resumed_by": [newer]}
     assert other_code(tmp_path, now) == other_code(tmp_path, newer) == "it was resumed under other code"
+
+
+HERE = {"cpu": "Example CPU", "cpu_capability": "AVX2", "cores": 2, "platform": "Linux", "gpu": None}
+
+
+def test_the_machine_is_recorded_and_a_resume_elsewhere_is_listed_but_stays_shareable(tmp_path):
+    now = {"sources": "aaaa", "libraries": {"torch": "2.13.0"}}
+    elsewhere = {**HERE, "cpu": "Other CPU", "cpu_capability": "AVX512"}
+    record_code(tmp_path, now, HERE)
+    record_code(tmp_path, now, elsewhere)
+    record = json.loads((tmp_path / "code.json").read_text())
+    assert record == {"trained_by": now, "machine": HERE, "resumed_on": [elsewhere]}
+    assert other_code(tmp_path, now) is None  # the machine is recorded, not compared
+
+
+def test_this_machine_names_its_cpu_and_the_kernels_torch_dispatches_to():
+    import torch
+
+    from rlvr.training.code_record import machine_identity
+
+    machine = machine_identity()
+    assert machine["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and machine["cores"] >= 1
+    assert machine["cpu"]  # /proc/cpuinfo's model name on Linux

@@ -90,7 +90,7 @@ def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
     assert [row["step"] for row in rows] == [1, 2] and len(rollouts) == 2 * GENERATION_BATCH
     for step, row in enumerate(rows, start=1):
         # Ours is exact; TRL's isclose(std, 0) misses some flat groups (0.2 x G), so it can only read lower.
-        assert row["zero_std_frac/total"] >= row["frac_reward_zero_std"] - 1e-9
+        assert row["zero_std_frac/total"] >= row["trl/frac_reward_zero_std_isclose"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["reward"])
         for key, value in recomputed(rollouts, step).items():
             assert row[key] == pytest.approx(value, nan_ok=True), key

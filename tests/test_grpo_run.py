@@ -35,7 +35,7 @@ def test_tiny_run_logs_every_component_and_changes_the_weights(run_recipe, tiny_
     for row in rows:
         assert all(key in row for key in REQUIRED_KEYS), sorted(set(REQUIRED_KEYS) - set(row))
         # TRL's own under group scaling, whose isclose(std, 0) misses some flat groups (0.2 x G): ours is exact.
-        assert row["zero_std_frac/total"] >= row["frac_reward_zero_std"] - 1e-9
+        assert row["zero_std_frac/total"] >= row["trl/frac_reward_zero_std_isclose"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["avg_correctness"] + 0.5 * row["avg_format"] + row["avg_penalty"])
     assert [row["generated_samples"] for row in rows] == [16, 32, 48]
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
@@ -52,7 +52,7 @@ def test_zero_std_stays_per_group_under_batch_scaling(run_recipe):
     for row, step in zip(rows, (1, 2)):
         totals = torch.tensor([r["total"] for r in rollouts if r["step"] == step])
         assert row["zero_std_frac/total"] == pytest.approx(zero_std_fraction(totals, 2))
-        assert row["frac_reward_zero_std"] in (0.0, 1.0)
+        assert row["trl/frac_reward_zero_std_isclose"] in (0.0, 1.0)
 
 
 def test_resume_appends_without_duplicating_or_losing_rows(run_recipe, tmp_path):

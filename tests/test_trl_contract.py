@@ -49,6 +49,7 @@ ATTRIBUTES = (
     "current_gradient_accumulation_steps", "is_deepspeed_enabled", "is_fsdp_enabled", "processing_class",
     "num_iterations",  # the curriculum sampler repeats a chunk as TRL does
     "_step",  # PPO steps its critic's optimizer when TRL's training_step completes an accumulation
+    "_logs", "log_completions",  # the completions table shows the advantages the algorithm trained with
 )
 
 # keys of the dict `_generate_and_score_completions` returns (and `_compute_loss` reads) that the mixins use
@@ -77,7 +78,7 @@ GENERATION_METHODS = {
     "_prepare_generation_config": ["generation_config"],
     "_get_logits_processor": ["generation_config", "input_ids_seq_length", "device", "model_kwargs"],
 }
-# what the restated forward reads from a llama-family model (rlvr/training/prefix_attention.py)
+# what the restated forward reads from a llama-family model (rlvr/speedups/prefix_attention.py)
 RESTATED_MODULES = {
     "model": ["embed_tokens", "layers", "norm", "rotary_emb"],
     "layer": ["input_layernorm", "self_attn", "post_attention_layernorm", "mlp"],
@@ -139,7 +140,8 @@ def test_the_contract_lists_every_trl_method_we_override_or_call_through_super()
     """The list above cannot go stale: every `super().<method>` in the trainer mixins that resolves to TRL (or
     transformers' Trainer) is in METHODS."""
     called = set()
-    for path in [*(REPO / "rlvr" / "training").glob("*.py"), *(REPO / "rlvr" / "metrics").glob("*.py")]:
+    for path in [*(REPO / "rlvr" / "training").glob("*.py"), *(REPO / "rlvr" / "metrics").glob("*.py"),
+                 *(REPO / "rlvr" / "speedups").glob("*.py")]:
         called |= set(re.findall(r"super\(\)\.(\w+)\(", path.read_text()))
     ours = {"__init__", "__post_init__", "parse_known_args"}  # constructors and argparse, not trainer internals
     trainer_methods = {name for name in called - ours if hasattr(GRPOTrainer, name)}
@@ -150,11 +152,20 @@ def test_the_contract_lists_every_trl_attribute_the_mixins_read():
     """Likewise for `self.<attribute>` reads in the trainer mixins: each one TRL or transformers sets is listed."""
     trl_attributes = attributes_set_by(GRPOTrainer)
     read = set()
-    for path in (REPO / "rlvr" / "training").glob("*.py"):
+    for path in [*(REPO / "rlvr" / "training").glob("*.py"), *(REPO / "rlvr" / "speedups").glob("*.py")]:
         read |= set(re.findall(r"self\.(\w+)", path.read_text()))
     used = {name for name in read & trl_attributes if name not in ("args", "model", "state", "control", "optimizer",
                                                                    "train_dataset", "ref_model")}
     assert used <= set(ATTRIBUTES), f"add to ATTRIBUTES: {sorted(used - set(ATTRIBUTES))}"
+
+
+def test_every_private_override_is_checked_here():
+    """PRIVATE_OVERRIDES (rlvr/training/trainer.py, with the reason for each) and this contract name the same
+    TRL-private methods: none overridden without its signature checked against the installed TRL."""
+    from rlvr.training.trainer import PRIVATE_OVERRIDES
+
+    private = {method for _, method in PRIVATE_OVERRIDES}
+    assert private <= set(METHODS), f"add to METHODS: {sorted(private - set(METHODS))}"
 
 
 def test_grpo_samples_with_the_repeat_sampler():

@@ -147,8 +147,8 @@ def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, 
     import torch
     from transformers import GenerationConfig
 
-    from rlvr.training import prefix_attention
-    from rlvr.training.speed import MIN_SHARED_PREFIX, shared_prompt_prefix
+    from rlvr.speedups import prefix_attention
+    from rlvr.speedups.shared_prefix import MIN_SHARED_PREFIX, shared_prompt_prefix
 
     tokenizer.padding_side = "left"
     kwargs = {**generation_kwargs(tokenizer, settings, num_samples), **(extra or {})}

@@ -8,6 +8,11 @@ reward-hack sweep "after the fix" silently linked every run to the copies traine
 run records a fingerprint of the sources that shape training (the trainer, metrics, rewards, data and recipe scripts;
 not the analysis or the planner; their code, not their comments or docstrings) and the versions of the libraries
 under them, and a run trained by other code, or resumed under other code, is trained afresh.
+
+Beside the code, `code.json` records the machine (`machine_identity`: the CPU model, the kernel set torch dispatches
+to, the cores, the GPU if any), because float results also move with the CPU: the same recipe and seed gave 68.8%
+on one 2-core machine and 58.8% on a fresh install on another. The machine is recorded, not compared: a sweep on a
+cluster of mixed CPUs may still share runs, and the record says where each one ran.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
+import platform
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
@@ -23,7 +30,7 @@ from rlvr import run_layout as layout
 
 # The packages whose sources change what a run computes (rlvr.rewards is rewards/, rlvr.data data/, rlvr.recipes
 # recipes/ and the tiny model's builder); rlvr.analysis and rlvr.planning only read runs.
-TRAINING_PACKAGES = ("rlvr.training", "rlvr.metrics", "rlvr.rewards", "rlvr.data", "rlvr.recipes")
+TRAINING_PACKAGES = ("rlvr.training", "rlvr.speedups", "rlvr.metrics", "rlvr.rewards", "rlvr.data", "rlvr.recipes")
 LIBRARIES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "reasoning_gym")
 
 
@@ -69,20 +76,47 @@ def library_versions(libraries=LIBRARIES) -> dict[str, str | None]:
     return {name: installed(name) for name in libraries}
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux /proc/cpuinfo, else `platform.processor()`)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine_identity() -> dict:
+    """Where a run computes: the CPU model, the kernel set torch's CPU ops dispatch to (`get_cpu_capability`, e.g.
+    AVX512 or AVX2: ATEN_CPU_CAPABILITY can lower it), the cores, the OS, and the GPU if one is visible."""
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "platform": platform.platform(), "gpu": gpu}
+
+
 def code_identity(roots: list[Path] | None = None) -> dict:
     """{"sources": <hash>, "libraries": {name: version}} of the code this process would train with."""
     return {"sources": sources_digest(package_roots() if roots is None else roots), "libraries": library_versions()}
 
 
-def record_code(output_dir: str | Path, identity: dict | None = None) -> None:
-    """Write `code.json` at a run's start: {"trained_by": identity}. A run resumed under other code keeps its first
-    record and lists the other identities under "resumed_by", which makes it unshareable."""
+def record_code(output_dir: str | Path, identity: dict | None = None, machine: dict | None = None) -> None:
+    """Write `code.json` at a run's start: {"trained_by": identity, "machine": machine}. A run resumed under other
+    code keeps its first record and lists the other identities under "resumed_by", which makes it unshareable; one
+    resumed on another machine lists that machine under "resumed_on"."""
     identity = code_identity() if identity is None else identity
+    machine = machine_identity() if machine is None else machine
     path = Path(output_dir) / layout.CODE
-    record = json.loads(path.read_text()) if path.exists() else {"trained_by": identity}
+    record = json.loads(path.read_text()) if path.exists() else {"trained_by": identity, "machine": machine}
     resumed_by = record.get("resumed_by", [])
     if record["trained_by"] != identity and identity not in resumed_by:
         record["resumed_by"] = [*resumed_by, identity]
+    resumed_on = record.get("resumed_on", [])
+    if record.setdefault("machine", machine) != machine and machine not in resumed_on:
+        record["resumed_on"] = [*resumed_on, machine]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n")
 

@@ -24,7 +24,8 @@ from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.training.divergence import check_divergence_fields
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
-from rlvr.training.speed import parse_cpu_threads, parse_speedups
+from rlvr.speedups.registry import parse_speedups
+from rlvr.training.cpu_threads import parse_cpu_threads
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_values
 
 @dataclass
@@ -77,14 +78,15 @@ class RecipeArguments(ScriptArguments):
         default=1, metadata={"help": "Logged steps in a row below min_mean_reward before the run stops."}
     )
     speedups: str = field(
-        default="all",
-        metadata={"help": "Speed-ups that leave samples and loss unchanged (rlvr/training/speed.py): all, none, or a "
-                  "comma list of shared_prefix, group_prompts, prefix_attention (docs/speed.md)."},
+        default="none",
+        metadata={"help": "CPU / tiny-model speed-ups that leave samples and loss unchanged (rlvr/speedups): none, "
+                  "all, or a comma list of shared_prefix, group_prompts, prefix_attention. The tiny CPU recipes "
+                  "set all; unmeasured on GPUs (docs/speed.md)."},
     )
     cpu_threads: str = field(
         default="auto",
         metadata={"help": "Intra-op threads per process of a CPU run: auto (the cores available to the process / the "
-                  "local processes, or 1 when a start-up probe finds other jobs on the cores; wins over the "
+                  "local processes, whatever the load: the line says when other jobs hold the cores; wins over the "
                   "OMP_NUM_THREADS=1 accelerate exports), 1 on a crowded machine, or N. See docs/speed.md."},
     )
 

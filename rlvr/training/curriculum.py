@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, fields
 
 from torch.utils.data import Sampler
 from transformers.trainer_callback import ExportableState
+from trl import GRPOTrainer
 
 from rlvr.cli import ConfigError, mapping_field
 from rlvr.data.levels import Level, levels_of
@@ -281,8 +282,9 @@ class CurriculumCallback(RewardBatchCallback, ExportableState):
                 "attributes": {"controller_state": self.controller_state}}
 
 
-class CurriculumSamplerMixin:
-    """The trainer's train sampler is the curriculum's when a `CurriculumCallback` is registered, TRL's otherwise."""
+class CurriculumSamplerTrainer(GRPOTrainer):
+    """The train sampler is the curriculum's (`CurriculumSampler`) when a `CurriculumCallback` is registered, TRL's
+    otherwise. A layer of its own (`with_curriculum`): only a recipe with a `curriculum:` trains with it."""
 
     def curriculum_callback(self) -> CurriculumCallback | None:
         return next((cb for cb in self.callback_handler.callbacks if isinstance(cb, CurriculumCallback)), None)
@@ -300,6 +302,13 @@ class CurriculumSamplerMixin:
             repeat_count=self.num_iterations * self.args.steps_per_generation,
             seed=self.args.seed,
         )
+
+
+def with_curriculum(trainer_class: type) -> type:
+    """`trainer_class` with the curriculum's sampler: `CurriculumSamplerTrainer` subclasses GRPOTrainer, so the MRO
+    places it right above TRL, below every mixin of the repo's trainer."""
+    return type(f"{trainer_class.__name__}WithCurriculum", (trainer_class, CurriculumSamplerTrainer),
+                {"__module__": __name__})
 
 
 def curriculum_callback_for(spec: CurriculumSpec, levels: list[Level], num_generations: int) -> CurriculumCallback:

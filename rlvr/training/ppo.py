@@ -12,8 +12,8 @@ needs beyond that:
   * GAE over tokens (gamma, lambda) for advantages and value targets;
   * the clipped value loss, added as vf_coef * L_V to TRL's clipped policy loss.
 
-The critic runs without dropout by default (`disable_dropout`, TRL's PPO default), and under the `shared_prefix`
-speed-up its body computes the prompt prefix the batch shares once, as the policy's log-prob passes do.
+The critic runs without dropout by default (`disable_dropout`, TRL's PPO default). Under the `shared_prefix`
+speed-up (rlvr/speedups) its body computes the prompt prefix the batch shares once, as the policy's passes do.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 import torch
 
 from rlvr.training.config import SingleRolloutConfig
-from rlvr.training.speed import LOGPROB_SPEEDUPS, shared_prefix_plan, shared_prefix_values
 from rlvr.training.trainer import RLVRTrainer
 
 VALUE_STATE = "value_state.safetensors"
@@ -51,6 +50,10 @@ class PPOConfig(SingleRolloutConfig):
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def masked_mean_per_row(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (values * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
 
 def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -118,20 +121,11 @@ class PPOTrainer(RLVRTrainer):
         return value_model, optimizer
 
     def _token_values(self, inputs) -> torch.Tensor:
-        """V for each completion token: the critic's output at the position just before that token. Under the
-        `shared_prefix` speed-up the prompt prefix every row shares runs once (rlvr/training/speed.py)."""
+        """V for each completion token: the critic's output at the position just before that token."""
         prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        critic = self.value_model
-        if (self.speedups & LOGPROB_SPEEDUPS and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
-                and self._shared_prefix_applies(critic, {})
-                and (plan := shared_prefix_plan(input_ids, attention_mask, completion_ids.shape[1])) is not None):
-            self._shared_prefix_calls += 1
-            with self.accelerator.autocast():
-                return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
-                                            plan.prefix_length, "group_prompts" in self.speedups)
-        scores = critic(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
+        scores = self.value_model(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
         start = prompt_ids.shape[1] - 1
         return scores[:, start : start + completion_ids.shape[1]]
 
@@ -158,6 +152,8 @@ class PPOTrainer(RLVRTrainer):
         self._log_advantage_by_position(advantages, mask)
         if self.args.whiten_advantages:
             advantages = masked_whiten(advantages, mask)
+        if self.log_completions:  # the completions table: each completion's trained advantage, mean over its tokens
+            self.log_trained_advantages(self.accelerator.gather(masked_mean_per_row(advantages, mask)).cpu())
         output.update(advantages=advantages, old_values=values, returns=returns)
         return output
 

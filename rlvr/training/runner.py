@@ -49,9 +49,9 @@ def build_trainer(recipe: Recipe):
     from rlvr.rewards.guard import guard_rewards
     from rlvr.recipes.tiny.model import ensure_tiny_model
     from rlvr.metrics.console import quiet_console
-    from rlvr.training.algorithms import trainer_class
+    from rlvr.training.cpu_threads import apply_cpu_threads
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
-    from rlvr.training.speed import apply_cpu_threads
+    from rlvr.training.trainer import trainer_for
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
     apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu",
@@ -61,7 +61,7 @@ def build_trainer(recipe: Recipe):
     training.model_init_kwargs = model_init_kwargs(model_args, training)
     training.reward_weights = recipe.rewards.weights
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
-    trainer = trainer_class(training.algorithm)(
+    trainer = trainer_for(recipe)(  # the algorithm's trainer + the layers the recipe names (curriculum, speed-ups)
         model=model_args.model_name_or_path,
         reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir),  # a failing reward: one named line
         args=training,
@@ -71,7 +71,6 @@ def build_trainer(recipe: Recipe):
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
-    trainer.speedups = recipe.speedups
     quiet_console(trainer)  # the progress bar stays, the per-log dict goes (ConsoleLineCallback prints the line)
     return trainer
 

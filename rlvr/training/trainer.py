@@ -1,10 +1,21 @@
 """TRL's GRPOTrainer plus what every algorithm of the registry shares: the reward-batch hook (every scored generation
-batch goes to the `RewardBatchCallback`s), time accounting, verbatim completions, the algorithm dispatch, and a
-curriculum's sampler when the recipe has one (rlvr/training/curriculum.py).
+batch goes to the `RewardBatchCallback`s), time accounting, verbatim completions, the algorithm dispatch and the KL
+estimator. DAPO and PPO subclass this trainer.
 
 The dispatch reads `args.algorithm`: an algorithm with its own advantage estimator (RLOO, REINFORCE, MaxRL) gets its
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
-else (sampling, TRL's advantages, loss, logging) is TRL's. DAPO and PPO subclass this trainer.
+else (sampling, TRL's advantages, loss, logging) is TRL's.
+
+The seams, in one place (what replaces what in TRL's step):
+  rewards come in        `_calculate_rewards`: TRL scores with the reward functions, we keep the scored batch
+                         (`RewardBatch`, gathered over processes, its components computed once) for every reader.
+  advantages replaced    `_generate_and_score_completions`: after TRL's call, `AlgorithmMixin` puts the registry's
+                         advantages in (or zeroes TRL's residues on flat groups), and fixes the completions table.
+  loss changed           `_compute_loss`: no importance ratio for ratio-free algorithms (`AlgorithmMixin`), another
+                         KL estimator (`KLEstimatorMixin`), PPO's value loss (rlvr/training/ppo.py).
+Layers a recipe opts into sit below these, right above TRL (`trainer_for`): the curriculum's sampler
+(rlvr/training/curriculum.py) and the CPU speed-ups (rlvr/speedups). Every TRL-private method overridden anywhere is
+listed with its reason in `PRIVATE_OVERRIDES`; tests/test_trainer_mro.py and tests/test_trl_contract.py check it.
 """
 
 from __future__ import annotations
@@ -12,18 +23,24 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from rlvr.rewards.text import completion_text
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.speedups import with_speedups
+from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.budget import SampleScheduleMixin
-from rlvr.training.curriculum import CurriculumSamplerMixin
+from rlvr.training.curriculum import with_curriculum
 from rlvr.training.kl import KLEstimatorMixin
-from rlvr.training.speed import SharedPrefixMixin
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
+# TRL logs `frac_reward_zero_std` as `isclose(std, 0)` of the total: it misses flat groups whose float32 std is not
+# ~0 (eight 0.2s) and reads 0 or 1 under `scale_rewards: batch`, so beside the exact `zero_std_frac/total` it would
+# contradict it under the name users look for. It is kept, relabelled to say which test it is.
+TRL_ZERO_STD, TRL_ZERO_STD_RELABELLED = "frac_reward_zero_std", "trl/frac_reward_zero_std_isclose"
 
 
 class RewardHooksMixin:
@@ -140,6 +157,8 @@ class RewardHooksMixin:
             for name in COUNTERS:  # cumulative: a log window keeps the last value, not the mean
                 if metrics.get(name):
                     metrics[name] = metrics[name][-1:]
+            if TRL_ZERO_STD in metrics:  # TRL's inexact reading, under a name that says what it is
+                metrics[TRL_ZERO_STD_RELABELLED] = metrics.pop(TRL_ZERO_STD)
         if self.model.training:
             logs.update(self.time_accounting())
         super().log(logs, start_time)
@@ -170,8 +189,6 @@ class AlgorithmMixin:
     residue there (-1.2e-3 on a group of eight 1.1667 totals under GRPO), and its `isclose(std, 0)` does not see them."""
 
     def _generate_and_score_completions(self, inputs):
-        from rlvr.training.algorithms import compute_advantages, zero_flat_groups
-
         output = super()._generate_and_score_completions(inputs)
         num_generations = self.num_generations if self.model.training else self.num_generations_eval
         components = self._reward_batch.components()
@@ -180,14 +197,30 @@ class AlgorithmMixin:
         advantages = compute_advantages(self.args.algorithm, components, num_generations)
         if advantages is not None:
             output["advantages"] = advantages[rows].to(output["advantages"].device)
+            self.log_trained_advantages(advantages)
         else:  # TRL's own (GRPO, Dr. GRPO, DAPO, ...): its float arithmetic leaves residues on flat groups
             output["advantages"] = zero_flat_groups(self.args.algorithm, output["advantages"], components,
                                                     num_generations, rows)
+            self.log_trained_advantages(lambda logged: zero_flat_groups(self.args.algorithm, logged, components,
+                                                                        num_generations))
         return output
 
-    def _compute_loss(self, model, inputs):
-        from rlvr.training.algorithms import ALGORITHMS
+    def log_trained_advantages(self, advantages) -> None:
+        """The completions table (`log_completions: true`) shows the advantage each completion trained with. TRL
+        writes its own GRPO advantages there (`_logs["advantages"]`, the batch's rows gathered over processes, last),
+        which are not RLOO's, REINFORCE's, MaxRL's or PPO's, nor exactly 0 on a flat group. `advantages`: the
+        batch's, gathered, in TRL's row order, or a function of the logged ones (TRL's residues zeroed)."""
+        logged = self._logs["advantages"]
+        batch = len(self._reward_batch.completions)
+        if len(logged) < batch:  # the table keeps fewer rows than one (evaluation) batch: nothing of it is shown
+            return
+        start = len(logged) - batch
+        if callable(advantages):
+            advantages = advantages(torch.tensor([logged[start + i] for i in range(batch)]))
+        for i, value in enumerate(advantages.tolist()):
+            logged[start + i] = value
 
+    def _compute_loss(self, model, inputs):
         if not ALGORITHMS[self.args.algorithm].ratio:
             # With old log-probs = current log-probs (detached), TRL's clipped surrogate reduces to exactly
             # -A * grad log pi, whatever the clip range.
@@ -197,8 +230,8 @@ class AlgorithmMixin:
 
 # The MRO contract: which of our classes override which TRL (or transformers Trainer) method, outermost first, and
 # why in that order. RLVRTrainer's bases are listed in this order; DAPOTrainer and PPOTrainer subclass it and so sit
-# above every mixin. tests/test_trainer_mro.py checks the real MRO of all three trainers against this table, and
-# tests/test_trl_contract.py checks that each TRL method still exists with the signature used here.
+# above every mixin; the layers a recipe opts into (`trainer_for`) sit below every mixin, right above TRL.
+# tests/test_trainer_mro.py checks the real MRO of the trainers against this table.
 #
 #   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardHooksMixin -> AlgorithmMixin -> TRL
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
@@ -207,36 +240,69 @@ class AlgorithmMixin:
 #   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
 #       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
 #       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
-#   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> SharedPrefixMixin -> TRL
+#   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
 #       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
-#       the KL estimator captures the policy log-probs of whichever pass ran: the shared-prefix shortcut or TRL's.
-#   _generate_single_turn            SharedPrefixMixin -> TRL         (prefills the shared prompt prefix once)
+#       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
 #   _calculate_rewards, _generate, log  RewardHooksMixin -> TRL       (reward hook, time accounting, counters)
 #   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
 #   create_optimizer                 RewardHooksMixin -> Trainer      (hooks the optimizer step into time accounting)
 #   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
-#   _get_train_sampler               CurriculumSamplerMixin -> TRL    (prompts drawn by curriculum level weights)
 #   __init__                         DAPOTrainer / PPOTrainer -> RawCompletionsMixin -> TRL
 #   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
-    "_get_per_token_logps_and_entropies": ("RewardHooksMixin", "KLEstimatorMixin", "SharedPrefixMixin"),
-    "_generate_single_turn": ("SharedPrefixMixin",),
+    "_get_per_token_logps_and_entropies": ("RewardHooksMixin", "KLEstimatorMixin"),
     "_calculate_rewards": ("RewardHooksMixin",),
     "_generate": ("RewardHooksMixin",),
     "log": ("RewardHooksMixin",),
     "training_step": ("RewardHooksMixin",),
     "create_optimizer": ("RewardHooksMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
-    "_get_train_sampler": ("CurriculumSamplerMixin",),
     "__init__": ("RawCompletionsMixin",),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
+# Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
+# overrides, with the reason no public hook (a callback, a reward function, a config field) does the job. The
+# public ones (log, training_step, create_optimizer, create_scheduler, save_model, __init__) are Trainer's documented
+# extension points. tests/test_trainer_mro.py checks this table against the classes, tests/test_trl_contract.py
+# checks that each method still exists in TRL with the signature used here.
+PRIVATE_OVERRIDES = {
+    ("RewardHooksMixin", "_calculate_rewards"):
+        "keeps the scored batch (rewards of every function, gathered) for the advantage dispatch and the callbacks",
+    ("RewardHooksMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
+    ("RewardHooksMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
+    ("RewardHooksMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",
+    ("AlgorithmMixin", "_generate_and_score_completions"):
+        "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups",
+    ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
+    ("KLEstimatorMixin", "_compute_loss"): "adds beta * (k - k3) for kl_estimator k1 / k2 (TRL has k3 only)",
+    ("KLEstimatorMixin", "_get_per_token_logps_and_entropies"): "captures the policy log-probs of the loss's pass",
+    ("DAPOTrainer", "_generate_and_score_completions"): "dynamic sampling: regenerates until enough groups differ",
+    ("PPOTrainer", "_generate_and_score_completions"): "GAE advantages from the critic replace the group ones",
+    ("PPOTrainer", "_compute_loss"): "adds the clipped value loss; moves the KL into the reward",
+    ("PPOTrainer", "_load_optimizer_and_scheduler"): "restores the critic beside the policy on resume",
+    ("CurriculumSamplerTrainer", "_get_train_sampler"):
+        "draws prompts by curriculum level weights (Trainer builds its sampler only here)",
+    ("SharedPrefixTrainer", "_get_per_token_logps_and_entropies"): "speed-up: the shared prompt prefix once",
+    ("SharedPrefixTrainer", "_generate_single_turn"): "speed-up: prefills the shared prefix once / prefix_attention",
+}
 
-class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SharedPrefixMixin,
-                  SampleScheduleMixin, CurriculumSamplerMixin, GRPOTrainer):
+
+class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SampleScheduleMixin,
+                  GRPOTrainer):
     """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
-    choice of KL estimator, the speed-ups `speedups` enables (rlvr/training/speed.py) and a learning-rate schedule
-    over generated samples under `max_generated_samples` (rlvr/training/budget.py). The algorithm's loss form comes
-    first (without a ratio, the KL term sees none either); the speed-ups sit right above TRL's passes."""
+    choice of KL estimator and a learning-rate schedule over generated samples under `max_generated_samples`
+    (rlvr/training/budget.py). The algorithm's loss form comes first (without a ratio, the KL term sees none either).
+    A recipe's curriculum and speed-ups are layers below these (`trainer_for`)."""
+
+
+def trainer_for(recipe) -> type:
+    """The trainer class a recipe trains with: its algorithm's (the registry's), plus the layers the recipe names,
+    each a GRPOTrainer subclass that Python's MRO places right above TRL, below every mixin above: the curriculum's
+    sampler when the recipe has a `curriculum:`, then the CPU speed-ups its `speedups:` field lists. A recipe that
+    names neither (recipes/grpo.yaml, the Qwen3 recipes) trains with the algorithm's class itself."""
+    trainer = trainer_class(recipe.training.algorithm)
+    if recipe.curriculum:
+        trainer = with_curriculum(trainer)
+    return with_speedups(trainer, recipe.speedups)

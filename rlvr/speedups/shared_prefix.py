@@ -1,170 +1,35 @@
-"""Speed-ups that change how a step is computed, never what it computes: same samples, same loss up to float noise.
+"""The shared prompt prefix computed once: `shared_prefix` and `group_prompts` (see rlvr/speedups/__init__.py).
 
-Each speed-up has a name; the recipe field `speedups` lists the ones to use ("all", the default, or "none", or a
-comma-separated subset), so a benchmark can run the same recipe with and without each (benchmarks/speed.py).
-How many intra-op threads torch uses is not a speed-up of that kind (it changes nothing but the time): the recipe
-field `cpu_threads` sets it, see `cpu_threads_for` below.
+`SharedPrefixTrainer` sits right above TRL's GRPOTrainer in a trainer built by `with_speedups`, so the repo's own
+layers (time accounting, the KL estimator's capture of the policy log-probs) see its passes exactly as they see
+TRL's. It takes over two TRL passes where it is exact, and hands them back to TRL everywhere else:
 
-  shared_prefix  Log-prob passes (policy with gradient, reference, old policy) run the prompt prefix that every
-                 row of the batch shares (system prompt, task preamble) once, at batch size 1, and the 64 rows only
-                 from there on, attending to the prefix's keys and values. For the tiny speller the shared prefix is
-                 ~140 of ~190 tokens per row, so forward and backward shrink about 3x. The math is the same: causal
-                 attention over the same keys, RoPE relative positions (each row's left padding is dropped, which
-                 only shifts absolute positions). Used only where it is exact and simple: one process (no DDP,
-                 FSDP or DeepSpeed wrapper), no gradient checkpointing, text-only inputs, a prefix of >= 16 tokens.
-                 PPO's critic (a token classifier on the same body) takes the same path for its values.
-                 Hidden cost: the per-row log-probs differ from TRL's fused-head pass by float rounding (~1e-6);
-                 the logits of the kept positions are materialised (B x completion x vocab), which TRL's chunked
-                 head avoids; fine for small vocabularies, and the path steps aside above `MAX_LOGITS` elements.
-  group_prompts  The same passes, one level further: rows that share their whole prompt (a GRPO group's G
-                 completions) run that prompt's rest (the tokens after the shared prefix) once per group, and each row
-                 only its completion (`GroupLayout`); prefix_attention's prompt pass likewise. For the tiny speller
-                 (8 prompts x 8 completions) the main pass shrinks from 64 x (rest + completion) to 64 x completion
-                 tokens. Measured alone, interleaved (benchmarks/speed.py, docs/speed.md): the policy's forward and
-                 backward 12-19% faster, the reference pass ~10%. Same applicability as shared_prefix (it includes
-                 it); the same arithmetic with positions given explicitly, so log-probs match to float rounding.
-                 Hidden cost: a third forward call per pass and a copy of the prompt's keys per row (`index_select`,
-                 whose backward adds each row's gradient into its prompt's in a fixed order); it steps aside when no
-                 two rows share a prompt.
-  prefix_attention
-                 Generation on the same rows, but the prefix's keys and values are never repeated per row: every
-                 row's queries meet the single copy in one stacked matmul, in a forward written out over the model's
-                 fused weights, with `generate`'s sampling loop restated (rlvr/training/prefix_attention.py: a KV
-                 buffer allocated once, the same logits processors and multinomial draws). Where it does not apply
-                 (not llama-family float32, see `prefix_attention.reason_not`) `shared_prefix` runs if on. The
-                 log-prob passes stay on `shared_prefix`'s path: restated, they measured no faster in the loop.
+- log-prob passes (policy with gradient, reference, old policy; PPO's critic through `SharedPrefixCritic`): the
+  prompt prefix every row of the batch shares (system prompt, task preamble) runs once at batch size 1, the rows
+  only from there on, attending to the prefix's keys and values (`SuffixLayout`). Under `group_prompts`, rows that
+  share their whole prompt (a GRPO group's G completions) also run that prompt's rest once (`GroupLayout`).
+- generation (`_generate_single_turn`): the prefix is prefilled once and its KV cache repeated per row, or, under
+  `prefix_attention` where it applies, sampled by rlvr/speedups/prefix_attention.py's loop.
 
-Measured and left out: a fused or foreach AdamW. transformers 5 already defaults to `optim: adamw_torch_fused` (torch
->= 2.8), which on the tiny model's 46 tensors (0.82M parameters) took 4 ms a step against 11-15 ms for the per-tensor
-loop and 12-14 ms for foreach (1 thread, busy machine: direction only); nothing is left to switch.
+Same math: causal attention over the same keys, RoPE relative positions (each row's left padding is dropped, which
+only shifts absolute positions). Used only where that is exact and simple: one process (no DDP, FSDP or DeepSpeed
+wrapper), no gradient checkpointing, text-only inputs, a RoPE model without softcapped or scaled logits, a prefix of
+>= `MIN_SHARED_PREFIX` tokens. Hidden costs: per-row log-probs differ from TRL's fused-head pass by float rounding
+(~1e-6); the logits of the kept positions are materialised (B x completion x vocab), which TRL's fused head avoids,
+so the path steps aside above `MAX_LOGITS` elements; `group_prompts` adds a third forward call per pass and a copy
+of the prompt's keys per row (`copy_rows`).
 """
 
 from __future__ import annotations
 
-import os
-
 import torch
+from trl import GRPOTrainer
 
-from rlvr.training import prefix_attention
+from rlvr.speedups import prefix_attention
+from rlvr.speedups.registry import LOGPROB_SPEEDUPS
 
-SPEEDUPS = ("shared_prefix", "group_prompts", "prefix_attention")
-LOGPROB_SPEEDUPS = frozenset({"shared_prefix", "group_prompts"})  # either one takes the prefix-once log-prob path
-MOVED = {"threads": "the thread count is the recipe field cpu_threads now (1 = the old `threads` speed-up)"}
-LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
 MIN_SHARED_PREFIX = 16  # tokens; below this the extra forward call costs more than it saves
 MAX_LOGITS = 64 * 1024 * 1024  # elements of the materialised (B, kept positions, vocab) logits
-
-
-def parse_speedups(value: str | None) -> frozenset[str]:
-    """'all' | 'none' | 'a,b' -> the set of enabled speed-ups; raises ValueError naming an unknown one."""
-    text = (value or "none").strip().lower()
-    if text == "all":
-        return frozenset(SPEEDUPS)
-    if text in ("none", "off", "false", ""):
-        return frozenset()
-    names = frozenset(part.strip() for part in text.split(",") if part.strip())
-    for name in sorted(names & set(MOVED)):
-        raise ValueError(f"{name!r} is no speed-up any more: {MOVED[name]}")
-    unknown = sorted(names - set(SPEEDUPS))
-    if unknown:
-        raise ValueError(f"unknown speed-up(s) {unknown}; choose from {list(SPEEDUPS)}, 'all' or 'none'")
-    return names
-
-
-def local_processes(environ=None) -> int:
-    """Training processes on this machine: torchrun's LOCAL_WORLD_SIZE (what `accelerate launch --num_processes N`
-    exports), or an MPI launcher's local size; 1 for a plain `python` or single-process `accelerate launch`."""
-    environ = os.environ if environ is None else environ
-    for name in LOCAL_SIZE_ENV:
-        if str(environ.get(name, "")).strip().isdigit() and int(environ[name]) > 0:
-            return int(environ[name])
-    return 1
-
-
-def parse_cpu_threads(value) -> int | None:
-    """'auto' -> None (decide from the machine); a positive integer -> itself; anything else raises ValueError."""
-    text = str(value).strip().lower()
-    if text == "auto":
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{value!r} is neither 'auto' nor a positive integer (1 = the crowded-machine setting)")
-    return int(text)
-
-
-def cpu_threads_for(value, cores: int | None = None, processes: int | None = None) -> int:
-    """Intra-op threads per training process for the recipe field `cpu_threads` (default `auto`).
-
-    auto   The cores this process may run on (`os.sched_getaffinity`, so taskset/cgroup limits count) divided by the
-           training processes on the machine (`local_processes`), at least 1. Measured on a quiet 2-core machine
-           (load < 1), tiny GRPO recipe, 30 steps, interleaved: 1 thread 30.2 s / 30.8 s, 2 threads 19.8 s /
-           21.4 s; the main job's GRPO phase 170 s at 1 thread vs 103 s at 2 (issue 22). This holds under a plain
-           `accelerate launch` too: it exports OMP_NUM_THREADS=1, which cannot be told apart from a user's own
-           setting, so the recipe field decides and OMP_NUM_THREADS is not read.
-    1      The crowded-machine switch: when other jobs keep the cores busy, every op of a multi-threaded torch waits
-           at the OpenMP barrier for a descheduled thread. Measured with four other jobs on the 2 cores: the tiny
-           model's (6400,128)x(128,384) matmul 7.7 ms at 1 thread vs 17-25 ms at 2, a whole step 2.7 s vs 22 s,
-           small matmuls up to 50x slower (docs/measurements/speed.md). Hidden cost: on a quiet machine it leaves cores idle.
-    N      Exactly N threads (e.g. to leave cores to a vLLM server or reward workers).
-    """
-    fixed = parse_cpu_threads(value)
-    if fixed is not None:
-        return fixed
-    cores = len(os.sched_getaffinity(0)) if cores is None else cores
-    processes = local_processes() if processes is None else processes
-    return max(1, cores // max(1, processes))
-
-
-CROWDED = 1.5  # the probe at N threads this much slower than at 1: crowded. Quiet-machine noise stayed below it
-# (2-core VM, medians of 15: 0.6-1.1x); with other jobs on the cores the 2-thread op took 2-4x (docs/speed.md)
-
-
-def threads_pay_off(threads: int, pairs: int = 15) -> tuple[float, float]:
-    """Median seconds of one model-shaped matmul, (2048x128) x (128x384), at `threads` and at 1 thread, the two
-    interleaved (`pairs` each, ~30 ms in all on a quiet 2-core machine). Leaves torch at `threads`."""
-    import time
-
-    a, b = torch.randn(2048, 128), torch.randn(128, 384)
-    times = {threads: [], 1: []}
-    for count in (threads, 1):  # warm-up: the first multi-threaded op starts the OpenMP pool
-        torch.set_num_threads(count)
-        torch.mm(a, b)
-    for _ in range(pairs):
-        for count in (threads, 1):
-            torch.set_num_threads(count)
-            start = time.perf_counter()
-            torch.mm(a, b)
-            times[count].append(time.perf_counter() - start)
-    torch.set_num_threads(threads)
-    return sorted(times[threads])[pairs // 2], sorted(times[1])[pairs // 2]
-
-
-def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None:
-    """Process-wide, before any model loads: the intra-op threads of a CPU run (returned); GPU runs are left alone.
-
-    `auto` checks that its count pays off before keeping it: when other jobs hold the cores, a multi-threaded op
-    waits at the OpenMP barrier for a descheduled thread (a whole tiny step went from 0.9 s to 25.7 s with an
-    evaluation running beside it, docs/speed.md), so if a short matmul probe (`threads_pay_off`) is no faster on
-    N threads than on one (`CROWDED` times slower or worse), the run takes 1 and says so. Runs of several local
-    processes skip the probe (their ranks would time each other). The probe sees the machine at start only: a job started
-    later still crowds the run (use `cpu_threads: 1` or `taskset` then). `echo` prints the `[threads]` line.
-    """
-    if not use_cpu:
-        return None
-    threads = cpu_threads_for(value)
-    torch.set_num_threads(threads)
-    note = f"cpu_threads {value}"
-    # One local process only: ranks starting together would time each other's probes as other jobs.
-    if parse_cpu_threads(value) is None and threads > 1 and local_processes() == 1:
-        wanted = threads
-        many, one = (probe or threads_pay_off)(wanted)
-        if many >= CROWDED * one:
-            threads = 1
-            torch.set_num_threads(1)
-            note += (f": other jobs hold the cores, a matmul took {many * 1e3:.2f} ms on {wanted} threads vs "
-                     f"{one * 1e3:.2f} ms on one; cpu_threads: {wanted} overrides")
-    if echo is not None:
-        echo(f"[threads] {threads} intra-op thread(s) per process ({note})")
-    return threads
 
 
 def common_prefix_length(rows: list[torch.Tensor]) -> int:
@@ -184,12 +49,12 @@ def shared_prompt_prefix(rows) -> int:
     return min(common_prefix_length(rows), min(len(row) for row in rows) - 1)
 
 
-class SharedPrefixMixin:
+class SharedPrefixTrainer(GRPOTrainer):
     """Generation and log-prob passes that compute the batch's shared prompt prefix once (see module doc).
 
-    Falls back to TRL's pass whenever the shortcut is not known to be exact; `self.speedups` (a set of names, set
-    by the runner) switches it on. `self._shared_prefix_calls` counts the passes that took the shortcut,
-    `self._prefix_attention_calls` the generations that ran prefix_attention's sampling loop.
+    Falls back to TRL's pass whenever the shortcut is not known to be exact; `speedups` (the set of names
+    `with_speedups` puts on the class) says which paths are on. `_shared_prefix_calls` counts the passes that took
+    the shortcut, `_prefix_attention_calls` the generations that ran prefix_attention's sampling loop.
     """
 
     speedups: frozenset[str] = frozenset()
@@ -300,6 +165,26 @@ class SharedPrefixMixin:
         if getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
             return False
         return "rope" in str(getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or "")
+
+
+class SharedPrefixCritic:
+    """PPO's critic on the shared-prefix layout (`shared_prefix_values`): the prompt prefix every row shares runs
+    once, as in the policy's log-prob passes. Goes in front of PPOTrainer, whose `_token_values` it takes over where
+    the layout applies (a token classifier with `.model`, `.dropout`, `.score`, and `_shared_prefix_applies`)."""
+
+    def _token_values(self, inputs) -> torch.Tensor:
+        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
+        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        critic = self.value_model
+        if (self.speedups & LOGPROB_SPEEDUPS and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
+                and self._shared_prefix_applies(critic, {})
+                and (plan := shared_prefix_plan(input_ids, attention_mask, completion_ids.shape[1])) is not None):
+            self._shared_prefix_calls += 1
+            with self.accelerator.autocast():
+                return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
+                                            plan.prefix_length, "group_prompts" in self.speedups)
+        return super()._token_values(inputs)
 
 
 class Plan:
