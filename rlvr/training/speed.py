@@ -97,7 +97,7 @@ def cpu_threads_for(value, cores: int | None = None, processes: int | None = Non
     auto   The cores this process may run on (`os.sched_getaffinity`, so taskset/cgroup limits count) divided by the
            training processes on the machine (`local_processes`), at least 1. Measured on a quiet 2-core machine
            (load < 1), tiny GRPO recipe, 30 steps, interleaved: 1 thread 30.2 s / 30.8 s, 2 threads 19.8 s /
-           21.4 s; the main job's GRPO phase 170 s at 1 thread vs 103 s at 2 (issue 22). This holds under a plain
+           21.4 s; the main job's GRPO phase 170 s at 1 thread vs 103 s at 2 (docs/measurements/speed.md). This holds under a plain
            `accelerate launch` too: it exports OMP_NUM_THREADS=1, which cannot be told apart from a user's own
            setting, so the recipe field decides and OMP_NUM_THREADS is not read.
     1      The crowded-machine switch: when other jobs keep the cores busy, every op of a multi-threaded torch waits
@@ -458,7 +458,7 @@ def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to
 
 def layout_for(input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int,
                group_prompts: bool) -> SuffixLayout:
-    """GroupLayout when asked for and some rows share a prompt, else SuffixLayout."""
+    """GroupLayout when `group_prompts` is on and some rows share a prompt, else SuffixLayout."""
     rows = prompt_rows(input_ids, attention_mask, logits_to_keep) if group_prompts else None
     if rows is None:
         return SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length, pad_id)
