@@ -31,7 +31,7 @@ What was measured toward the floor, and why it is or is not a switch:
   the whole step 1.13 -> 0.79 s (docs/measurements/speed.md).
 - group_prompts (a switch, on by default): each distinct prompt's rest once per group of rows that share it, in the
   log-prob passes and the prompt pass of generation; x0.96 of the previous default's training time, reference
-  0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/speed.md).
+  0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/measurements/speed.md).
 - torch.compile (inductor, CPU, dynamic shapes), measured per part by benchmarks/compile_probe.py: generation x0.90,
   reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
   first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~110 s GRPO phase for
