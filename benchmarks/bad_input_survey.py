@@ -114,7 +114,7 @@ def cases(tmp: Path):
                    str(tmp / "s")], "samples_budget"),
         ("sweep", [spec("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "--out", str(tmp / "s")], "base"),
         ("sweep", [spec("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "--out", str(tmp / "s")], "top_p"),
-        # issue 23's classes, with cases tests/test_bad_input.py does not hold
+        # the wrong-kind-of-path, flag and YAML classes, with cases tests/test_bad_input.py does not hold
         (g, [*run, "--model_name_or_path", str(tmp / "half_model")], "model_name_or_path"),  # tokenizer only
         (g, [*run, "--model_name_or_path", "~/surely/not/here", "--build_tiny_model", "false"], "model_name_or_path"),
         (g, [*run, "--model_name_or_path", "a b/c", "--build_tiny_model", "false"], "model_name_or_path"),

@@ -2,7 +2,7 @@
 training-time ratios, and each phase's distance from its arithmetic floor.
 
     HF_HUB_OFFLINE=1 WANDB_MODE=disabled python benchmarks/speed.py          # tiny GRPO: none, all, bare TRL
-    python benchmarks/speed.py --variants all --max_steps 30 --rounds 2       # issue 22: default vs bare TRL
+    python benchmarks/speed.py --variants all --max_steps 30 --rounds 2       # the default vs bare TRL
     python benchmarks/speed.py --configs recipes/tiny/{grpo,dapo,rloo,ppo}.yaml --max_steps 10 --no_bare
 
 Each run is the recipe command a user types (`python recipes/<algo>.py --config ... --speedups <variant>`), seeded
@@ -28,10 +28,10 @@ data loading): `train_runtime` minus the accounted steps, per step.
 What was measured toward the floor, and why it is or is not a switch:
 - prefix_attention (a switch, on by default): the shared prefix's keys attended once by every row through one stacked
   matmul, in a forward over fused weights, with generate's sampling loop restated; generation 0.62 -> 0.32 s a step,
-  the whole step 1.13 -> 0.79 s (issue 22, docs/speed.md).
+  the whole step 1.13 -> 0.79 s (docs/measurements/speed.md).
 - group_prompts (a switch, on by default): each distinct prompt's rest once per group of rows that share it, in the
   log-prob passes and the prompt pass of generation; x0.96 of the previous default's training time, reference
-  0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/speed.md).
+  0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/measurements/speed.md).
 - torch.compile (inductor, CPU, dynamic shapes), measured per part by benchmarks/compile_probe.py: generation x0.90,
   reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
   first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~110 s GRPO phase for

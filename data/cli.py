@@ -4,7 +4,7 @@
     python -m rlvr data --config recipes/grpo.yaml --push_to_hub you/spell-backward-3to10
 
 `--config` takes a recipe YAML (its `data:` block is used) or a bare spec file. Without network a push fails with
-one line, after the local copy (if asked for) is already written.
+one line, after the local copy (if `--output_dir` is given) is already written.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Offline, CPU-only test setup: no Hub, no wandb login, one tiny random model built once per session."""
+"""Offline, CPU-only test setup: no Hub, no wandb login, one tiny random model built once per test session."""
 
 import os
 

@@ -232,7 +232,7 @@ ROWS = [
 ]
 
 EVAL = ["--config", FAST_RECIPE, "--output", "precious/e.json"]
-# Added with issue 23: paths that exist but are the wrong thing, folders that cannot be created, accelerate configs,
+# Further classes: paths that exist but are the wrong thing, folders that cannot be created, accelerate configs,
 # evaluation's sampling flags under training's rules, duplicate YAML keys, flattened library messages, and the
 # fields added since the table above was written (max_generated_samples, kl_estimator, speedups, algorithm, ...).
 NEW_ROWS = [

@@ -1,6 +1,6 @@
 """benchmarks/compile_probe.py without compiling anything: bad --parts is one line and exit 2 before any model loads,
 and the report's arithmetic (ratio, break-even) is right. The probe itself compiles for minutes: it is run by hand
-(docs/speed.md has its figures)."""
+(docs/measurements/speed.md has its figures)."""
 
 from __future__ import annotations
 

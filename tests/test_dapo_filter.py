@@ -59,7 +59,7 @@ def dapo_step(trainer, monkeypatch, rule, *rounds):
 
 
 def test_zero_variance_resamples_past_groups_flat_at_partial_credit(dapo, monkeypatch):
-    """The case from the issue: two groups flat at 0.75 of four. Only 2 carry signal, so a second round runs."""
+    """Two groups flat at 0.75 of four. Only 2 carry signal, so a second round runs."""
     metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, "zero_variance",
                                            rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)), rewards(MIXED, MIXED, MIXED, MIXED))
     assert unused == 0 and metrics["dapo/rounds"] == [1.0] and metrics["dapo/groups_generated"] == [8]

@@ -23,7 +23,7 @@ def brevity(completions, completion_ids, **kwargs):
 
 
 def recipe_file(tmp_path, model_dir, **changes) -> str:
-    """FAST_RECIPE pointed at the session's tiny model, with `changes` applied."""
+    """FAST_RECIPE pointed at the test session's tiny model, with `changes` applied."""
     recipe = yaml.safe_load(Path(FAST_RECIPE).read_text())
     recipe.update(model_name_or_path=model_dir, build_tiny_model=False, **changes)
     path = tmp_path / "recipe.yaml"

@@ -88,7 +88,7 @@ def test_the_1_1667_total_is_flat_and_every_estimator_gives_exactly_zero(G):
     grouped = total.view(-1, G)
     trl = ((grouped - grouped.nanmean(dim=1, keepdim=True)) / (nanstd(grouped, dim=1).unsqueeze(1) + 1e-4)).view(-1)
     if G >= 6:
-        assert trl[:G].abs().max() > 0  # the residue the issue measured (1.2e-3 at G = 8)
+        assert trl[:G].abs().max() > 0  # TRL's residue on a flat group (1.2e-3 at G = 8)
     rows = slice(G // 2, G // 2 + G)  # a process holding the second half of the flat group and half the mixed one
     zeroed = zero_flat_groups("grpo", trl[rows].clone(), components, G, rows)
     assert zeroed[: G - G // 2].tolist() == [0.0] * (G - G // 2)

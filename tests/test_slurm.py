@@ -81,7 +81,7 @@ def test_cli_reads_hosts_from_the_environment_and_prints_valid_bash(monkeypatch,
 
 
 def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):
-    """The sbatch script end to end: `scontrol` names two hosts, `srun` records what it was asked to run."""
+    """The sbatch script end to end: `scontrol` names two hosts, `srun` records the command it was given."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fakes = {"scontrol": 'printf "gpu-1\\ngpu-2\\n"',

@@ -170,7 +170,7 @@ def train_first_sweep(tmp_path, tiny_model_dir) -> tuple[dict, dict]:
 
 
 def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_model_dir):
-    """The issue's "share runs where a setting coincides": the second sweep's top_p 1.0 run is the first sweep's run
+    """Runs are shared where a setting coincides: the second sweep's top_p 1.0 run is the first sweep's run
     (same parsed recipe, same evaluation), so it links to it, and its report counts it like its own."""
     overrides, fixed = train_first_sweep(tmp_path, tiny_model_dir)
     second = tmp_path / "second.yaml"

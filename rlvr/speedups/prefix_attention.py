@@ -1,7 +1,7 @@
 """The shared prompt prefix attended once for all rows, in a forward written out over the model's own weights.
 
 Why: after the `shared_prefix` speed-up, a tiny-speller generation step (64 rows, one new token each) still cost
-~9 ms a token in TRL's `generate`, 20x its arithmetic floor (docs/speed.md). A profile of one call (64 rows, a 120
+~9 ms a token in TRL's `generate`, 20x its arithmetic floor (docs/measurements/speed.md). A profile of one call (64 rows, a 120
 token shared prefix, 40 new tokens) put the time in three places: SDPA's CPU kernel at one query over 64 copies of
 the same 120 prefix keys (23%), `torch.cat` growing the dynamic KV cache, copying those 64 copies again every token
 (17%), and ~750 tiny kernel launches per token (RMSNorm alone is six ops, run four times a layer) with the Python of

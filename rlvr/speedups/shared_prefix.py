@@ -325,7 +325,7 @@ def copy_rows(cache, index: torch.Tensor) -> None:
     runs of one recipe with one seed drifted apart from their second step. TRL shuffles the generation batch before
     the policy pass, so its groups' rows are never consecutive and this copy always runs there. `index_select`'s
     backward (`index_add_`) adds in a fixed order, and it is faster: 0.5 against 3.2 ms (not interleaved) for the
-    tiny step's (8 -> 64) x 2 x 125 x 32 keys of one layer (docs/speed.md). `tests/test_speed.py` checks that
+    tiny step's (8 -> 64) x 2 x 125 x 32 keys of one layer (docs/measurements/speed.md). `tests/test_speed.py` checks that
     repeated calls give the same gradients to the bit.
     """
     for layer in cache.layers:
@@ -343,7 +343,7 @@ def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to
 
 def layout_for(input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int,
                group_prompts: bool) -> SuffixLayout:
-    """GroupLayout when asked for and some rows share a prompt, else SuffixLayout."""
+    """GroupLayout when `group_prompts` is on and some rows share a prompt, else SuffixLayout."""
     rows = prompt_rows(input_ids, attention_mask, logits_to_keep) if group_prompts else None
     if rows is None:
         return SuffixLayout(input_ids, attention_mask, logits_to_keep, prefix_length, pad_id)

@@ -4,7 +4,7 @@ again to the same bits.
 Why: a sweep links a pending run to a finished one with the same parsed recipe instead of training it again
 (rlvr.analysis.shared_runs). The recipe alone does not make the run: after `copy_rows` changed the order a group's
 gradients are summed in, the same recipe and seed moved the main job by up to 10 points, and a re-run of the
-reward-hack sweep "after the fix" silently linked every run to the copies trained before it (docs/speed.md). So each
+reward-hack sweep "after the fix" silently linked every run to the copies trained before it (docs/measurements/speed.md). So each
 run records a fingerprint of the sources that shape training (the trainer, metrics, rewards, data and recipe scripts;
 not the analysis or the planner; their code, not their comments or docstrings) and the versions of the libraries
 under them, and a run trained by other code, or resumed under other code, is trained afresh.

@@ -124,7 +124,7 @@ class SingleRolloutConfig(RLVRConfig):
     """RLVRConfig that accepts one rollout per prompt (REINFORCE, PPO).
 
     GRPO rejects `num_generations < 2` because a group of one has no baseline; REINFORCE uses none. Validation
-    runs as for a group of two (every other check still applies), then G is set back to what was asked.
+    runs as for a group of two (every other check still applies), then G is set back to the recipe's value.
     """
 
     min_generations = 1  # rlvr.training.validation reads it: plain GRPO configs need 2

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
     recipe, trainer, checkpoint = prepare(argv, algorithm)
     if trainer is None:
         return None
-    # 4. Train (resuming if asked), then save the final policy beside the checkpoints. A run stopped early
+    # 4. Train (resuming if requested), then save the final policy beside the checkpoints. A run stopped early
     #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
     #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/training/disk.py).
     from rlvr.training.disk import disk_full_exits

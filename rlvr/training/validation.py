@@ -127,9 +127,9 @@ RULES: dict[str, Num | OneOf] = {
     "vllm_gpu_memory_utilization": Num(gt=0, le=1),
     "vllm_importance_sampling_mode": OneOf("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"),
     "vllm_tensor_parallel_size": POSITIVE_INT,
-    # DAPO (rlvr/dynamic_sampling.py)
+    # DAPO (rlvr/training/dapo.py)
     "max_resample_rounds": NON_NEGATIVE,
-    # PPO (rlvr/ppo.py)
+    # PPO (rlvr/training/ppo.py)
     "vf_coef": NON_NEGATIVE,
     "cliprange_value": POSITIVE,
     "gamma": FRACTION,
