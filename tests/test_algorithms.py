@@ -100,6 +100,8 @@ def test_trainer_advantages_on_hand_built_rewards(algorithm, tiny_model_dir, tmp
     output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
     expected = HAND["grpo" if algorithm == "dapo" else algorithm]
     assert output["advantages"].tolist() == pytest.approx(expected, abs=1e-4)
+    # the completions table (log_completions) shows the advantages that trained, not TRL's GRPO ones
+    assert list(trainer._logs["advantages"])[-len(expected):] == output["advantages"].tolist()
 
 
 def test_an_algorithm_whose_defining_field_disagrees_fails_before_the_model(tiny_model_dir, tmp_path):
