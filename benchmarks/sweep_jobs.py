@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     cores = len(os.sched_getaffinity(0))
     threads = cores // args.jobs
     root = Path(args.keep or tempfile.mkdtemp(prefix="sweep-jobs-"))
+    root.mkdir(parents=True, exist_ok=True)
     print(f"[bench] {args.spec} --only {' '.join(args.only)}: {len(args.only)} runs x {args.max_steps} steps, "
           f"{cores} cores, --jobs {args.jobs} ({threads} thread(s) a run); runs under {root}", flush=True)
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -370,3 +371,45 @@ def test_a_run_killed_mid_way_resumes_from_its_checkpoint_when_the_sweep_reruns(
     assert run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1)["status"] == {"r": "done"}
     assert f"[resume] from {run / 'checkpoint-1'}" in capsys.readouterr().out
     assert [row["generated_samples"] for row in read_jsonl(run / "metrics.jsonl") if "loss" in row] == [16, 32]
+
+
+# A stand-in run: says it started, then waits; SIGTERM (the preemption signal) is counted into its log.
+PATIENT_RUN = """import pathlib, signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(1))
+pathlib.Path(sys.argv[1]).write_text('started')
+deadline = time.time() + 30
+while not got and time.time() < deadline:
+    time.sleep(0.05)
+time.sleep(0.3)  # a second signal would arrive in this window
+print('SIGTERM x', len(got), flush=True)
+sys.exit(143 if got else 0)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
+def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_path, tiny_model_dir, monkeypatch):
+    """SIGTERM to the sweep (as Ctrl-C): each run side by side gets exactly one SIGTERM, the signal on which a run
+    checkpoints and stops (a second one would stop it without a checkpoint), and the sweep waits for them."""
+    import signal
+    import threading
+
+    from rlvr.analysis import sweep
+
+    monkeypatch.setattr(sweep, "train_command", lambda variant, launcher, cpu_threads=None: [
+        sys.executable, "-c", PATIENT_RUN, str(variant.run_dir / "started")])
+    spec = write_spec(tmp_path, vary={"seed": [1, 2]}, labels=["a", "b"])
+    started = [tmp_path / "out" / "demo" / label / "started" for label in ("a", "b")]
+
+    def stop_when_both_run():
+        while not all(path.exists() for path in started):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    threading.Thread(target=stop_when_both_run, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2)
+    for label in ("a", "b"):
+        assert "SIGTERM x 1" in (tmp_path / "out" / "demo" / label / "train.log").read_text()
+    assert signal.getsignal(signal.SIGTERM) is before  # the sweep's own handler is gone again

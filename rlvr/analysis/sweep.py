@@ -110,7 +110,8 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
         log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}"
                   + (f" (pinned to cores {','.join(map(str, cores))})" if cores else "") + "\n")
         log.flush()
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # Its own session: a Ctrl-C at the terminal reaches the sweep only, which passes one SIGTERM on (train_runs).
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     if cores is not None:  # Popen returns once the child has exec'd: a fresh interpreter, no thread of its own yet;
         os.sched_setaffinity(proc.pid, cores)  # the threads it starts later (torch's pool) inherit the mask
     return proc
@@ -118,7 +119,8 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
 
 def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs: int, total: int) -> dict[str, int]:
     """Train (index, variant) pairs `jobs` at a time; returns label -> exit status. A failed run frees its cores for
-    the next; Ctrl-C (or SIGTERM to the sweep) asks each running run to checkpoint and stop, then waits for it."""
+    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.training.preemption: finish the
+    step, save a checkpoint, stop; a second signal would stop it without one) and waits for it."""
     if launcher == "inprocess":
         from rlvr.training.runner import main
 
@@ -130,7 +132,13 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
             print(f"[sweep] {variant.label}: done in {time.perf_counter() - start:.0f} s", flush=True)
         return {variant.label: 0 for _, variant in runs}
     slots = core_slots(jobs)
+    if slots:  # a tiny model is built once, here, not by two runs at once into one folder
+        from rlvr.recipes.tiny.model import ensure_tiny_model
+
+        for model in sorted({v.config["model_name_or_path"] for _, v in runs if v.config.get("build_tiny_model")}):
+            ensure_tiny_model(model)
     queue, free, running, codes = list(runs), list(range(jobs)), {}, {}
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM: KeyboardInterrupt, as Ctrl-C
     try:
         while queue or running:
             while queue and free:
@@ -153,11 +161,13 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
                 if proc.returncode:
                     print(tail(variant.run_dir / layout.TRAIN_LOG), flush=True)
     except KeyboardInterrupt:
-        for proc in running:  # PreemptionCallback: finish the step, save a checkpoint, stop (a rerun resumes there)
+        for proc in running:
             proc.send_signal(signal.SIGTERM)
         for proc in running:
             proc.wait()
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return codes
 
 
