@@ -12,7 +12,7 @@ divided by N: `--cpu_threads` of that count), and its metrics.jsonl rows are com
 --jobs pass, every key but the timings. The sequential passes train at the recipe's own thread count; whether they
 too match the alone runs is printed as well (a different thread count may sum in another order).
 
-Prints per pass: the load average (1/5/15 min) before it and its wall time; per mode the mean and the spread (half
+Prints per pass: the load average (1/5/15 min) before it, its wall time and each run's thread count; per mode the mean and the spread (half
 the best-to-worst range); the ratio jobs / sequential; and per run `equal` or the first differing key. Exit 1 when a
 --jobs run's metrics differ from its run alone. Meaningful only on an otherwise idle machine.
 """
@@ -70,6 +70,14 @@ def first_difference(run: Path, alone: Path) -> str | None:
     return None
 
 
+def thread_counts(sweep_out: Path) -> str:
+    """The intra-op thread counts the pass's runs report (`[threads] N ...` in each train.log), e.g. `1, 1, 1, 1`: an
+    `auto` run on a busy machine falls back to 1 (rlvr.training.speed), which would make the sequential pass slower."""
+    logs = sorted(sweep_out.glob("*/*/train.log"))
+    counts = [line.split()[1] for log in logs for line in log.read_text().splitlines() if line.startswith("[threads] ")]
+    return ", ".join(counts) or "not reported"
+
+
 def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / 2
 
@@ -98,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         seconds = timed(sweep_command(args.spec, args.only, out, args.max_steps, extra), root / f"{index}-{mode}.log")
         times[mode].append(seconds)
-        print(f"[bench] pass {index + 1}/{len(order)} {mode:4s}: load {load} before, {seconds:.1f} s", flush=True)
+        print(f"[bench] pass {index + 1}/{len(order)} {mode:4s}: load {load} before, {seconds:.1f} s, threads per run "
+              f"{thread_counts(out)}", flush=True)
 
     alone = root / "alone"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
