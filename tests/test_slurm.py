@@ -1,11 +1,14 @@
 """The Slurm launch, rendered without Slurm: which command runs on which node, with which accelerate flags, and the
-vLLM node split. The last test runs slurm/train.slurm itself with `scontrol` and `srun` faked on PATH."""
+vLLM node split; slurm/train.slurm itself runs with `scontrol` and `srun` faked on PATH. The sweep's Slurm launcher
+(rlvr.analysis.sweep_slurm) submits to a fake `sbatch`, asks a fake `squeue`, and its scripts run under bash."""
 
+import csv
 import os
 import shlex
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -100,3 +103,95 @@ def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):
     assert len(ran) == 2 and "--nodelist=gpu-1" in ran[0] and "--nodelist=gpu-2" in ran[1]
     assert "--config_file accelerate_configs/zero3.yaml --num_machines 2 --num_processes 8 --machine_rank 1" in ran[1]
     assert (tmp_path / "logs" / "launch-42.sh").exists()
+
+
+def fake_slurm(tmp_path, monkeypatch) -> Path:
+    """`sbatch` that keeps each script it is given (sbatch-<id>.sh, its arguments in sbatch-<id>.args) and answers job
+    ids from 100 up; `squeue` that lists the task ids written to <state>/squeue. Returns the state folder."""
+    state = tmp_path / "slurm-state"
+    state.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fakes = {"sbatch": f'cd {shlex.quote(str(state))}; n=$(( $(cat count 2>/dev/null || echo 99) + 1 )); echo $n > count\n'
+                       'echo "$@" > sbatch-$n.args; cp "${@: -1}" sbatch-$n.sh; echo "$n;cluster"',
+             "squeue": f'cat {shlex.quote(str(state / "squeue"))} 2>/dev/null; true'}
+    for name, body in fakes.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return state
+
+
+def run_task(script, index: int, job: str, env: dict | None = None) -> int:
+    """Array task `index` as Slurm runs it: the script under bash with the array variables set."""
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": str(index), "SLURM_ARRAY_JOB_ID": job, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run(["bash", str(script)], env=env, cwd=REPO, check=False).returncode
+
+
+def sweep_spec(tmp_path, **fields) -> str:
+    import yaml
+
+    from conftest import FAST_RECIPE
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"name": "demo", "base": FAST_RECIPE, "vary": {"seed": [1, 2]}, "labels": ["a", "b"],
+                                    "fixed": {"max_steps": 1, "print_rollouts": False}, **fields}))
+    return str(path)
+
+
+def test_sweep_dry_run_prints_valid_sbatch_scripts_and_submits_nothing(tmp_path, monkeypatch, capsys):
+    """A GPU recipe asks one GPU a task; every task line is the local launcher's command; nothing is written."""
+    from rlvr.analysis.sweep import main, train_command
+    from rlvr.analysis.sweep_spec import load_spec, plan
+
+    state = fake_slurm(tmp_path, monkeypatch)
+    spec = sweep_spec(tmp_path, base="recipes/grpo.yaml")
+    main([spec, "--launcher", "slurm", "--dry_run", "--out", str(tmp_path / "out"), "--sbatch=partition=gpu"])
+    said = capsys.readouterr().out
+    array = said.split("[sweep] slurm array script (", 1)[1].split("):\n", 1)[1].split("[sweep] slurm report script", 1)[0]
+    report = said.split("[sweep] slurm report script (", 1)[1].split("):\n", 1)[1]
+    for script in (array, report):
+        assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+        assert "#SBATCH --gres=gpu:1" in script and "#SBATCH --time=02:00:00" in script  # the recipe's GPU, the file
+    assert "#SBATCH --array=0-1" in array and "sbatch --parsable --partition=gpu <script>" in said
+    for index, variant in enumerate(plan(load_spec(spec), tmp_path / "out", {})):
+        assert f"  {index}) RUN_DIR={variant.run_dir}; COMMAND=({shlex.join(train_command(variant, 'python'))}) ;;" in array
+    assert "--dependency=afterany:<array job id>" in said and "--report_only" in report.splitlines()[-1]
+    assert not (tmp_path / "out").exists() and not (state / "count").exists()
+
+
+def test_sweep_on_slurm_resubmits_a_failed_task_and_its_last_job_writes_the_report(tmp_path, tiny_model_dir, monkeypatch):
+    """One array for the pending runs, a report job after it (afterany). Task 1 fails (its node's Python exits at
+    start); a rerun leaves a task Slurm still lists alone, then submits only the failed run; the last report job
+    compares both runs."""
+    from rlvr.analysis.sweep import run_sweep
+
+    state = fake_slurm(tmp_path, monkeypatch)
+    spec, out = sweep_spec(tmp_path), tmp_path / "out"
+    overrides = {"model_name_or_path": tiny_model_dir}
+    assert run_sweep(spec, out, overrides, launcher="slurm")["status"] == {"a": "submitted", "b": "submitted"}
+    array, report = state / "sbatch-100.sh", state / "sbatch-101.sh"
+    assert (state / "sbatch-100.args").read_text().split()[:-1] == ["--parsable"]
+    assert (state / "sbatch-101.args").read_text().split()[:-1] == ["--parsable", "--dependency=afterany:100"]
+    assert "#SBATCH --array=0-1" in array.read_text() and "--gres" not in array.read_text()  # use_cpu: CPUs only
+    broken = tmp_path / "broken-node"
+    broken.mkdir()
+    (broken / "sitecustomize.py").write_text("import os\nos._exit(3)\n")
+    assert run_task(array, 0, "100") == 0
+    assert run_task(array, 1, "100", {"PYTHONPATH": f"{broken}:{REPO}"}) == 3
+    assert "=== " in (out / "demo" / "b" / "train.log").read_text()  # the task wrote where the local launcher writes
+
+    (state / "squeue").write_text("100_1\n")  # still listed (say, requeued): not submitted twice
+    assert run_sweep(spec, out, overrides, launcher="slurm")["status"] == {"a": "skipped", "b": "queued"}
+    assert (state / "count").read_text().strip() == "101"
+    (state / "squeue").write_text("")
+    assert run_sweep(spec, out, overrides, launcher="slurm")["status"] == {"a": "skipped", "b": "submitted"}
+    array, report = state / "sbatch-102.sh", state / "sbatch-103.sh"
+    assert "#SBATCH --array=0-0" in array.read_text() and "/demo/b/recipe.yaml" in array.read_text()
+    assert (state / "sbatch-103.args").read_text().split()[:-1] == ["--parsable", "--dependency=afterany:102"]
+    assert run_task(array, 0, "102") == 0
+    assert subprocess.run(["bash", str(report)], env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
+                          check=False).returncode == 0
+    with (out / "demo" / "summary.csv").open() as f:
+        assert [row["run"] for row in csv.DictReader(f)] == ["a", "b"]
+    assert "Runs left out" not in (out / "demo" / "report.md").read_text()

@@ -3,8 +3,10 @@
 
 import csv
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -299,3 +301,115 @@ def test_the_same_recipe_trained_by_other_code_is_trained_afresh(tmp_path, tiny_
             "sources); training it afresh") in said
     trained = tmp_path / "out" / "second" / "p1"
     assert not trained.is_symlink() and json.loads((trained / "code.json").read_text()) == code
+
+
+# Run before the training command: prints the cores the child may use (as the child sees them), then becomes it.
+AFFINITY_PROBE = "import os, sys; print('affinity', sorted(os.sched_getaffinity(0)), flush=True); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
+def test_jobs_pin_each_run_to_its_own_cores_and_a_failed_run_keeps_the_rest(tmp_path, tiny_model_dir, monkeypatch):
+    """--jobs 2: both runs start at once, each on its own half of the cores at that many threads (each child reports
+    from inside which cores it may use); one fails, the other still trains, and the report compares the one that
+    finished and names the failed one."""
+    from rlvr.analysis import sweep
+
+    real = sweep.train_command
+
+    def probed(variant, launcher, cpu_threads=None):
+        command = real(variant, launcher, cpu_threads)
+        if variant.label == "broken":  # a run that dies at once, as an out-of-memory kill would
+            command = [sys.executable, "-c", "import sys; sys.exit(3)"]
+        return [sys.executable, "-c", AFFINITY_PROBE, *command]
+
+    monkeypatch.setattr(sweep, "train_command", probed)
+    spec = write_spec(tmp_path, vary={"seed": [1, 2]}, labels=["broken", "trains"],
+                      fixed={"max_steps": 1, "print_rollouts": False})
+    result = run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2, last_k=1)
+    assert result["status"] == {"broken": "failed", "trains": "done"}
+    sweep_dir = tmp_path / "out" / "demo"
+    logs = {label: (sweep_dir / label / "train.log").read_text() for label in ("broken", "trains")}
+    cores = {label: yaml.safe_load(log.split("affinity ", 1)[1].splitlines()[0]) for label, log in logs.items()}
+    share = len(os.sched_getaffinity(0)) // 2
+    assert len(cores["broken"]) == len(cores["trains"]) == share and not set(cores["broken"]) & set(cores["trains"])
+    assert f"[threads] {share} intra-op thread(s) per process (cpu_threads {share})" in logs["trains"]
+    assert str(yaml.safe_load((sweep_dir / "trains" / "config.yaml").read_text())["cpu_threads"]) == str(share)
+    planned = plan(load_spec(spec), tmp_path / "out", {"model_name_or_path": tiny_model_dir})[1].config
+    assert yaml.safe_load((sweep_dir / "trains" / "recipe.yaml").read_text()) == planned  # the thread count: argv only
+    with (sweep_dir / "summary.csv").open() as f:
+        assert [row["run"] for row in csv.DictReader(f)] == ["trains"]
+    report = Path(result["report"]).read_text()
+    assert f"- **broken**: not trained, failed in this sweep (exit 3); log `{sweep_dir / 'broken' / 'train.log'}`" in report
+
+
+def test_jobs_need_a_process_per_run_and_enough_cores(tmp_path):
+    from rlvr.analysis.sweep import core_slots
+
+    assert core_slots(2, cores=[0, 1, 2, 3, 4]) == [[0, 1], [2, 3]]  # equal shares: one thread count for the sweep
+    assert core_slots(1) is None  # one run at a time: its recipe's cpu_threads, on every core the sweep has
+    with pytest.raises(ConfigError, match="need at least 3 cores") as err:
+        core_slots(3, cores=[0, 1])
+    assert err.value.field == "--jobs"
+    with pytest.raises(ConfigError, match="a process each") as err:
+        run_sweep(write_spec(tmp_path, vary={"seed": [1]}), tmp_path / "out", launcher="inprocess", jobs=2)
+    assert err.value.field == "--jobs" and not (tmp_path / "out").exists()
+
+
+def test_a_run_killed_mid_way_resumes_from_its_checkpoint_when_the_sweep_reruns(tmp_path, tiny_model_dir, capsys):
+    spec = write_spec(tmp_path, vary={"seed": [1]}, labels=["r"],
+                      fixed={"max_steps": 2, "print_rollouts": False, "save_strategy": "steps", "save_steps": 1})
+    overrides = {"model_name_or_path": tiny_model_dir}
+    run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1)
+    run = tmp_path / "out" / "demo" / "r"
+    # As if killed during step 2: its checkpoint and the closing row were never written.
+    import shutil
+
+    shutil.rmtree(run / "checkpoint-2")
+    rows = [row for row in read_jsonl(run / "metrics.jsonl") if row.get("step", 0) <= 1 and "train_runtime" not in row]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    capsys.readouterr()
+    assert run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1)["status"] == {"r": "done"}
+    assert f"[resume] from {run / 'checkpoint-1'}" in capsys.readouterr().out
+    assert [row["generated_samples"] for row in read_jsonl(run / "metrics.jsonl") if "loss" in row] == [16, 32]
+
+
+# A stand-in run: says it started, then waits; SIGTERM (the preemption signal) is counted into its log.
+PATIENT_RUN = """import pathlib, signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(1))
+pathlib.Path(sys.argv[1]).write_text('started')
+deadline = time.time() + 30
+while not got and time.time() < deadline:
+    time.sleep(0.05)
+time.sleep(0.3)  # a second signal would arrive in this window
+print('SIGTERM x', len(got), flush=True)
+sys.exit(143 if got else 0)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
+def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_path, tiny_model_dir, monkeypatch):
+    """SIGTERM to the sweep (as Ctrl-C): each run side by side gets exactly one SIGTERM, the signal on which a run
+    checkpoints and stops (a second one would stop it without a checkpoint), and the sweep waits for them."""
+    import signal
+    import threading
+
+    from rlvr.analysis import sweep
+
+    monkeypatch.setattr(sweep, "train_command", lambda variant, launcher, cpu_threads=None: [
+        sys.executable, "-c", PATIENT_RUN, str(variant.run_dir / "started")])
+    spec = write_spec(tmp_path, vary={"seed": [1, 2]}, labels=["a", "b"])
+    started = [tmp_path / "out" / "demo" / label / "started" for label in ("a", "b")]
+
+    def stop_when_both_run():
+        while not all(path.exists() for path in started):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    threading.Thread(target=stop_when_both_run, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2)
+    for label in ("a", "b"):
+        assert "SIGTERM x 1" in (tmp_path / "out" / "demo" / label / "train.log").read_text()
+    assert signal.getsignal(signal.SIGTERM) is before  # the sweep's own handler is gone again

@@ -1,14 +1,20 @@
-"""Ablation sweeps: one base recipe, one field varied, every value trained in turn (per seed) and compared at equal compute.
+"""Ablation sweeps: one base recipe, one field varied, every value trained (per seed) and compared at equal compute.
 
     python -m rlvr.analysis.sweep sweeps/group_size.yaml [--max_steps 2] [--out runs/sweeps] [--dry_run] [--any_field value]
+    python -m rlvr.analysis.sweep sweeps/group_size.yaml --jobs 2            # two runs at a time, each on its own cores
+    python -m rlvr.analysis.sweep sweeps/group_size.yaml --launcher slurm    # a Slurm job array (rlvr.analysis.sweep_slurm)
 
 The spec format is in rlvr.analysis.sweep_spec. Every variant is validated before the first one trains (a bad field
-fails in seconds, naming it). Runs are sequential subprocesses of the script of the recipe's `algorithm:`
-(recipes/<algorithm>.py); each writes `recipe.yaml` (the recipe it launches; the runner records what ran as
-`config.yaml`) and `train.log` into its directory. Finished runs are skipped, so rerunning the command resumes a sweep;
-a run that another sweep under the same --out already trained from the same recipe is linked, not trained twice
-(rlvr.analysis.shared_runs). At the end the sweep report (rlvr.analysis.report) overlays all runs against generated
-samples and writes summary.md/.csv/.json.
+fails in seconds, naming it). Each run is a subprocess of the script of the recipe's `algorithm:`
+(recipes/<algorithm>.py), one after another, or `--jobs N` at a time: the cores this process may use are split into N
+equal shares, each run pinned to one share (os.sched_setaffinity) and given that many intra-op threads
+(`--cpu_threads`), so N runs on N cores do not fight over them. Each writes `recipe.yaml` (the recipe it launches;
+the runner records what ran as `config.yaml`) and `train.log` into its directory. A failed run does not stop the
+others. Finished runs are skipped, so rerunning the command resumes a sweep, and an unfinished run resumes from its
+last complete checkpoint (when its recipe saves checkpoints); a run that another sweep under the same --out already
+trained from the same recipe is linked, not trained twice (rlvr.analysis.shared_runs). At the end every finished run
+is evaluated (one after another, on the whole machine) and the sweep report (rlvr.analysis.report) overlays the
+finished runs against generated samples, writes summary.md/.csv/.json, and names the runs it left out and why.
 
 Smoke mode (`--smoke`, or a `--max_steps` override of at most SMOKE_MAX_STEPS) checks that a sweep runs end to end, not
 what it measures: every run trains a few steps (2 unless --max_steps says otherwise) and the held-out evaluation
@@ -22,6 +28,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
+import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -29,6 +38,7 @@ from pathlib import Path
 
 import yaml
 
+from rlvr.analysis import sweep_slurm
 from rlvr.analysis.records import load_run, load_runs, summarize, summary_table, text_table
 from rlvr.analysis.report import SPEC_NAME, build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
@@ -37,7 +47,9 @@ from rlvr import run_layout as layout
 from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
 
 REPO = Path(__file__).resolve().parents[2]
-LAUNCHERS = ("python", "accelerate", "inprocess")  # inprocess: same interpreter, no log file (tests)
+SUBPROCESS_LAUNCHERS = ("python", "accelerate")  # a process per run: what --jobs runs, and a Slurm task
+LAUNCHERS = (*SUBPROCESS_LAUNCHERS, "inprocess", "slurm")  # inprocess: same interpreter, no log file (tests)
+POLL_S = 0.5  # how often the sweep looks for a finished run while runs train side by side
 
 
 def status(variant: Variant) -> str:
@@ -58,23 +70,105 @@ def status(variant: Variant) -> str:
     return "pending"
 
 
-def launch(variant: Variant, spec: Spec, launcher: str) -> int:
-    """Train one variant; returns the exit status. Unfinished runs resume from their last checkpoint, if any."""
+def train_command(variant: Variant, launcher: str, cpu_threads: int | None = None) -> list[str]:
+    """The command that trains one variant, for every launcher but `inprocess` (a Slurm task runs it too). It resumes
+    an unfinished run from its last complete checkpoint; `cpu_threads` (set by --jobs: the cores the run is pinned to)
+    overrides the recipe's on the command line, so recipe.yaml and the run's identity stay the same."""
+    prefix = [sys.executable] if launcher == "python" else [sys.executable, "-m", "accelerate.commands.launch"]
+    threads = [] if cpu_threads is None else ["--cpu_threads", str(cpu_threads)]
+    return [*prefix, str(REPO / variant.script), "--config", str(variant.config_path), "--resume_from_checkpoint", "true",
+            *threads]
+
+
+def write_recipe(variant: Variant, spec: Spec) -> None:
+    """The run's folder and the recipe it trains from. A fresh start moves earlier records aside, a resume trims them
+    (rlvr.training.run_files.start_record, in the callbacks)."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
-    # A fresh start moves earlier records aside, a resume trims them: rlvr.training.run_files.start_record, in the callbacks.
-    args = ["--config", str(variant.config_path), "--resume_from_checkpoint", "true"]
+
+
+def core_slots(jobs: int, cores: list[int] | None = None) -> list[list[int]] | None:
+    """--jobs N: the cores each of N runs side by side is pinned to, N equal disjoint shares of the cores this process
+    may use (a remainder stays idle, so every run of the sweep trains at one thread count). None for one run at a
+    time: it gets what the sweep has, at its recipe's cpu_threads."""
+    if jobs == 1:
+        return None
+    if not hasattr(os, "sched_setaffinity"):
+        raise ConfigError("--jobs", "pinning runs to cores needs Linux (os.sched_setaffinity); use --jobs 1 here")
+    cores = sorted(os.sched_getaffinity(0)) if cores is None else cores
+    share = len(cores) // jobs
+    if share == 0:
+        raise ConfigError("--jobs", f"{jobs} runs at a time need at least {jobs} cores; this sweep may use {len(cores)}")
+    return [cores[i * share:(i + 1) * share] for i in range(jobs)]
+
+
+def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | None) -> subprocess.Popen:
+    """Start one run in the background, its console appended to its train.log, pinned to `cores` if given."""
+    write_recipe(variant, spec)
+    command = train_command(variant, launcher, None if cores is None else len(cores))
+    with (variant.run_dir / layout.TRAIN_LOG).open("a") as log:
+        log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}"
+                  + (f" (pinned to cores {','.join(map(str, cores))})" if cores else "") + "\n")
+        log.flush()
+        # Its own session: a Ctrl-C at the terminal reaches the sweep only, which passes one SIGTERM on (train_runs).
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    if cores is not None:  # Popen returns once the child has exec'd: a fresh interpreter, no thread of its own yet;
+        os.sched_setaffinity(proc.pid, cores)  # the threads it starts later (torch's pool) inherit the mask
+    return proc
+
+
+def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs: int, total: int) -> dict[str, int]:
+    """Train (index, variant) pairs `jobs` at a time; returns label -> exit status. A failed run frees its cores for
+    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.training.preemption: finish the
+    step, save a checkpoint, stop; a second signal would stop it without one) and waits for it."""
     if launcher == "inprocess":
         from rlvr.training.runner import main
 
-        main(args)
-        return 0
-    script = str(REPO / variant.script)
-    prefix = [sys.executable] if launcher == "python" else [sys.executable, "-m", "accelerate.commands.launch"]
-    with (variant.run_dir / layout.TRAIN_LOG).open("a") as log:
-        log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join([*prefix, script, *args])}\n")
-        log.flush()
-        return subprocess.run([*prefix, script, *args], check=False, stdout=log, stderr=subprocess.STDOUT).returncode
+        for i, variant in runs:
+            print(f"[sweep] {i}/{total} {variant.label}: training in this process", flush=True)
+            start = time.perf_counter()
+            write_recipe(variant, spec)
+            main(["--config", str(variant.config_path), "--resume_from_checkpoint", "true"])
+            print(f"[sweep] {variant.label}: done in {time.perf_counter() - start:.0f} s", flush=True)
+        return {variant.label: 0 for _, variant in runs}
+    slots = core_slots(jobs)
+    if slots:  # a tiny model is built once, here, not by two runs at once into one folder
+        from rlvr.recipes.tiny.model import ensure_tiny_model
+
+        for model in sorted({v.config["model_name_or_path"] for _, v in runs if v.config.get("build_tiny_model")}):
+            ensure_tiny_model(model)
+    queue, free, running, codes = list(runs), list(range(jobs)), {}, {}
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM: KeyboardInterrupt, as Ctrl-C
+    try:
+        while queue or running:
+            while queue and free:
+                (i, variant), slot = queue.pop(0), free.pop(0)
+                cores = slots[slot] if slots else None
+                where = f" on cores {','.join(map(str, cores))}, {len(cores)} thread(s)" if cores else ""
+                print(f"[sweep] {i}/{total} {variant.label}: training{where} (log {variant.run_dir / layout.TRAIN_LOG})",
+                      flush=True)
+                running[start_run(variant, spec, launcher, cores)] = (variant, slot, time.perf_counter())
+            ended = [proc for proc in running if proc.poll() is not None]
+            if not ended:
+                time.sleep(POLL_S)
+            for proc in ended:
+                variant, slot, start = running.pop(proc)
+                free.append(slot)
+                codes[variant.label] = proc.returncode
+                print(f"[sweep] {variant.label}: {'done' if proc.returncode == 0 else 'failed'} in "
+                      f"{time.perf_counter() - start:.0f} s" + (f" (exit {proc.returncode}; see "
+                      f"{variant.run_dir / layout.TRAIN_LOG})" if proc.returncode else ""), flush=True)
+                if proc.returncode:
+                    print(tail(variant.run_dir / layout.TRAIN_LOG), flush=True)
+    except KeyboardInterrupt:
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        for proc in running:
+            proc.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return codes
 
 
 def eval_recipe(config: dict, spec: Spec, target: Path) -> Path:
@@ -114,13 +208,20 @@ def is_smoke(overrides: dict, smoke: bool) -> bool:
 
 
 def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str = "python",
-              dry_run: bool = False, last_k: int = 5, only: list[str] | None = None, smoke: bool = False) -> dict:
-    """Validate every variant, train the pending ones in order, evaluate them, then write the sweep report.
+              dry_run: bool = False, last_k: int = 5, only: list[str] | None = None, smoke: bool = False,
+              jobs: int = 1, report_only: bool = False, sbatch_file=None, sbatch: list[str] | None = None) -> dict:
+    """Validate every variant, train the pending ones (`jobs` at a time, or as a Slurm job array), evaluate the
+    finished ones, then write the sweep report. `report_only` trains nothing (the Slurm report job).
 
-    Returns {"dir", "status" (label -> done/skipped/shared/failed/planned), "report", "smoke"}.
+    Returns {"dir", "status" (label -> done/skipped/shared/failed/planned/pending/submitted/queued), "report", "smoke"}.
     """
     if launcher not in LAUNCHERS:
         raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
+    if jobs > 1 and launcher not in SUBPROCESS_LAUNCHERS:
+        raise ConfigError("--jobs", f"runs side by side need a process each (--launcher "
+                                    f"{' or '.join(SUBPROCESS_LAUNCHERS)}); {launcher!r} "
+                          + ("runs every array task at once already" if launcher == "slurm" else "trains in this process"))
+    core_slots(jobs)  # too few cores: said before anything is written
     spec = load_spec(spec_path)
     overrides = dict(overrides or {})
     smoke = is_smoke(overrides, smoke)
@@ -133,43 +234,38 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
               f"{SMOKE_EVALUATION['num_prompts']} prompts x {SMOKE_EVALUATION['num_samples']} samples: checks that the "
               "sweep runs; its numbers are not a measurement", flush=True)
     print(f"[sweep] writing to {Path(out) / spec.name}/", flush=True)
-    variants = select(plan(spec, Path(out), overrides), only)
+    planned = plan(spec, Path(out), overrides)
+    variants = select(planned, only)
     for variant in variants:
         validate_variant(variant, spec, "max_steps" in overrides)
     states = {v.label: status(v) for v in variants}
-    sources = {v.label: find_shared_run(v, spec, Path(out)) for v in variants
-               if states[v.label] == "pending" and not v.run_dir.exists()}
+    sources = {} if report_only else {v.label: find_shared_run(v, spec, Path(out)) for v in variants
+                                      if states[v.label] == "pending" and not v.run_dir.exists()}
     sweep_dir = Path(out) / spec.name
+    queued = sweep_slurm.active_tasks(sweep_dir) if launcher == "slurm" and not report_only else {}
     for v in variants:
-        state = f"shares {sources[v.label][0]}" if sources.get(v.label) else states[v.label]
+        state = (f"shares {sources[v.label][0]}" if sources.get(v.label) else
+                 f"queued on Slurm as {queued[v.label]}" if v.label in queued else states[v.label])
         print(f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})",
               flush=True)
+    pending = [(i, v) for i, v in enumerate(variants, 1)
+               if states[v.label] == "pending" and not sources.get(v.label) and v.label not in queued]
+    if launcher == "slurm" and not report_only and (dry_run or pending or queued):
+        return submit_to_slurm(spec, sweep_dir, variants, pending, queued, states, sources, {
+            "spec_path": spec_path, "out": out, "overrides": overrides, "only": only, "smoke": smoke, "last_k": last_k},
+            sbatch_file, sbatch, dry_run)
     if dry_run:
         return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None, "smoke": smoke}
 
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / SPEC_NAME).write_text(spec.text)
-    for variant in variants:
-        clear_stale_link(variant)
-    results = {}
-    for i, variant in enumerate(variants, 1):
-        if states[variant.label] == "done":
-            results[variant.label] = "skipped"
-            continue
-        if shared := sources.get(variant.label):
-            share(variant, *shared)
-            results[variant.label] = "shared"
-            print(f"[sweep] {variant.label}: shares {shared[0]} (the same recipe; "
-                  f"{'evaluated the same way' if shared[1] else 'evaluated here'}): not trained again", flush=True)
-            continue
-        print(f"[sweep] {i}/{len(variants)} {variant.label}: training (log {variant.run_dir / layout.TRAIN_LOG})", flush=True)
-        start = time.perf_counter()
-        code = launch(variant, spec, launcher)
-        results[variant.label] = "done" if code == 0 else "failed"
-        print(f"[sweep] {variant.label}: {results[variant.label]} in {time.perf_counter() - start:.0f} s"
-              + (f" (exit {code}; see {variant.run_dir / layout.TRAIN_LOG})" if code else ""), flush=True)
-        if code:
-            print(tail(variant.run_dir / layout.TRAIN_LOG), flush=True)
+    results = link_finished(variants, states, sources)
+    codes = {}
+    if report_only:
+        results.update({v.label: "pending" for _, v in pending})
+    else:
+        codes = train_runs(pending, spec, launcher, jobs, len(variants))
+        results.update({label: "done" if code == 0 else "failed" for label, code in codes.items()})
     if spec.evaluate:  # the base model once per sweep, then every finished run (each skipped once written)
         evaluate_model(variants[0].config["model_name_or_path"], variants[0].config, spec, sweep_dir, "before")
         for variant in variants:
@@ -179,15 +275,101 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
                         evaluate_model(str(checkpoint), variant.config, spec, variant.run_dir, checkpoint.name)
                 after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
                 print(f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True)
-
-    report = None
-    if any((v.run_dir / layout.METRICS).exists() for v in variants):
-        report = build_report(sweep_dir, last_k=last_k)
-        print(text_table(*summary_table(summarize(load_runs([sweep_dir]), last_k))))
-        print(f"[sweep] report: {report}")
+    report = write_report(sweep_dir, planned, codes, last_k)
     print(f"[sweep] {'smoke sweep' if smoke else 'sweep'} written to {sweep_dir}/"
           + (f" (report {report})" if report else ""), flush=True)
     return {"dir": sweep_dir, "status": results, "report": report, "smoke": smoke}
+
+
+def link_finished(variants: list[Variant], states: dict, sources: dict) -> dict[str, str]:
+    """Before anything trains: stale links cleared, runs another sweep trained linked. Returns label -> skipped
+    (finished here already) or shared, for those."""
+    results = {}
+    for variant in variants:
+        clear_stale_link(variant)
+    for variant in variants:
+        if states[variant.label] == "done":
+            results[variant.label] = "skipped"
+        elif shared := sources.get(variant.label):
+            share(variant, *shared)
+            results[variant.label] = "shared"
+            print(f"[sweep] {variant.label}: shares {shared[0]} (the same recipe; "
+                  f"{'evaluated the same way' if shared[1] else 'evaluated here'}): not trained again", flush=True)
+    return results
+
+
+def submit_to_slurm(spec: Spec, sweep_dir: Path, variants: list[Variant], pending: list[tuple[int, Variant]],
+                    queued: dict[str, str], states: dict, sources: dict, command: dict, sbatch_file,
+                    sbatch: list[str] | None, dry_run: bool) -> dict:
+    """--launcher slurm: the pending runs as one job array, each task the command the local launcher runs, and a
+    report job after it and after the tasks still queued from an earlier submission (rlvr.analysis.sweep_slurm)."""
+    tasks = [(variant, train_command(variant, "python")) for _, variant in pending]
+    waiting_on = sorted({job.split("_")[0] for job in queued.values()})
+    report = report_command(**command)
+    if dry_run:
+        sweep_slurm.submit(spec.name, sweep_dir, tasks, report, sbatch_file, sbatch, waiting_on, dry_run=True)
+        return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None,
+                "smoke": command["smoke"]}
+    sweep_slurm.file_options(sbatch_file or sweep_slurm.SBATCH_FILE)  # a missing options file: said before writing
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / SPEC_NAME).write_text(spec.text)
+    results = {**link_finished(variants, states, sources), **{label: "queued" for label in queued}}
+    if not tasks:
+        print(f"[sweep] slurm: nothing to submit; {len(queued)} run(s) still queued or running, and the report job "
+              "submitted with them writes the report", flush=True)
+        return {"dir": sweep_dir, "status": results, "report": None, "smoke": command["smoke"]}
+    for variant, _ in tasks:
+        write_recipe(variant, spec)
+    sweep_slurm.submit(spec.name, sweep_dir, tasks, report, sbatch_file, sbatch, waiting_on)
+    results.update({variant.label: "submitted" for variant, _ in tasks})
+    return {"dir": sweep_dir, "status": results, "report": None, "smoke": command["smoke"]}
+
+
+def report_command(spec_path, out, overrides: dict, only: list[str] | None, smoke: bool, last_k: int) -> list[str]:
+    """The sweep command again, with --report_only: what the Slurm report job runs (the same plan, nothing trained)."""
+    as_yaml = lambda value: yaml.safe_dump(value, default_flow_style=True, width=1 << 30).removesuffix("...\n").strip()
+    argv = [sys.executable, "-m", "rlvr.analysis.sweep", str(spec_path), "--out", str(out), "--report_only",
+            "--last_k", str(last_k), *(["--smoke"] if smoke else [])]
+    argv += [f"--{key}={as_yaml(value)}" for key, value in overrides.items()]
+    return argv + (["--only", *only] if only else [])
+
+
+def write_report(sweep_dir: Path, planned: list[Variant], codes: dict[str, int], last_k: int) -> Path | None:
+    """The sweep report over the finished runs in the sweep folder, with a section naming the runs left out (planned
+    but not trained, or stopped before the end) and why; None while no run has finished."""
+    runs = {v.label: v.run_dir for v in planned}
+    for path in sorted(sweep_dir.iterdir()):
+        if (path / layout.METRICS).exists():
+            runs.setdefault(path.name, path)
+    finished = [label for label, path in runs.items() if (path / layout.METRICS).exists() and load_run(path).finished]
+    left_out = {label: why_left_out(path, codes.get(label)) for label, path in runs.items() if label not in finished}
+    for label, why in left_out.items():
+        print(f"[sweep] {label}: left out of the report: {why}", flush=True)
+    if not finished:
+        return None
+    report = build_report(sweep_dir, last_k=last_k, only=finished if left_out else None)
+    if left_out:
+        with report.open("a") as page:
+            page.write("\n## Runs left out\n\nNot finished, so not in the tables and curves above. Rerunning the sweep "
+                       "command trains them; an unfinished run resumes from its last complete checkpoint, if its "
+                       "recipe saves checkpoints.\n\n"
+                       + "\n".join(f"- **{label}**: {why}" for label, why in left_out.items()) + "\n")
+    print(text_table(*summary_table(summarize([run for run in load_runs([sweep_dir]) if run.label in finished], last_k))))
+    print(f"[sweep] report: {report}")
+    return report
+
+
+def why_left_out(run_dir: Path, code: int | None) -> str:
+    """`not trained`, or `stopped after step N`, with this sweep's exit status when it failed here, and the log."""
+    if (run_dir / layout.METRICS).exists():
+        rows = load_run(run_dir).rows
+        why = f"stopped after step {rows[-1].get('step') if rows else 0}"
+    else:
+        why = "not trained"
+    if code:
+        why += f", failed in this sweep (exit {code})"
+    log = run_dir / layout.TRAIN_LOG
+    return why + (f"; log `{log}`" if log.exists() else "")
 
 
 def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
@@ -233,13 +415,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--smoke", action="store_true", help=f"check the sweep runs: {SMOKE_STEPS} steps per run (unless "
                         f"--max_steps), held-out evaluation {SMOKE_EVALUATION['num_prompts']} prompts x "
                         f"{SMOKE_EVALUATION['num_samples']} samples; also implied by --max_steps <= {SMOKE_MAX_STEPS}")
-    parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts")
+    parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts (slurm: one job "
+                        "array, see rlvr.analysis.sweep_slurm)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="runs trained side by side, each pinned to an "
+                        "equal share of this machine's cores at that many threads")
     parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--dry_run", action="store_true", help="validate every variant and print the plan")
     parser.add_argument("--only", nargs="+", default=None, help="train only these run labels (seed suffix optional)")
+    parser.add_argument("--report_only", action="store_true", help="train nothing: evaluate the finished runs and "
+                        "write the report (the Slurm launcher's last job)")
+    parser.add_argument("--sbatch_file", default=None, help="slurm: the #SBATCH options of every task (default "
+                        f"{sweep_slurm.SBATCH_FILE.relative_to(REPO)})")
+    parser.add_argument("--sbatch", action="append", default=None, metavar="OPTION",
+                        help="slurm: one more sbatch option, winning over the file (--sbatch=--partition=gpu)")
     args, extra = parser.parse_known_args(argv)
     result = run_sweep(args.spec, args.out, parse_overrides(extra), args.launcher, args.dry_run, args.last_k, args.only,
-                       args.smoke)
+                       args.smoke, args.jobs, args.report_only, args.sbatch_file, args.sbatch)
     if "failed" in result["status"].values():
         failed = [label for label, state in result["status"].items() if state == "failed"]
         print(f"error: runs failed: {', '.join(failed)}", file=sys.stderr)
