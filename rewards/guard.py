@@ -66,7 +66,11 @@ def time_limit(seconds: float | None):
     if not seconds:
         yield
         return
-    faulthandler.dump_traceback_later(seconds + HARD_STOP_GRACE, exit=True)
+    try:  # on the process's own stderr (file descriptor 2), whatever sys.stderr was redirected to
+        faulthandler.dump_traceback_later(seconds + HARD_STOP_GRACE, exit=True, file=sys.__stderr__)
+        hard_stop = True
+    except (AttributeError, ValueError, OSError, RuntimeError):  # no usable stderr (pythonw): the timer only
+        hard_stop = False
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         def on_alarm(signum, frame):
@@ -80,7 +84,8 @@ def time_limit(seconds: float | None):
         if in_main:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
-        faulthandler.cancel_dump_traceback_later()
+        if hard_stop:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def _as_completion(text: str, conversational: bool):

@@ -73,7 +73,7 @@ RESUME_MAY_CHANGE = {
         "env",
     ),
     "records and logging": (
-        "output_dir", "metrics_path", "rollouts_path", "print_rollouts", "report_to", "run_name", "project",
+        "metrics_path", "rollouts_path", "print_rollouts", "report_to", "run_name", "project",
         "trackio_space_id", "logging_steps", "logging_strategy", "logging_first_step", "logging_nan_inf_filter",
         "log_level", "log_level_replica", "log_on_each_node", "log_completions", "num_completions_to_print",
         "log_unique_prompts", "disable_tqdm", "push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo",
@@ -86,7 +86,8 @@ RESUME_MAY_CHANGE = {
     ),
 }
 NOTED = {name: kind for kind, names in RESUME_MAY_CHANGE.items() for name in names}
-NOT_COMPARED = ("resume_from_checkpoint", "allow_recipe_change", "dry_run", "logging_dir")  # how it was started
+# How this command was started and where the folder is now (a run folder may be moved), not what the run trains.
+NOT_COMPARED = ("resume_from_checkpoint", "allow_recipe_change", "dry_run", "output_dir", "logging_dir")
 # Quantities the micro-batch fields above combine into: changing these does change the optimisation.
 DERIVED = {
     "completions per optimizer step": (("per_device_train_batch_size", "gradient_accumulation_steps", "processes"),
