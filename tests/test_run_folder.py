@@ -98,9 +98,9 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
     shutil.copytree(out / layout.PREVIOUS_RUNS / a_id / "checkpoint-2", out / "checkpoint-5")
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
     status, _, err = train(out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true")
-    assert status == 2 and error_lines(err) == [
+    assert status == 2 and error_lines(err) == [(
         f"error: resume_from_checkpoint: {out / 'checkpoint-5'} belongs to run {a_id}, not to run {b_id} that {out} "
-        "holds: resume a run in its own output_dir, or start this one fresh with --resume_from_checkpoint false"]
+        "holds: resume a run in its own output_dir, or start this one fresh with --resume_from_checkpoint false")]
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing written, nothing moved
     shutil.rmtree(out / "checkpoint-5")
 
@@ -195,9 +195,9 @@ def test_a_hanging_reward_holds_the_lock_then_stops_at_its_time_limit(tiny_model
     finally:
         first.kill()
     assert first.returncode == 2, stderr[-3000:]
-    assert "Traceback" not in stderr and [line for line in stderr.splitlines() if line.startswith("error:")] == [
+    assert "Traceback" not in stderr and [line for line in stderr.splitlines() if line.startswith("error:")] == [(
         f"error: reward_funcs: sleepy did not return within reward_time_limit 6 s at step 1; the call is described in "
-        f"{out / 'reward_error.json'} (the last checkpoint is untouched)"], stderr[-3000:]
+        f"{out / 'reward_error.json'} (the last checkpoint is untouched)")], stderr[-3000:]
     assert checkpoint_problem(out / "checkpoint-1") is None and not (out / "checkpoint-2").exists()
     assert json.loads((out / "reward_error.json").read_text())["function"] == "sleepy"
     assert not (out / layout.LOCK).exists()  # the lock went with the run

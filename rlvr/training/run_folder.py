@@ -39,6 +39,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
@@ -162,7 +163,7 @@ def _alive(pid) -> bool:
 class RunLock:
     """`<output_dir>/run.lock`, held by an exclusive flock for as long as this process runs the folder's run."""
 
-    HELD: dict[str, RunLock] = {}  # by folder, in this process: a process trains one run at a time
+    HELD: ClassVar[dict[str, RunLock]] = {}  # by folder, in this process: a process trains one run at a time
 
     def __init__(self, folder):
         self.folder = Path(folder)
@@ -435,8 +436,8 @@ class RunFolder:
 
 def refuse_if_in_use(recipe) -> None:
     """A second run into a folder a live run holds fails at once, before anything else is checked."""
-    if recipe.training.process_index == 0 and (line := RunLock(recipe.training.output_dir).in_use()):
-        raise ConfigError("output_dir", line)
+    line = RunLock(recipe.training.output_dir).in_use() if recipe.training.process_index == 0 else None
+    agree(ConfigError("output_dir", line) if line else None, recipe.training)
 
 
 def check_model_outside(recipe, resume: Resume) -> None:

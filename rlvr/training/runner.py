@@ -149,12 +149,11 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
 
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
     from rlvr.training.code_record import record_code
+    from rlvr.training.run_folder import refuse_if_in_use
     from rlvr.training.tracking import configure_wandb
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model; a folder another live run
     #    holds is refused first, and a resume must continue this folder's run with the same recipe.
-    from rlvr.training.run_folder import refuse_if_in_use
-
     loaded = load_recipe(argv, algorithm)
     if not loaded.args.dry_run:
         refuse_if_in_use(loaded)
@@ -179,8 +178,8 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     claim_run_folder(recipe, resume)
     try:
         if training.process_index == 0:
-            print(f"[run] run {recipe.run_folder.run_id} writing to {training.output_dir}/ ({layout.CONFIG}, "
-                  f"{layout.CODE}, {layout.METRICS}, {layout.ROLLOUTS}, checkpoints, final model)", flush=True)
+            print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
+                  f"{layout.ROLLOUTS}, checkpoints, final model) as run {recipe.run_folder.run_id}", flush=True)
             write_run_config(recipe)
             record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
         configure_wandb(training.report_to)
