@@ -410,3 +410,17 @@ def test_console_scripts_print_one_line(argv, field):
     result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {field}:"), result.stderr
+
+
+def test_yaml_aliases_are_counted_expanded_without_being_built(ws):
+    """The alias bound counts what the aliases would expand to on the node graph (each node once), so a 10^10-value
+    document is refused without building it, and an ordinary one is counted exactly."""
+    from rlvr.cli import MAX_YAML_VALUES, ConfigError, expanded_size, read_yaml
+
+    # mapping 1 + key a 1 + [1, 2] 3 + key b 1 + [*a, *a] (1 + 3 + 3) = 13
+    assert expanded_size(yaml.compose("a: &a [1, 2]\nb: [*a, *a]\n")) == 13
+    assert expanded_size(yaml.compose((ws / "bomb.yaml").read_text())) == MAX_YAML_VALUES + 1
+    assert expanded_size(yaml.compose("a: &a [1, *a]\n")) == MAX_YAML_VALUES + 1  # an alias inside its own anchor
+    with pytest.raises(ConfigError, match=r"^--config: bomb.yaml expands to more than 100000 values"):
+        read_yaml("bomb.yaml", "--config")
+    assert read_yaml(FAST_RECIPE, "--config") == yaml.safe_load(Path(FAST_RECIPE).read_text())
