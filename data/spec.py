@@ -6,6 +6,8 @@ Validation instantiates each reasoning_gym config and runs its own `validate()`,
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -13,6 +15,27 @@ from rlvr.cli import ConfigError, mapping_field
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
+
+
+PROMPT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")  # one identifier-like word: a name, never prompt text
+
+
+def prompt_names() -> tuple[str, ...]:
+    from reasoning_gym.utils import SYSTEM_PROMPTS
+
+    return ("tiny", *SYSTEM_PROMPTS)
+
+
+def check_prompt_name(value: str | None, field_name: str) -> None:
+    """How a name is told from literal text: a single identifier-like word (`DeepSeekZero`, `tiny`) is a prompt name
+    and must be a known one; anything else (with a space or punctuation) is the system prompt's text. So a typo such
+    as `DeepSeekZer0` is refused with the closest name instead of becoming the literal system prompt."""
+    if not value or not PROMPT_NAME.match(value) or value in prompt_names():
+        return
+    close = difflib.get_close_matches(value, prompt_names(), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(field_name, f"{value!r} is not a known prompt name ({', '.join(prompt_names())}); {hint}"
+                                  "a literal system prompt is text with a space in it")
 
 
 @dataclass
@@ -57,6 +80,7 @@ class DataSpec:
                 raise ConfigError(f"{field_name}.{name}", f"must be a positive integer, got {value!r}")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
             raise ConfigError(f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}")
+        check_prompt_name(self.system_prompt, f"{field_name}.system_prompt")
         if self.held_out is not None:
             from rlvr.data.levels import HELD_OUT_SETS
 

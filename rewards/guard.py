@@ -14,15 +14,31 @@ minutes into training, naming nothing. Two guards:
     to find the offender, writes it and its dataset row to `<output_dir>/reward_error.json`, and stops the run with
     a one-line `RewardFunctionError` naming the function and the step. Nothing is saved on the way out, so the last
     checkpoint stays as it was.
+
+Both guards bound each call by `reward_time_limit` seconds (`time_limit`; default 300, 0 = none): a reward stuck
+in a loop, a sleep or a verifier that never answers stops the run in one line naming it and the step, the same way.
+How, in-process: a SIGALRM timer (`setitimer`) armed around the call in the main thread, whose handler raises
+`RewardTimeout` (a BaseException, so a reward's own `except Exception` cannot swallow it) at the next Python
+instruction; a sleep or a blocking read is interrupted at once. What it cannot interrupt: code that never returns to
+the interpreter (a C extension's loop, a regex engine backtracking for hours), a reward that sets its own SIGALRM
+(some math verifiers do: theirs replaces this timer for that call), and calls from a thread other than the main one.
+For those, faulthandler's watchdog (a C thread that needs no GIL) ends the process `HARD_STOP_GRACE` seconds after
+the limit with status 1, printing every thread's stack, the reward's frame on top. Several processes: each rank times
+its own calls; the rank that stops exits, and torchrun / accelerate then end the other ranks (any other launcher: the
+others stop at the process-group timeout, `ddp_timeout`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import functools
 import inspect
 import json
 import numbers
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from rlvr import run_layout as layout
@@ -32,8 +48,44 @@ PROBE_ROWS = 2
 ERROR_FILE = layout.REWARD_ERROR
 
 
+HARD_STOP_GRACE = 60  # seconds past the limit before faulthandler ends a process whose reward never returned
+
+
 class RewardFunctionError(ConfigError):
     """A reward function failed during training (a ConfigError: the `cli` wrapper prints it as one line)."""
+
+
+class RewardTimeout(BaseException):
+    """Raised inside a reward call that ran past `reward_time_limit` (see the module docstring)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None):
+    """Bound the enclosed call to `seconds` (None or 0: no bound): RewardTimeout at the limit, faulthandler's hard stop
+    HARD_STOP_GRACE later if the call never comes back to Python."""
+    if not seconds:
+        yield
+        return
+    try:  # on the process's own stderr (file descriptor 2), whatever sys.stderr was redirected to
+        faulthandler.dump_traceback_later(seconds + HARD_STOP_GRACE, exit=True, file=sys.__stderr__)
+        hard_stop = True
+    except (AttributeError, ValueError, OSError, RuntimeError):  # no usable stderr (pythonw): the timer only
+        hard_stop = False
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        def on_alarm(signum, frame):
+            raise RewardTimeout
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        if in_main:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        if hard_stop:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def _as_completion(text: str, conversational: bool):
@@ -90,8 +142,9 @@ def _plain(func) -> bool:
     return callable(func) and not inspect.iscoroutinefunction(func) and not hasattr(func, "forward")
 
 
-def probe_rewards(reward_set, rows: list[dict]) -> None:
-    """Call every reward once on probe completions for the first dataset rows; a bad one is a one-line ConfigError."""
+def probe_rewards(reward_set, rows: list[dict], seconds: float | None = None) -> None:
+    """Call every reward once on probe completions for the first dataset rows; a bad one is a one-line ConfigError
+    (so is one that takes longer than `seconds`)."""
     rows = [dict(row) for row in rows[:PROBE_ROWS]]
     if not rows:
         return
@@ -102,7 +155,11 @@ def probe_rewards(reward_set, rows: list[dict]) -> None:
         if not _plain(func):
             continue
         try:
-            output = func(**kwargs)
+            with time_limit(seconds):
+                output = func(**kwargs)
+        except RewardTimeout:
+            raise ConfigError("reward_funcs", f"{_name(func)} did not return within reward_time_limit {seconds:g} s on "
+                                              f"{len(texts)} probe completions") from None
         except Exception as err:  # noqa: BLE001 - user code: any exception is the finding
             raise ConfigError("reward_funcs", f"{_name(func)} raised {type(err).__name__}: {err} on probe "
                                               f"completions {texts[:3]!r}") from None
@@ -143,42 +200,52 @@ def _offender(func, kwargs: dict, size: int) -> tuple[int, str]:
     return 0, "failed only on the whole batch"
 
 
-def guard_rewards(funcs: list, output_dir: str) -> list:
-    """The reward functions, each wrapped so a failure mid-run is one named line plus `reward_error.json`."""
-    return [_guarded(func, output_dir) if _plain(func) else func for func in funcs]
+def guard_rewards(funcs: list, output_dir: str, seconds: float | None = None) -> list:
+    """The reward functions, each wrapped so a failure mid-run (or a call longer than `seconds`) is one named line
+    plus `reward_error.json`."""
+    return [_guarded(func, output_dir, seconds) if _plain(func) else func for func in funcs]
 
 
-def _guarded(func, output_dir: str):
+def _guarded(func, output_dir: str, seconds: float | None = None):
     name = _name(func)
 
     @functools.wraps(func)
     def guarded(*args, **kwargs):
         size = len(kwargs.get("completions") or [])
+        timed_out = False
         try:
-            output = func(*args, **kwargs)
+            with time_limit(seconds):
+                output = func(*args, **kwargs)
             problem = output_problem(output, size)
+        except RewardTimeout:
+            problem, timed_out = f"did not return within reward_time_limit {seconds:g} s", True
         except Exception as err:  # noqa: BLE001 - user code
             problem = f"raised {type(err).__name__}: {err}"
         if problem is None:
             return output
         state = kwargs.get("trainer_state")
         step = getattr(state, "global_step", None)
-        index, alone = _offender(func, kwargs, size) if size else (0, problem)
+        if timed_out:  # re-scoring one completion at a time could take the limit once per completion
+            index, alone = None, f"not searched: the call on all {size} completions timed out"
+        else:
+            index, alone = _offender(func, kwargs, size) if size else (0, problem)
+        found = index is not None and size
         record = {
             "function": name,
             "step": step,
             "problem": problem,
             "offending_index": index,
             "offending_problem": alone,
-            "completion": kwargs["completions"][index] if size else None,
+            "completion": kwargs["completions"][index] if found else None,
             "row": {k: v[index] for k, v in kwargs.items() if isinstance(v, list) and len(v) == size
-                    and k not in ("completions", "completion_ids")},
+                    and k not in ("completions", "completion_ids")} if found else None,
         }
         path = Path(output_dir) / ERROR_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2, default=str, ensure_ascii=False) + "\n")
-        raise RewardFunctionError("reward_funcs", f"{name} {problem} at step {step}; the completion and its row are in "
-                                                  f"{path} (the last checkpoint is untouched)")
+        what = "the call is described" if timed_out else "the completion and its row are"
+        raise RewardFunctionError("reward_funcs", f"{name} {problem} at step {step}; {what} in {path} (the last "
+                                                  "checkpoint is untouched)")
 
     guarded.__name__ = name  # TRL names metrics (and DAPO finds its filter reward) by __name__
     return guarded

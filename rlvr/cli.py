@@ -94,13 +94,50 @@ class DuplicateKeyError(yaml.YAMLError):
         super().__init__(f"duplicate key {key!r} (lines {first} and {second})")
 
 
+MAX_YAML_VALUES = 100_000  # a recipe is a few hundred values; a sweep spec or accelerate config fewer
+
+
+def expanded_size(node, limit: int = MAX_YAML_VALUES) -> int:
+    """How many values the composed YAML graph becomes once every alias (and `<<:` merge) is expanded, counted on
+    the graph itself (each node once, memoised), so a bomb is measured in microseconds and never built. A node that
+    contains itself (`&a [*a]`) expands without end: limit + 1."""
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack = [node]
+    while stack:
+        current = stack[-1]
+        children = [child for pair in current.value for child in (pair if isinstance(pair, tuple) else (pair,))] \
+            if isinstance(current, (yaml.SequenceNode, yaml.MappingNode)) else []
+        if id(current) not in entered:
+            entered.add(id(current))
+            pending = [child for child in children if id(child) not in sizes]
+            if any(id(child) in entered for child in pending):
+                return limit + 1  # recursive: an alias inside its own anchor
+            stack.extend(pending)
+            continue
+        stack.pop()
+        if id(current) not in sizes:
+            sizes[id(current)] = min(limit + 1, 1 + sum(sizes.get(id(child), limit + 1) for child in children))
+    return sizes[id(node)]
+
+
 def read_yaml(path, field: str):
     """Any YAML file the repo reads (recipes, sweep specs, accelerate configs): its value, every failure (missing,
-    a folder, binary, invalid, a duplicate key) one `ConfigError`. A duplicate key names the key as the field."""
+    a folder, binary, invalid, a duplicate key, aliases that expand past MAX_YAML_VALUES) one `ConfigError`. A
+    duplicate key names the key as the field."""
+    loader = UniqueKeyLoader(Path(path).read_text())  # a SafeLoader subclass: no arbitrary objects
     try:
-        return yaml.load(Path(path).read_text(), Loader=UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if expanded_size(node) > MAX_YAML_VALUES:
+            raise ConfigError(field, f"{path} expands to more than {MAX_YAML_VALUES} values through its aliases "
+                                     f"(&anchor / *alias); a recipe is a few hundred: refused before building it")
+        return loader.construct_document(node)
     except DuplicateKeyError as err:
         raise ConfigError(err.key, f"given twice in {path} (lines {err.first} and {err.second}); keep one") from None
+    finally:
+        loader.dispose()
 
 
 def mapping_field(raw, field: str, known, example: str) -> dict:

@@ -2,6 +2,9 @@
 
     <output_dir>/                        a training run (recipes/<algorithm>.py --output_dir ...)
         config.yaml                      the recipe as it ran (base chain resolved, command-line overrides applied)
+        run.json                         which run this folder holds: its id, start, resumes, recipe changes
+        run.lock                         held while a run writes here (host, pid); cleared when it ends
+        previous-runs/<run id>/          an earlier run's files, moved aside by a fresh start into this folder
         code.json                        which code trained it (rlvr.training.code_record): sweeps share only its runs
         metrics.jsonl                    every logged row (the console shows one compact line of it per step)
         rollouts.jsonl                   every scored completion
@@ -24,6 +27,9 @@ import re
 from pathlib import Path
 
 CONFIG = "config.yaml"
+RUN = "run.json"
+LOCK = "run.lock"
+PREVIOUS_RUNS = "previous-runs"
 CODE = "code.json"
 METRICS = "metrics.jsonl"
 ROLLOUTS = "rollouts.jsonl"

@@ -65,9 +65,35 @@ def ws(tmp_path, monkeypatch):
     (tmp_path / "accel_dup.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 4\n")
     (tmp_path / "accel_zero.yaml").write_text("distributed_type: DEEPSPEED\nnum_processes: 2\n"
                                               "deepspeed_config: {zero_stage: 7}\n")
+    # model folders that exist and look right by name, but cannot load: garbage config.json, weights cut short
+    (tmp_path / "garbage_model").mkdir()
+    (tmp_path / "garbage_model" / "config.json").write_text("{model_type: qwen3,")
+    (tmp_path / "torn_model").mkdir()
+    (tmp_path / "torn_model" / "config.json").write_text('{"model_type": "qwen3"}')
+    header = b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}'
+    (tmp_path / "torn_model" / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+    (tmp_path / "bomb.yaml").write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "learning_rate: *i\n")
+    # run folders of the one-run-per-folder checks (under precious: the snapshot covers them)
+    write_run(precious / "other", folder_run="run-B", checkpoint_run="run-A")
+    write_run(precious / "own", folder_run="run-A", checkpoint_run="run-A")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def write_run(folder: Path, folder_run: str, checkpoint_run: str) -> None:
+    """A run folder as the runner leaves it: run.json, config.yaml (the fast recipe), a complete checkpoint-2 saved by
+    `checkpoint_run` (its id in trainer_state.json, as RunIdentityCallback puts it)."""
+    import json
+
+    (folder / "checkpoint-2").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"run_id": folder_run, "processes": 1}))
+    (folder / "config.yaml").write_text(yaml.safe_dump({**yaml.safe_load(Path(FAST_RECIPE).read_text()),
+                                                        "algorithm": "grpo", "output_dir": str(folder)}))
+    state = {"global_step": 2, "stateful_callbacks": {"RunIdentityCallback": {"args": {"run_id": checkpoint_run}}}}
+    (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(state))
+    (folder / "checkpoint-2" / "model.safetensors").write_bytes(b"weights")
 
 
 def recipe_with(ws: Path, name: str, **changes) -> str:
@@ -320,7 +346,30 @@ NEW_ROWS = [
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "low"], "min_mean_reward"),
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "-inf"], "min_mean_reward"),
 ]
-ROWS += NEW_ROWS
+RESUME = ["--config", FAST_RECIPE, "--report_to", "none", "--resume_from_checkpoint", "true"]
+FAST_DATA = yaml.safe_load(Path(FAST_RECIPE).read_text())["data"]
+# One run per folder, model folders that cannot load, and the last inputs that slipped through
+RUN_FOLDER_ROWS = [
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/other"], "resume_from_checkpoint"),  # another run's
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/own", "--learning_rate", "0.5"], "learning_rate"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/own", "--num_generations", "8"], "num_generations"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/own", "--per_device_train_batch_size", "8"],
+     "per_device_train_batch_size"),  # half the optimizer step
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "garbage_model"], "model_name_or_path"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "torn_model"], "model_name_or_path"),
+    ("evaluate", lambda w: [*EVAL, "--model", "garbage_model"], "--model"),
+    ("evaluate", lambda w: [*EVAL, "--model", "torn_model"], "--model"),
+    ("report", lambda w: ["precious", "--out", "afile.txt/r.md"], "--out"),
+    ("grpo", lambda w: [*RUN, "--max_generated_samples", "8"], "max_generated_samples"),  # one step is 16 samples
+    ("grpo", lambda w: ["--config", recipe_with(w, "sp1", data={**FAST_DATA, "system_prompt": "DeepSeekZer0"}),
+                        "--output_dir", "precious"], "data.system_prompt"),
+    ("data", lambda w: ["--config", recipe_with(w, "sp2", data={**FAST_DATA, "system_prompt": "tinny"}),
+                        "--output_dir", "precious"], "data.system_prompt"),
+    ("grpo", lambda w: ["--config", "bomb.yaml", "--output_dir", "precious"], "--config"),
+    ("sweep", lambda w: ["bomb.yaml", "--out", "precious"], "SPEC"),
+    ("grpo", lambda w: [*RUN, "--reward_time_limit", "-1"], "reward_time_limit"),
+]
+ROWS += NEW_ROWS + RUN_FOLDER_ROWS
 
 
 def snapshot(folder: Path) -> dict:
@@ -333,7 +382,7 @@ def row_id(row) -> str:
 
 
 def test_table_is_broad():
-    assert len(ROWS) >= 60 and len(NEW_ROWS) >= 40
+    assert len(ROWS) >= 60 and len(NEW_ROWS) >= 40 and len(RUN_FOLDER_ROWS) >= 15
     commands = {(row.values if hasattr(row, "values") else row)[0] for row in ROWS}
     assert commands >= {"grpo", "dapo", "ppo", "data", "plots", "report", "sweep", "evaluate", "before_after",
                         "memory_plan"}
@@ -361,3 +410,17 @@ def test_console_scripts_print_one_line(argv, field):
     result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {field}:"), result.stderr
+
+
+def test_yaml_aliases_are_counted_expanded_without_being_built(ws):
+    """The alias bound counts what the aliases would expand to on the node graph (each node once), so a 10^10-value
+    document is refused without building it, and an ordinary one is counted exactly."""
+    from rlvr.cli import MAX_YAML_VALUES, ConfigError, expanded_size, read_yaml
+
+    # mapping 1 + key a 1 + [1, 2] 3 + key b 1 + [*a, *a] (1 + 3 + 3) = 13
+    assert expanded_size(yaml.compose("a: &a [1, 2]\nb: [*a, *a]\n")) == 13
+    assert expanded_size(yaml.compose((ws / "bomb.yaml").read_text())) == MAX_YAML_VALUES + 1
+    assert expanded_size(yaml.compose("a: &a [1, *a]\n")) == MAX_YAML_VALUES + 1  # an alias inside its own anchor
+    with pytest.raises(ConfigError, match=r"^--config: bomb.yaml expands to more than 100000 values"):
+        read_yaml("bomb.yaml", "--config")
+    assert read_yaml(FAST_RECIPE, "--config") == yaml.safe_load(Path(FAST_RECIPE).read_text())

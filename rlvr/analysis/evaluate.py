@@ -353,13 +353,12 @@ def evaluate(
     from transformers import AutoTokenizer
 
     from rlvr.training.config import load_recipe, validate
-    from rlvr.training.validation import MODEL_FILES
+    from rlvr.training.validation import check_model_folder
 
     loaded = load_recipe(["--config", config])
     model_args = loaded.model
     model_path = model_path or model_args.model_name_or_path
-    if not any((Path(model_path) / name).exists() for name in MODEL_FILES):
-        raise ConfigError("--model", f"no model at {model_path!r} (a folder with config.json or adapter_config.json)")
+    check_model_folder(model_path, "--model")  # a folder with a parsable config and whole weights
     model_args.model_name_or_path = model_path
     recipe = validate(loaded)
     settings = sampling_settings(recipe.training, overrides)

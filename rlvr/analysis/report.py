@@ -19,7 +19,7 @@ import yaml
 
 from rlvr.analysis import before_after
 from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, cli, load_yaml_mapping, positive_int
+from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import (
     TIME_PHASES,
@@ -421,6 +421,7 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     out = Path(out or path / layout.REPORT)
     if out.is_dir():
         raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / layout.REPORT}")
+    check_writable_folder(out.parent, "--out")  # not under a file: fails now, not as a traceback from mkdir
     if config and dirs != [path]:
         raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
     if before:

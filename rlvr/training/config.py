@@ -26,7 +26,7 @@ from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
 from rlvr.speedups.registry import parse_speedups
 from rlvr.training.cpu_threads import parse_cpu_threads
-from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_values
+from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -82,6 +82,16 @@ class RecipeArguments(ScriptArguments):
         metadata={"help": "CPU / tiny-model speed-ups that leave samples and loss unchanged (rlvr/speedups): none, "
                   "all, or a comma list of shared_prefix, group_prompts, prefix_attention. The tiny CPU recipes "
                   "set all; unmeasured on GPUs (docs/speed.md)."},
+    )
+    reward_time_limit: float = field(
+        default=300.0,
+        metadata={"help": "Seconds one call of a reward function may take (0: no limit); past it the run stops with "
+                  "one line naming the reward and the step, the last checkpoint intact (rewards/guard.py)."},
+    )
+    allow_recipe_change: bool = field(
+        default=False,
+        metadata={"help": "Let a resume change a field that changes what is optimised (learning rate, G, rewards, "
+                  "data, ...); the change is recorded in the run's run.json (rlvr/training/run_folder.py)."},
     )
     cpu_threads: str = field(
         default="auto",
@@ -169,6 +179,7 @@ class Recipe:
     argv: list[str] = field(default_factory=list)  # the command line that overrode it
     speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
     curriculum: object = None  # (CurriculumSpec, levels) when the recipe has `curriculum:`
+    run_folder: object = None  # rlvr.training.run_folder.RunFolder once the run holds its output_dir (the runner)
 
 
 class RecipeParser(TrlParser):
@@ -358,7 +369,9 @@ def validate(loaded: LoadedRecipe) -> Recipe:
     split = args.dataset_train_split
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")
-    probe_rewards(rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))])
+    probe_rewards(rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))],
+                  args.reward_time_limit)
+    check_sample_budget(training)
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
         raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")

@@ -9,6 +9,7 @@ and config classes, and a recipe of another algorithm is refused in one line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -24,6 +25,7 @@ def callbacks_for(recipe: Recipe) -> list:
     from rlvr.training.curriculum import curriculum_callback_for
     from rlvr.training.divergence import DivergenceGuard
     from rlvr.training.preemption import PreemptionCallback
+    from rlvr.training.run_folder import RunIdentityCallback
 
     args = recipe.args
     ledger = RolloutLedger()
@@ -39,6 +41,7 @@ def callbacks_for(recipe: Recipe) -> list:
         DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
                         args.min_mean_reward_patience),  # after PreemptionCallback: it sees (and may cancel) its save
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
+        RunIdentityCallback(recipe.run_folder.run_id if recipe.run_folder else None),  # the run id, in each checkpoint
     ]
 
 
@@ -63,7 +66,7 @@ def build_trainer(recipe: Recipe):
     training.restore_callback_states_from_checkpoint = True  # the rollout ledger's counters continue on resume
     trainer = trainer_for(recipe)(  # the algorithm's trainer + the layers the recipe names (curriculum, speed-ups)
         model=model_args.model_name_or_path,
-        reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir),  # a failing reward: one named line
+        reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir, args.reward_time_limit),  # one named line
         args=training,
         train_dataset=recipe.dataset[args.dataset_train_split],
         eval_dataset=recipe.dataset.get(args.dataset_test_split) if training.eval_strategy != "no" else None,
@@ -98,7 +101,8 @@ def write_run_config(recipe: Recipe) -> None:
 
 def resume_checkpoint(value, output_dir: str) -> str | None:
     """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.training.run_files`): torn
-    folders from a crash mid-save are skipped, and either case is said in one line."""
+    folders from a crash mid-save are skipped, and either case is said in one line. Whose checkpoint it is, and what
+    the recipe changes, is `rlvr.training.run_folder.check_resume`'s."""
     from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
 
     if value in (None, "", False, "false", "False"):
@@ -107,8 +111,8 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
         checkpoint, torn = last_complete_checkpoint(output_dir)
         for path, why in torn:
             print(f"[resume] skipping incomplete {path} ({why})", flush=True)
-        print(f"[resume] from {checkpoint}" if checkpoint else f"[resume] no complete checkpoint in {output_dir}: "
-              "starting from step 0", flush=True)
+        if not checkpoint:
+            print(f"[resume] no complete checkpoint in {output_dir}: starting from step 0", flush=True)
         return checkpoint
     if not os.path.isdir(value):
         raise ConfigError("resume_from_checkpoint", f"no checkpoint folder at {value!r}")
@@ -117,17 +121,45 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
     return value
 
 
+def hold_run_folder(recipe: Recipe):
+    """One run per folder (`rlvr/training/run_folder.py`), read-only part: the folder is not another live run's, the
+    checkpoint is this folder's run's, and the recipe changes only what a resume may change. Returns the checks'
+    outcome for `claim_run_folder`."""
+    from rlvr.training.run_folder import check_model_outside, check_resume
+
+    training = recipe.training
+    checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
+    resume = check_resume(recipe, checkpoint, training.world_size)
+    if checkpoint:
+        print(f"[resume] from {checkpoint} (run {resume.run_id or 'from before run ids'})", flush=True)
+    check_model_outside(recipe, resume)
+    return resume
+
+
+def claim_run_folder(recipe: Recipe, resume) -> None:
+    """Lock the folder for this run's lifetime, move an earlier run aside on a fresh start, record the run id."""
+    from rlvr.training.run_folder import claim
+
+    recipe.run_folder = claim(recipe, resume, recipe.training.world_size)
+
+
 def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run.
 
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
     from rlvr.training.code_record import record_code
+    from rlvr.training.run_folder import refuse_if_in_use
     from rlvr.training.tracking import configure_wandb
 
-    # 1. Parse YAML + CLI and validate everything that can be checked without a model.
-    recipe = validate(load_recipe(argv, algorithm))
+    # 1. Parse YAML + CLI and validate everything that can be checked without a model; a folder another live run
+    #    holds is refused first, and a resume must continue this folder's run with the same recipe.
+    loaded = load_recipe(argv, algorithm)
+    if not loaded.args.dry_run:
+        refuse_if_in_use(loaded)
+    recipe = validate(loaded)
     args, training = recipe.args, recipe.training
-    checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
+    resume = hold_run_folder(recipe)
+    checkpoint = resume.checkpoint
     print(f"[plan] {batch_plan(recipe)}", flush=True)
     if warning := precision_warning(recipe):
         print(warning, flush=True)
@@ -140,20 +172,26 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
               flush=True)
         return recipe, None, None
 
-    # 2. Records and tracking: the config as run and the code that ran it go beside the metrics; wandb never prompts.
-    if training.process_index == 0:
-        print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
-              f"{layout.ROLLOUTS}, checkpoints, final model)", flush=True)
-        write_run_config(recipe)
-        record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
-    configure_wandb(training.report_to)
+    # 2. Records and tracking: the folder is this run's (locked, an earlier run moved aside, run.json), the config as
+    #    run and the code that ran it go beside the metrics; wandb never prompts.
+    claim_run_folder(recipe, resume)
+    try:
+        if training.process_index == 0:
+            print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
+                  f"{layout.ROLLOUTS}, checkpoints, final model) as run {recipe.run_folder.run_id}", flush=True)
+            write_run_config(recipe)
+            record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
+        configure_wandb(training.report_to)
 
-    # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can act
-    #    on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
-    from rlvr.metrics.console import silence_known_warnings
+        # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can
+        #    act on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
+        from rlvr.metrics.console import silence_known_warnings
 
-    silence_known_warnings()
-    return recipe, build_trainer(recipe), checkpoint
+        silence_known_warnings()
+        return recipe, build_trainer(recipe), checkpoint
+    except BaseException:
+        recipe.run_folder.release()
+        raise
 
 
 def main(argv: list[str] | None = None, algorithm: str | None = None) -> object | None:
@@ -167,7 +205,7 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
     from rlvr.training.disk import disk_full_exits
     from rlvr.training.preemption import early_stop
 
-    with disk_full_exits(recipe.training.output_dir):
+    with disk_full_exits(recipe.training.output_dir), released(recipe.run_folder):
         trainer.train(resume_from_checkpoint=checkpoint)
         if stop := early_stop(trainer):
             if trainer.args.process_index == 0:
@@ -179,6 +217,15 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
             print(f"[run] saved the final model to {out}/; metrics in {recipe.args.metrics_path or f'{out}/{layout.METRICS}'}, "
                   f"rollouts in {recipe.args.rollouts_path or f'{out}/{layout.ROLLOUTS}'}", flush=True)
     return trainer
+
+
+@contextlib.contextmanager
+def released(run_folder):
+    """The folder's lock goes when the run ends: finished, stopped early, failed or interrupted."""
+    try:
+        yield
+    finally:
+        run_folder.release()
 
 
 def run(algorithm: str | None = None) -> None:

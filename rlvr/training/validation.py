@@ -15,17 +15,19 @@ DAPO, PPO and the single-rollout configs alike.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
 import types
 import typing
+import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from trl import GRPOConfig
 
-from rlvr.cli import ConfigError, check_writable_folder
+from rlvr.cli import ConfigError, check_writable_folder, one_line
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ RULES: dict[str, Num | OneOf] = {
     "memory_budget": OneOf("warn", "stop", "off"),
     "min_mean_reward": Num(),  # any finite number (rewards may be negative)
     "min_mean_reward_patience": POSITIVE_INT,
+    "reward_time_limit": NON_NEGATIVE,  # seconds; 0 = no limit
     # ModelConfig
     "dtype": OneOf("auto", "bfloat16", "float16", "float32"),
     "lora_r": POSITIVE_INT,
@@ -244,6 +247,15 @@ def check_recipe(args, training, model) -> None:
         raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")
 
 
+def check_sample_budget(training) -> None:
+    """A sample budget below one generation step would stop after the first step whatever it says: refused."""
+    budget, per_step = training.max_generated_samples, training.generation_batch_size
+    if budget is not None and per_step and budget < per_step:
+        raise ConfigError("max_generated_samples", f"{budget} is less than one generation step ({per_step} samples = "
+                                                   f"generation_batch_size): the run would still train one step; set "
+                                                   f"at least {per_step}, or leave it unset")
+
+
 def flag_type(name: str, kind=float):
     """argparse `type=` for a command's flag that sets the same quantity as the recipe field `name` (`rlvr evaluate
     --top_p`): the value must pass `RULES[name]`, so a command and training share one rule, never a copy of it."""
@@ -278,13 +290,79 @@ def check_model_path(value: str, field: str, may_build: bool = False) -> None:
     traceback after start-up. `may_build`: `build_tiny_model` will build into an empty or missing folder."""
     path = Path(os.path.expanduser(value))
     if path.is_dir():
-        if any((path / name).exists() for name in MODEL_FILES) or (may_build and not any(path.iterdir())):
+        if may_build and not any(path.iterdir()):
             return
-        raise ConfigError(field, f"{value} is a folder without config.json, not a saved model")
+        check_model_folder(value, field)
+        return
     if path.exists():
         raise ConfigError(field, f"{value} is a file; give a model folder (with config.json) or a Hub id")
     if not may_build and not _hub_shaped(value):
         raise ConfigError(field, f"no model folder at {value!r}, and it is not a Hub id (owner/name)")
+
+
+def check_model_folder(value: str, field: str) -> None:
+    """A local model folder that transformers can load: its config parses and its weights are whole. A garbage
+    config.json or a torn model.safetensors (a copy cut short) fails here in one line, before anything loads."""
+    path = Path(os.path.expanduser(value))
+    if not path.is_dir() or not any((path / name).exists() for name in MODEL_FILES):
+        raise ConfigError(field, f"no model at {value!r} (a folder with config.json or adapter_config.json)")
+    for name in MODEL_FILES:
+        if (path / name).exists():
+            try:
+                config = json.loads((path / name).read_text())
+            except (OSError, UnicodeDecodeError, ValueError) as err:
+                raise ConfigError(field, f"{path / name} is not valid JSON ({one_line(err)})") from None
+            if not isinstance(config, dict):
+                raise ConfigError(field, f"{path / name} must hold a JSON object, got {type(config).__name__}")
+            if name == "config.json" and not isinstance(config.get("model_type"), str):
+                raise ConfigError(field, f"{path / name} has no model_type: not a transformers model config")
+    if problem := weights_problem(path):
+        raise ConfigError(field, problem)
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why a model folder's weights cannot be loaded whole (None when they can): a missing shard, or a file cut short
+    (its size is checked against what its header describes; nothing but the headers is read)."""
+    from rlvr.training.run_files import SHARD_INDEXES, WEIGHT_FILES
+
+    for index in SHARD_INDEXES:
+        if (folder / index).exists():
+            try:
+                shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+                return f"{folder / index} is not a weight index ({one_line(err)})"
+            missing = [s for s in shards if not (folder / s).is_file()]
+            if missing:
+                return f"{folder / index} lists {missing[0]}, which is not in {folder}"
+            return next((p for p in (_weight_file_problem(folder / s) for s in shards) if p), None)
+    files = [folder / name for name in WEIGHT_FILES if (folder / name).exists()]
+    if not files:
+        if (folder / "config.json").exists():
+            return f"{folder} has config.json but no model weights ({', '.join(WEIGHT_FILES[:2])})"
+        return None
+    return next((p for p in map(_weight_file_problem, files) if p), None)
+
+
+def _weight_file_problem(path: Path) -> str | None:
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(8)
+            if path.suffix == ".safetensors":
+                if len(head) < 8:
+                    return f"{path} is cut short ({size} bytes, less than a safetensors header)"
+                length = int.from_bytes(head, "little")
+                if length > size - 8:
+                    return f"{path} is cut short: its header alone should be {length} bytes, the file has {size}"
+                header = json.loads(f.read(length))
+                end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+                if 8 + length + end > size:
+                    return f"{path} is cut short: {size} bytes, its header describes {8 + length + end}"
+            elif head[:2] == b"PK" and not zipfile.is_zipfile(path):  # torch.save's zip format, cut short
+                return f"{path} is cut short (its zip directory is missing)"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+        return f"{path} is not a readable weights file ({one_line(err)})"
+    return None
 
 
 def check_dataset_path(value: str, field: str = "dataset_name") -> None:
