@@ -140,6 +140,30 @@ def test_a_real_runs_new_readings_equal_a_recount_from_its_rollouts(run_recipe):
         truncated_seen += sum(r["truncated"] for r in step_rollouts)
     assert truncated_seen > 0, "12 tokens should cut some completions of the random tiny model; the test has no power"
 
+    from rlvr.analysis.plots import panel_keys, plot_runs
+    from rlvr.analysis.records import load_runs
+
+    runs = load_runs([out])
+    written = {path.name for path in plot_runs(runs, Path(out) / "plots", ("step",))}
+    assert {"sampling_by_step.png", "zero_std_by_step.png", "step_metrics_by_step.png"} <= written
+    sides = [f"zero_std_side/{side}" for side in ("all_wrong", "all_correct", "all_truncated", "identical")]
+    assert panel_keys(runs, ["entropy", "zero_std_frac/penalty", *sides], "step") == ["entropy", *sides]
+
+
+def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
+    from rlvr.analysis.plots import panel_keys, smoothed
+    from rlvr.analysis.records import Run
+
+    assert smoothed([2.0] * 4) == pytest.approx([2.0] * 4)  # debiased: no pull toward 0 at the start
+    step = smoothed([0.0] * 3 + [1.0] * 7)
+    assert step[:3] == [0.0] * 3 and all(a < b < 1.0 for a, b in zip(step[3:], step[4:]))
+    assert step[3] == pytest.approx(0.4 / (1 - 0.6**4))  # 0.6 x 0 + 0.4 x 1, debiased at the 4th point
+    rows = [{"step": i, "avg_penalty": 0.0, "zero_std_frac/penalty": 1.0, "zero_std_frac/total": 0.5} for i in range(6)]
+    keys = ["avg_penalty", "zero_std_frac/penalty", "zero_std_frac/total"]
+    assert panel_keys([Run(Path("plain"), "plain", rows)], keys, "step") == ["zero_std_frac/total"]
+    configured = [{**row, "rewards/penalty/mean": 0.0} for row in rows]  # the overlong penalty is one of its rewards
+    assert panel_keys([Run(Path("dapo"), "dapo", configured)], keys, "step") == keys
+
 
 # ---- the readings on a plain trl.GRPOTrainer ---------------------------------------------------------------------
 
