@@ -258,3 +258,24 @@ def test_the_plain_trl_example_across_two_processes(tmp_path):
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     check_plain_run(out, G=4, steps=2)
+
+
+def test_evaluation_reports_the_watches_by_word_length():
+    from rlvr.analysis.evaluate import format_table, summarize
+
+    def record(prompt_id, length, text, answer, cut):
+        return {"prompt_id": prompt_id, "difficulty": length, "completion": text, "answer": answer,
+                "task": "spell_backward", "truncated": cut, "completion_tokens": len(text),
+                "exact": text.endswith(f"<answer>{answer}</answer>"), "correctness": correctness([text], [answer])[0],
+                "format": format([text])[0]}
+
+    three = [record(0, 3, RIGHT, "nus", False), record(0, 3, "<think>s u n ->", "nus", True)]
+    four = [record(1, 4, "<think></think><answer>drow</answer>", "drow", False),
+            record(1, 4, "<think>w o r d ->", "drow", True)]
+    summary = summarize(three + four, 2, [1], components=("correctness", "format"))
+    assert summary["by_length"]["3"]["truncated"] == 0.5 and summary["by_length"]["3"]["truncated_wrong"] == 1.0
+    assert summary["by_length"]["3"]["hollow_format"] == 0.0 and summary["by_length"]["4"]["hollow_format"] == 0.5
+    assert summary["by_length"]["4"]["truncated_wrong"] == 1.0  # the hollow one has the exact answer: right
+    assert summary["overall"]["truncated"] == 0.5 and summary["overall"]["false_full_credit"] == 0.0
+    assert format_table(summary).splitlines()[0].split()[-4:] == ["false_full_credit", "truncated", "truncated_wrong",
+                                                                  "hollow_format"]
