@@ -15,7 +15,7 @@ import torch
 from conftest import REPO, read_jsonl
 
 from rlvr.metrics.components import flat_groups, reward_components
-from rlvr.metrics.readings import batch_readings, zero_std_sides
+from rlvr.metrics.batch_readings import batch_readings, zero_std_sides
 from rlvr.metrics.reward_batch import RewardBatch, is_truncated
 from rlvr.metrics.step_metrics import compute_step_metrics, hollow_content
 from rlvr.rewards.functions import correctness, format

@@ -11,7 +11,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
 from rlvr.metrics.keys import COUNTERS, ordered
-from rlvr.metrics.readings import batch_readings
+from rlvr.metrics.batch_readings import batch_readings
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
 
@@ -19,7 +19,7 @@ from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
 class GroupStatsCallback(RewardBatchCallback):
     """`avg_<component>` and `zero_std_frac/<component>` for total, each reward (success included), binary and penalty,
     every step, `zero_std_side/*`, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read
-    the batch's components, computed once (`rlvr.metrics.readings.batch_readings`). On a plain `trl.GRPOTrainer`,
+    the batch's components, computed once (`rlvr.metrics.batch_readings`). On a plain `trl.GRPOTrainer`,
     `with_readings(trainer)` feeds it; without that it stops the run after one step instead of logging nothing."""
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
