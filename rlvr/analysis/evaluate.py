@@ -297,7 +297,7 @@ def watches(rollouts: list[dict]) -> dict[str, float]:
     scored = [float("nan") if r.get("correctness") is None else r["correctness"] for r in rollouts]
     batch = RewardBatch(
         rewards_per_func=torch.tensor(scored, dtype=torch.float32).reshape(-1, 1), names=["correctness"],
-        weights=torch.ones(1), num_generations=1, completions=[r["completion"] for r in rollouts], rows=rollouts,
+        weights=torch.ones(1), num_generations=1, completions=[r.get("completion") or "" for r in rollouts], rows=rollouts,
         completion_lengths=[r.get("completion_tokens") or 0 for r in rollouts],
         truncated=None if None in cut else cut, mode="eval",
     )

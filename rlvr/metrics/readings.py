@@ -1,4 +1,5 @@
-"""The readings of a scored generation batch, and the reward wrapper that takes them from any `trl.GRPOTrainer`.
+"""The readings in any `trl.GRPOTrainer`: a reward wrapper that turns every scored generation batch into one
+`RewardBatch` for the `RewardBatchCallback`s.
 
     from rlvr.metrics.readings import with_readings
     trainer = with_readings(GRPOTrainer(model=..., reward_funcs=[...], args=training_args, train_dataset=...))
@@ -6,13 +7,13 @@
 `with_readings` wraps the trainer's reward functions (`RewardReadings`): TRL calls them with every completion of a
 generation batch, its `completion_ids` and every dataset column, and after the last one the batch is gathered over
 processes (every rank calls the reward functions in lockstep, so a collective there is safe and a prompt group that
-straddles two ranks is judged whole) into one `RewardBatch`. Every `RewardBatchCallback` on the trainer then reads
-it (`GroupStatsCallback` is added when absent; what it logs is `rlvr.metrics.batch_readings`), and what they return reaches TRL's logs through the `log_metric`
-argument TRL hands every reward function: TRL averages it over the log window and the processes and adds it to the
-row before `Trainer.log` writes `state.log_history` and calls every callback's `on_log` (console, wandb, trackio,
-TensorBoard, `trainer_state.json`). That is the public path: a callback's `on_log` that added keys to `logs` would
-reach only the callbacks after it, never `log_history` (Trainer.log copies the row into it first). TRL averages
-`log_metric` values in float32, so a plain-TRL run's readings carry float32 rounding (a relative 6e-8).
+straddles two ranks is judged whole). Every `RewardBatchCallback` on the trainer then reads it (`GroupStatsCallback`,
+added when absent, logs `rlvr.metrics.batch_readings`), and what they return reaches TRL's logs through the
+`log_metric` argument TRL hands every reward function: TRL averages it over the log window and the processes and
+adds it to the row before `Trainer.log` writes `state.log_history` and calls every callback's `on_log` (console,
+wandb, trackio, TensorBoard, `trainer_state.json`). That is the public path: a callback's `on_log` that added keys
+to `logs` would reach only the callbacks after it, never `log_history` (Trainer.log copies the row into it first).
+TRL averages `log_metric` values in float32, so a plain-TRL run's readings carry float32 rounding (relative 6e-8).
 
 Our own trainer (`rlvr.training.trainer.RewardHooksMixin`) uses the same wrapper and keeps the batch for its
 advantage dispatch; it logs the callbacks' values at full precision into its metrics directly.

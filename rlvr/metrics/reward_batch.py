@@ -56,11 +56,14 @@ class RewardBatch:
 
     def exact(self) -> torch.Tensor:
         """(N,) bool: the extracted answer is exactly the row's expected answer (`rlvr.rewards.functions.exact_answer`),
-        whatever the format; cached like the components."""
+        whatever the format; cached like the components. Rows that already carry it (evaluation records' `exact`,
+        computed by the same function) keep theirs."""
         if self._exact is None:
-            self._exact = torch.tensor(
-                [exact_answer(text, row.get("answer")) for text, row in zip(self.completions, self.rows)], dtype=torch.bool
-            )
+            if self.rows and all(isinstance(row.get("exact"), bool) for row in self.rows):
+                flags = [row["exact"] for row in self.rows]
+            else:
+                flags = [exact_answer(text, row.get("answer")) for text, row in zip(self.completions, self.rows)]
+            self._exact = torch.tensor(flags, dtype=torch.bool)
         return self._exact
 
     def has_answers(self) -> bool:
