@@ -4,9 +4,8 @@ scripted reward sequence; REINFORCE's update uses no baseline and no ratio; MaxR
 import pytest
 import torch
 from conftest import FAST_RECIPE
-from trl import GRPOTrainer
-
 from rlvr.cli import ConfigError
+from rlvr.metrics.readings import RewardReadings
 from rlvr.training.advantages import group_mean_baseline, group_zscore, leave_one_out, maxrl, no_baseline
 from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class
 from rlvr.training.dapo import informative_groups
@@ -55,7 +54,10 @@ def scripted_rewards(monkeypatch, *batches):
         return [[*row, float(row[0] == 1.0 and row[1] == 1.0)] if len(row) == 2 else row for row in batch]
 
     queue = [torch.tensor(with_success(batch), dtype=torch.float32) for batch in batches]
-    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", lambda self, inputs, *a: queue.pop(0))
+    def scripted(readings, index, func, kwargs):  # each reward function returns its column; the last one pops
+        return (queue[0] if index < len(readings.columns) - 1 else queue.pop(0))[:, index].tolist()
+
+    monkeypatch.setattr(RewardReadings, "column_values", scripted)
     return queue
 
 

@@ -12,6 +12,7 @@ from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import load_runs, reward_series, step_metric_series, summarize, zero_std_series
 from rlvr.cli import ConfigError, load_recipe_yaml
+from rlvr.metrics.readings import RewardReadings
 from rlvr.training import algorithms
 from rlvr.training.runner import main, prepare
 
@@ -68,10 +69,8 @@ def test_an_advantage_only_algorithm_is_a_function_a_registry_line_and_a_base_ya
             "--generation_batch_size", "8", "--per_device_train_batch_size", "8"]
     _, trainer, _ = prepare(argv)  # what recipes/train.py runs: the YAML's algorithm picks the trainer
     trainer.model.train()
-    from trl import GRPOTrainer
-
     scripted = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 1.0, 0.0]] * 2)  # + success
-    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", lambda self, *a: scripted)
+    monkeypatch.setattr(RewardReadings, "column_values", lambda readings, index, func, kwargs: scripted[:, index].tolist())
     batch = [trainer.train_dataset[i] for i in range(2) for _ in range(4)]
     advantages = trainer._generate_and_score_completions(batch)["advantages"]
     assert advantages.tolist() == [1.0, -1.0, -1.0, 1.0] * 2  # totals 1.5, .5, .5, 1 around a mean of .875

@@ -76,11 +76,12 @@ def test_private_overrides_lists_exactly_the_private_methods_overridden():
 
 
 def test_the_core_trainer_overrides_fewer_private_methods_than_before():
-    """RLVRTrainer once overrode these five plus `_generate_single_turn` (speed-ups) and `_get_train_sampler`
-    (curriculum); those two now belong to the layers a recipe opts into."""
+    """RLVRTrainer once overrode these four plus `_calculate_rewards` (now a wrapper around the reward functions,
+    rlvr/metrics/readings.py), `_generate_single_turn` (the speed-ups) and `_get_train_sampler` (the curriculum):
+    the last two belong to the layers a recipe opts into."""
     core = {method for _, method in private_overrides(RLVRTrainer)}
-    assert core == {"_calculate_rewards", "_generate", "_generate_and_score_completions",
-                    "_get_per_token_logps_and_entropies", "_compute_loss"}
+    assert core == {"_generate", "_generate_and_score_completions", "_get_per_token_logps_and_entropies",
+                    "_compute_loss"}
 
 
 def test_opt_in_layers_sit_right_above_trl_below_every_mixin():

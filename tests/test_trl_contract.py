@@ -1,10 +1,10 @@
 """The contract with TRL: every private (or otherwise unstable) TRL method, attribute and helper this repo relies on,
 checked against the installed TRL. Upgrading TRL fails here first, in one place, with the list of what moved.
 
-TRL 1.16 has no public hook for what the trainer mixins do (see the MRO table in rlvr/training/trainer.py): the
-reward tensor before advantages (`_calculate_rewards`), the advantages (`_generate_and_score_completions`), the loss
-(`_compute_loss`) and the log-prob pass (`_get_per_token_logps_and_entropies`) are all private. Its public
-`log_metric` kwarg is for reward functions (one scalar per call), not for a callback that sees the whole batch.
+TRL 1.16 has no public hook for some of what the trainer mixins do (see PRIVATE_OVERRIDES in
+rlvr/training/trainer.py): the advantages (`_generate_and_score_completions`), the loss (`_compute_loss`) and the
+log-prob pass (`_get_per_token_logps_and_entropies`) are private. The reward batch needs none: a wrapper around the
+reward functions sees it, and reports through TRL's public `log_metric` kwarg (rlvr/metrics/readings.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from conftest import REPO
 METHODS = {
     "_generate_and_score_completions": ["self", "inputs"],  # RewardHooks, Algorithm, DAPO, PPO: advantages
     "_compute_loss": ["self", "model", "inputs"],  # Algorithm (no ratio), KLEstimator, PPO (value loss)
-    "_calculate_rewards": ["self", "inputs", "prompts", "completions", "completion_ids_list"],  # the reward hook
     "_generate": ["self", "prompts"],  # time accounting
     "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",
                               "has_tool_images"],  # shared-prefix generation

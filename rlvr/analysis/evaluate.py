@@ -244,13 +244,16 @@ def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: i
     return completions
 
 
-def score(rows: list[dict], completions: list[list[str]], rewards, completion_ids=None) -> list[dict]:
+def score(rows: list[dict], completions: list[list[str]], rewards, completion_ids=None, stop_ids=None) -> list[dict]:
     """One record per rollout with every component of the recipe's own reward set (custom rewards included), called
     as GRPOTrainer calls them (prompts, completions, completion_ids and every dataset column), plus `total` and
-    `binary` from `rlvr.metrics.components.reward_components`, the trainer's single source for derived components."""
+    `binary` from `rlvr.metrics.components.reward_components`, the trainer's single source for derived components.
+    With the ids and the tokenizer's stop ids (EOS, padding), each record says whether the completion was cut off
+    (`rlvr.metrics.reward_batch.is_truncated`, the trainer's test) and how many tokens it has."""
     import torch
 
     from rlvr.metrics.components import reward_components
+    from rlvr.metrics.reward_batch import is_truncated
     from rlvr.rewards.functions import exact_answer
 
     flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
@@ -266,8 +269,11 @@ def score(rows: list[dict], completions: list[list[str]], rewards, completion_id
     records, index = [], 0
     for prompt_id, (row, samples) in enumerate(zip(rows, completions)):
         for sample_id, text in enumerate(samples):
+            ids = flat[index][2]
             record = {"prompt_id": prompt_id, "sample": sample_id, "question": row["question"], "answer": row["answer"],
-                      "difficulty": row["difficulty"], "completion": text}
+                      "difficulty": row["difficulty"], "task": row.get("task"), "completion": text,
+                      "completion_tokens": None if ids is None else len(ids),
+                      "truncated": None if ids is None or stop_ids is None else is_truncated(ids, stop_ids)}
             record.update({name: float(values[index].item()) for name, values in components.items()})
             record["exact"] = exact_answer(text, row["answer"])
             records.append(record)
@@ -275,14 +281,36 @@ def score(rows: list[dict], completions: list[list[str]], rewards, completion_id
     return records
 
 
-def summarize(records: list[dict], num_samples: int, ks: list[int],
-              components=("correctness", "format", "success", "binary")) -> dict:
-    """Exact match, the mean of every reward component, pass@k and `false_full_credit` (full correctness for a wrong
-    answer, `rlvr.metrics.step_metrics.full_credit_but_wrong`), overall and per difficulty (word length)."""
+WATCHES = ("false_full_credit", "truncated", "truncated_wrong", "hollow_format")  # the trainer's step/* watches
+
+
+def watches(rollouts: list[dict]) -> dict[str, float]:
+    """The trainer's own `step/*` watches (rlvr/metrics/step_metrics.py) over a set of evaluation records: full
+    credit for a wrong answer, the cut-off share overall and among wrong answers, hollow format. A watch the
+    records cannot support (no correctness, no token ids) is left out."""
     import torch
 
-    from rlvr.metrics.step_metrics import full_credit_but_wrong
+    from rlvr.metrics.reward_batch import RewardBatch
+    from rlvr.metrics.step_metrics import compute_step_metrics
 
+    cut = [r.get("truncated") for r in rollouts]
+    scored = [float("nan") if r.get("correctness") is None else r["correctness"] for r in rollouts]
+    batch = RewardBatch(
+        rewards_per_func=torch.tensor(scored, dtype=torch.float32).reshape(-1, 1), names=["correctness"],
+        weights=torch.ones(1), num_generations=1, completions=[r.get("completion") or "" for r in rollouts], rows=rollouts,
+        completion_lengths=[r.get("completion_tokens") or 0 for r in rollouts],
+        truncated=None if None in cut else cut, mode="eval",
+    )
+    metrics = compute_step_metrics(batch)
+    if any(r.get("correctness") is None for r in rollouts):
+        metrics.pop("step/false_full_credit", None)
+    return {name: metrics[f"step/{name}"] for name in WATCHES if f"step/{name}" in metrics}
+
+
+def summarize(records: list[dict], num_samples: int, ks: list[int],
+              components=("correctness", "format", "success", "binary")) -> dict:
+    """Exact match, the mean of every reward component, pass@k and the `watches` (false full credit, truncation,
+    hollow format), overall and per difficulty (word length)."""
     by_prompt = defaultdict(list)
     for record in records:
         by_prompt[record["prompt_id"]].append(record)
@@ -296,10 +324,7 @@ def summarize(records: list[dict], num_samples: int, ks: list[int],
             out[f"mean_{key}"] = sum(r[key] for r in rollouts) / len(rollouts)
         for k in ks:
             out[f"pass@{k}"] = sum(pass_at_k(num_samples, c, k) for c in correct) / len(correct)
-        if all(r.get("correctness") is not None for r in rollouts):
-            hacked = full_credit_but_wrong(torch.tensor([r["correctness"] for r in rollouts], dtype=torch.float32),
-                                           torch.tensor([bool(r["exact"]) for r in rollouts]))
-            out["false_full_credit"] = hacked.float().mean().item()
+        out.update(watches(rollouts))
         return out
 
     lengths = defaultdict(list)
@@ -318,11 +343,11 @@ def _length_order(item) -> tuple:
 
 
 def format_table(summary: dict) -> str:
-    """Per word length: prompts, exact match, the mean of every reward component, pass@k, then false_full_credit."""
+    """Per word length: prompts, exact match, the mean of every reward component, pass@k, then the watches."""
     overall = summary["overall"]
     means = [key for key in overall if key.startswith("mean_")]
     ks = [key for key in overall if key.startswith("pass@")]
-    watch = [key for key in ("false_full_credit",) if key in overall]
+    watch = [key for key in WATCHES if key in overall]
     headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks, *watch]
     columns = ["prompts", "exact_match", *means, *ks, *watch]  # a block missing one (an older file) shows "-"
     rows = [[length, *(b.get(k, "-") for k in columns)] for length, b in [*summary.get("by_length", {}).items(),
@@ -401,7 +426,9 @@ def evaluate(
     completion_ids = generate(sample, prompt_ids, per_batch, num_samples, show_progress)
     generation_s = time.perf_counter() - start
     completions = [tokenizer.batch_decode(ids, skip_special_tokens=True) for ids in completion_ids]
-    records = score(rows, completions, recipe.rewards, completion_ids)
+    stop_ids = {*([tokenizer.eos_token_id] if isinstance(tokenizer.eos_token_id, int) else tokenizer.eos_token_id or []),
+                tokenizer.pad_token_id}
+    records = score(rows, completions, recipe.rewards, completion_ids, stop_ids)
     components = [key for key in records[0] if key not in RECORD_FIELDS]
 
     summary = {
@@ -422,7 +449,8 @@ def evaluate(
     return summary
 
 
-RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "completion", "exact")
+RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "task", "completion", "completion_tokens",
+                 "truncated", "exact")
 
 
 def step_metrics_of(records: list[dict], rewards, num_samples: int, completion_ids) -> dict[str, float]:
@@ -438,6 +466,7 @@ def step_metrics_of(records: list[dict], rewards, num_samples: int, completion_i
         names=list(rewards.names), weights=torch.tensor(rewards.weights), num_generations=num_samples,
         completions=[r["completion"] for r in records], rows=records,
         completion_lengths=[len(ids) for per_prompt in completion_ids for ids in per_prompt], mode="eval",
+        truncated=None if any(r["truncated"] is None for r in records) else [r["truncated"] for r in records],
     )
     return compute_step_metrics(batch)
 

@@ -6,7 +6,10 @@ Each figure is drawn against optimizer step and against cumulative generated sam
 run labelled with its directory name, except `zero_std_prediction_by_<x>.png`: one panel per run, the zero-std
 fraction of exact match observed against its closed-form prediction from pass rates (`run_records.zero_std_prediction`).
 Runs with a curriculum also get `curriculum_by_<x>.png`: the level, the level mix and the pass rate per level.
-The same series print as a plain-text table for terminals.
+`sampling_by_<x>.png` draws TRL's sampling entropy, mean completion length and clipped (truncated) share.
+Each series is drawn raw and faint, with a smoothed line over it (`smoothed`, as trackers draw them); panels that
+are constant by construction (`by_construction`: the penalty component of a run without the overlong penalty) are
+left out. The same series print as a plain-text table for terminals.
 """
 
 from __future__ import annotations
@@ -35,7 +38,16 @@ from rlvr.analysis.records import (
     zero_std_series,
 )
 from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
-from rlvr.metrics.keys import CURRICULUM_PREFIX, TIME_PHASES, ZERO_STD_PREFIX
+from rlvr.metrics.keys import (
+    CURRICULUM_PREFIX,
+    TIME_PHASES,
+    ZERO_STD_PREFIX,
+    ZERO_STD_SIDE_PREFIX,
+    ZERO_STD_SIDES,
+    reward_key,
+    zero_std_key,
+    zero_std_side_key,
+)
 
 DEFAULT_X = ("step", "samples")
 # Legible at the width a repository page shows a figure: a panel is PANEL_INCHES x DPI = 540 px wide, so a
@@ -57,18 +69,53 @@ def save(fig, path) -> None:
     fig.savefig(buffer, format="png", dpi=DPI)
     image = Image.open(buffer).convert("RGB")
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
-UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES)  # fixed 0..1 axis, with zero_std_frac/*
+UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES,  # fixed 0..1 axis,
+                 "completions/clipped_ratio", "step/truncated", "step/truncated_wrong", "step/hollow_format",
+                 "step/false_full_credit")  # with zero_std_frac/* and zero_std_side/*
+SAMPLING_SERIES = ("entropy", "completions/mean_length", "completions/clipped_ratio")  # TRL's own keys
+SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
+MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
+# A component that is a constant when its reward is not configured: (component, the TRL key its reward logs).
+UNCONFIGURED_CONSTANT = {"penalty": "rewards/penalty/mean"}
 CURRICULUM_UNIT_INTERVAL = (f"{CURRICULUM_PREFIX}weight/", f"{CURRICULUM_PREFIX}pass_rate/")  # shares and rates
 TITLES = {
     "groups/all_wrong": "groups all wrong (correctness, rollouts)",
     "groups/all_correct": "groups all correct (correctness, rollouts)",
     "groups/mixed": "groups with contrast (correctness, rollouts)",
+    "zero_std_side/all_wrong": "flat on total, all wrong (too hard)",
+    "zero_std_side/all_correct": "flat on total, all right (solved)",
+    "zero_std_side/all_truncated": "flat on total, all cut off (length)",
+    "zero_std_side/identical": "flat on total, one text (collapsed)",
+    "entropy": "sampling entropy (TRL)",
 }
 
 
+def smoothed(values: list[float], weight: float = SMOOTHING) -> list[float]:
+    """The debiased exponential moving average TensorBoard draws: s_t = w s_(t-1) + (1 - w) y_t from s_(-1) = 0,
+    divided by 1 - w^(t+1) so the first points are not pulled toward 0. A constant stays that constant."""
+    out, running = [], 0.0
+    for t, value in enumerate(values):
+        running = weight * running + (1 - weight) * value
+        out.append(running / (1 - weight ** (t + 1)))
+    return out
+
+
+def by_construction(run: Run, key: str) -> bool:
+    """`key` is constant in `run` whatever the policy does: a component whose reward the run does not configure
+    (`UNCONFIGURED_CONSTANT`: `avg_penalty` 0 and `zero_std_frac/penalty` 1 without the overlong penalty)."""
+    return any(key in (reward_key(component), zero_std_key(component)) and not run.values(logged)
+               for component, logged in UNCONFIGURED_CONSTANT.items())
+
+
+def panel_keys(runs: list[Run], keys, x: str) -> list[str]:
+    """The series worth a panel: some run has data for it that is not constant by construction."""
+    return [k for k in keys if any(run.series(k, x)[0] and not by_construction(run, k) for run in runs)]
+
+
 def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path | None:
-    """One panel per series, every run overlaid; panels no run has data for are left out."""
-    keys = [k for k in keys if any(run.series(k, x)[0] for run in runs)]
+    """One panel per series, every run overlaid, each raw (faint) under its smoothed line; panels no run has data
+    for, or constant by construction, are left out."""
+    keys = panel_keys(runs, keys, x)
     if not keys:
         return None
     cols = min(3, len(keys))
@@ -80,13 +127,18 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
         for run in runs:  # the seeds of one setting share a colour and one legend entry
             xs, ys = run.series(key, x)
             group = seed_group(run.label)
-            if xs:
-                ax.plot(xs, ys, marker="." if len(xs) < 30 else None, color=colours[group], alpha=0.85,
-                        label=None if group in labelled else group)
-                labelled.add(group)
+            if not xs or by_construction(run, key):
+                continue
+            label = None if group in labelled else group
+            labelled.add(group)
+            if len(xs) < MIN_SMOOTHED_POINTS:
+                ax.plot(xs, ys, marker=".", color=colours[group], alpha=0.85, label=label)
+            else:
+                ax.plot(xs, ys, color=colours[group], alpha=0.25, linewidth=0.8)
+                ax.plot(xs, smoothed(ys), color=colours[group], alpha=0.9, label=label)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel(X_LABELS[x])
-        if key in UNIT_INTERVAL or key.startswith(ZERO_STD_PREFIX) or key.startswith(CURRICULUM_UNIT_INTERVAL):
+        if key in UNIT_INTERVAL or key.startswith((ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX, *CURRICULUM_UNIT_INTERVAL)):
             ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
@@ -174,9 +226,11 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
     for x in x_axes:
         written.append(panel_figure(runs, reward_series(runs), x, out / f"rewards_by_{x}.png", "mean reward per component"))
         written.append(panel_figure(
-            runs, (*zero_std_series(runs), *GROUP_SERIES), x, out / f"zero_std_by_{x}.png",
-            "zero-std groups: no contrast, no gradient",
+            runs, (*zero_std_series(runs), *map(zero_std_side_key, ZERO_STD_SIDES), *GROUP_SERIES), x,
+            out / f"zero_std_by_{x}.png", "zero-std groups: no contrast, no gradient (zero_std_side: which side)",
         ))
+        written.append(panel_figure(runs, SAMPLING_SERIES, x, out / f"sampling_by_{x}.png",
+                                    "sampling: entropy (collapse: near 0), length, clipped share"))
         written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
         written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
         written.append(panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise

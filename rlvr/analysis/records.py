@@ -59,10 +59,15 @@ def curriculum_series(runs) -> list[str]:
     return sorted(keys, key=order)
 
 
+TABLE_READINGS = ("zero_std_side/all_wrong", "step/truncated", "step/hollow_format", "entropy")  # when logged
+
+
 def table_series(run) -> list[str]:
-    """The columns of a run's printed table: every reward component, zero-std on total and correctness, time share."""
+    """The columns of a run's printed table: every reward component, zero-std on total and correctness, the
+    `TABLE_READINGS` the run logged (all-wrong flat groups, truncation, hollow format, entropy), time share."""
     zero_std = [zero_std_key(c) for c in ("total", "correctness") if c in run.components]
-    return [*reward_series([run]), *zero_std, "time/generation_share"]
+    readings = [key for key in TABLE_READINGS if any(key in row for row in run.rows)]
+    return [*reward_series([run]), *zero_std, *readings, "time/generation_share"]
 
 
 # From rollouts.jsonl: zero-std groups of exact match (correctness == 1), observed and predicted (`zero_std_prediction`).

@@ -329,6 +329,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         "## Zero-std groups over training",
         images(pngs, report_dir, ("zero_std_by_step.png", "zero_std_by_samples.png")),
         zero_std_reading(run, last_k),
+        images(pngs, report_dir, ("sampling_by_step.png", "step_metrics_by_step.png")),  # entropy, truncation, watches
         *curriculum_section([run], pngs, report_dir, max_rows),
         "## Before / after training",
         before_after.render_markdown(comparison) if comparison else evaluations_section(run, report_dir),

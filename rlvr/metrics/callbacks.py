@@ -7,23 +7,23 @@ import math
 import time
 from pathlib import Path
 
+from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.metrics.components import group_summary
 from rlvr.metrics.keys import COUNTERS, ordered
+from rlvr.metrics.batch_readings import batch_readings
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
-from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
 
 
 class GroupStatsCallback(RewardBatchCallback):
     """`avg_<component>` and `zero_std_frac/<component>` for total, each reward (success included), binary and penalty,
-    every step, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read the batch's components,
-    computed once."""
+    every step, `zero_std_side/*`, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read
+    the batch's components, computed once (`rlvr.metrics.batch_readings`). On a plain `trl.GRPOTrainer`,
+    `with_readings(trainer)` feeds it; without that it stops the run after one step instead of logging nothing."""
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
-        summary = group_summary(batch.components(), batch.num_generations)
-        return {**summary, **compute_step_metrics(batch)}
+        return batch_readings(batch)
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):
@@ -67,6 +67,7 @@ class RolloutLogCallback(RewardBatchCallback):
             return None
         components = {name: values.tolist() for name, values in batch.components().items()}
         exact = batch.exact().tolist()
+        truncated = batch.truncated or [None] * batch.size
         records = [
             {
                 "step": state.global_step + 1,  # the optimizer step these rollouts are for, as metrics.jsonl numbers it
@@ -75,9 +76,11 @@ class RolloutLogCallback(RewardBatchCallback):
                 "question": row.get("question"),
                 "answer": row.get("answer"),
                 "difficulty": row.get("difficulty"),
+                "task": row.get("task"),
                 "completion": completion,
                 "completion_tokens": length,
                 "exact": exact[i],  # the extracted answer is exactly right (format aside)
+                "truncated": truncated[i],  # cut off at max_completion_length: no EOS (step/truncated)
                 **{name: _finite(values[i]) for name, values in components.items()},
             }
             for i, (row, completion, length) in enumerate(zip(batch.rows, batch.completions, batch.completion_lengths))
@@ -91,7 +94,8 @@ class RolloutLogCallback(RewardBatchCallback):
         return None
 
 
-ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "completion", "completion_tokens", "exact")
+ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "task", "completion", "completion_tokens",
+                  "exact", "truncated")
 
 
 def format_rollout(record: dict) -> str:
@@ -106,7 +110,7 @@ def format_rollout(record: dict) -> str:
     )
 
 
-class MetricsJsonlCallback(RewardBatchCallback):
+class MetricsJsonlCallback(TrainerCallback):
     """Appends every logged row to a JSONL file (default `<output_dir>/metrics.jsonl`).
 
     Resume and fresh-run handling is `rlvr.training.run_files.start_record`, the policy every record file shares.

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 REWARD_PREFIX = "avg_"  # avg_<component>: batch mean of the component
 ZERO_STD_PREFIX = "zero_std_frac/"  # zero_std_frac/<component>: fraction of prompt groups with no contrast on it
+ZERO_STD_SIDE_PREFIX = "zero_std_side/"  # zero_std_side/<side>: groups flat on total, by side (rlvr.metrics.readings)
+ZERO_STD_SIDES = ("all_wrong", "all_correct", "all_truncated", "identical")
 STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics/step_metrics.py)
 CURRICULUM_PREFIX = "curriculum/"  # curriculum/{level, weight/<v>, pass_rate/<v>}: rlvr/training/curriculum.py
 KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")  # how the built-in components are listed
@@ -33,6 +35,10 @@ def reward_key(component: str) -> str:
 
 def zero_std_key(component: str) -> str:
     return f"{ZERO_STD_PREFIX}{component}"
+
+
+def zero_std_side_key(side: str) -> str:
+    return f"{ZERO_STD_SIDE_PREFIX}{side}"
 
 
 def ordered(components) -> list[str]:

@@ -17,6 +17,8 @@ import torch
 
 from rlvr.metrics.keys import STEP_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch
+from rlvr.rewards.functions import format_score
+from rlvr.rewards.text import extract_last_answer
 
 STEP_METRICS: dict[str, Callable[[RewardBatch], float | dict | None]] = {}
 
@@ -71,3 +73,67 @@ def false_full_credit(batch: RewardBatch) -> float | None:
     if "correctness" not in components:
         return None
     return full_credit_but_wrong(components["correctness"], batch.exact()).float().mean().item()
+
+
+@step_metric
+def truncated(batch: RewardBatch) -> float | None:
+    """The share of completions cut off at `max_completion_length` (no EOS: `rlvr.metrics.reward_batch.is_truncated`).
+    A cut completion usually lacks `</answer>` and scores as wrong, so a run whose completions are cut reads like a
+    model that got worse; it is a length budget (raise `max_completion_length`). TRL's `completions/clipped_ratio`
+    is the same share; this one is also computed where TRL's is not (evaluation, the plain-TRL readings)."""
+    if batch.truncated is None:
+        return None
+    return torch.tensor(batch.truncated, dtype=torch.float32).mean().item()
+
+
+@step_metric
+def truncated_wrong(batch: RewardBatch) -> float | None:
+    """Among the completions that are not exactly right (`RewardBatch.solved`: success 0), the share that were cut
+    off; None when every completion is right (or the rows have no answer). Near 1: the wrong answers are length
+    failures, not wrong spellings."""
+    if batch.truncated is None or not batch.has_answers():
+        return None
+    wrong = ~batch.solved()
+    if not wrong.any():
+        return None
+    return torch.tensor(batch.truncated)[wrong].float().mean().item()
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalpha())
+
+
+def think_spells_the_word(think: str, row: dict) -> bool:
+    """spell_backward: the think works on the question's word (the expected answer reversed) when at least half of
+    its letters are letters of that word, case-folded, everything but letters ignored. `s u n -> n u s` relates to
+    `sun`, and so does a wrong attempt built from its letters (`s n u`); filler (`let me think`), a spelling of
+    another word (`c o w`) or a think with no letters does not."""
+    word = set(_letters(str(row.get("answer") or "")))
+    letters = _letters(think)
+    return bool(word) and bool(letters) and sum(ch in word for ch in letters) * 2 >= len(letters)
+
+
+# Per task (the rows' `task` column): whether a think relates to its question. Tasks not listed are judged on empty
+# content only: a relatedness rule is built from one task's answer shape and would misjudge another's reasoning.
+THINK_RELATES = {"spell_backward": think_spells_the_word}
+
+
+def hollow_content(text: str, row: dict) -> bool:
+    """Full format (all four tags, the format reward's 1.0) around hollow content: no content can be read between
+    the tags (they are out of order), the last `<think>` or the last `<answer>` holds only whitespace, or the think
+    does not relate to the question (`THINK_RELATES`, for the tasks that define it). The format reward pays such a
+    completion in full; this is the reward hack of writing the tags and nothing in them."""
+    if format_score(text) != 1.0:
+        return False
+    think, answer = extract_last_answer(text, "think"), extract_last_answer(text)
+    if not think or not answer:  # None (no readable content) or "" (whitespace only, stripped)
+        return True
+    relates = THINK_RELATES.get(row.get("task"))
+    return relates is not None and row.get("answer") is not None and not relates(think, row)
+
+
+@step_metric
+def hollow_format(batch: RewardBatch) -> float:
+    """Reward-hack watch: the share of completions with full format but hollow content (`hollow_content`). Read it
+    beside `avg_format`: format rising while this rises is the format reward being paid for empty tags."""
+    return sum(hollow_content(text, row) for text, row in zip(batch.completions, batch.rows)) / max(batch.size, 1)

@@ -7,8 +7,9 @@ advantages from `compute_advantages`, one without an importance ratio gets the p
 else (sampling, TRL's advantages, loss, logging) is TRL's.
 
 The seams, in one place (what replaces what in TRL's step):
-  rewards come in        `_calculate_rewards`: TRL scores with the reward functions, we keep the scored batch
-                         (`RewardBatch`, gathered over processes, its components computed once) for every reader.
+  rewards come in        no override: the reward functions are wrapped (`RewardReadings`, rlvr/metrics/readings.py,
+                         the same wrapper a plain TRL script uses), which keeps the scored batch (`RewardBatch`,
+                         gathered over processes, its components computed once) for every reader.
   advantages replaced    `_generate_and_score_completions`: after TRL's call, `AlgorithmMixin` puts the registry's
                          advantages in (or zeroes TRL's residues on flat groups), and fixes the completions table.
   loss changed           `_compute_loss`: no importance ratio for ratio-free algorithms (`AlgorithmMixin`), another
@@ -22,21 +23,20 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from functools import partial
 
 import torch
-from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
-from rlvr.rewards.text import completion_text
 from rlvr.metrics.keys import COUNTERS
-from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.metrics.readings import RewardReadings
+from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.speedups import with_speedups
 from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.budget import SampleScheduleMixin
 from rlvr.training.curriculum import with_curriculum
 from rlvr.training.kl import KLEstimatorMixin
 
-ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns rollouts keep
 # TRL logs `frac_reward_zero_std` as `isclose(std, 0)` of the total: it misses flat groups whose float32 std is not
 # ~0 (eight 0.2s) and reads 0 or 1 under `scale_rewards: batch`, so beside the exact `zero_std_frac/total` it would
 # contradict it under the name users look for. It is kept, relabelled to say which test it is.
@@ -46,6 +46,11 @@ TRL_ZERO_STD, TRL_ZERO_STD_RELABELLED = "frac_reward_zero_std", "trl/frac_reward
 class RewardHooksMixin:
     """Dispatches gathered rewards to reward callbacks, logs what they return, and accounts for wall time.
 
+    The reward batch comes from `RewardReadings`, the wrapper around the trainer's reward functions that any plain
+    `trl.GRPOTrainer` can take (`rlvr.metrics.readings.with_readings`): it builds the gathered `RewardBatch` once per
+    generation batch, which this mixin keeps as `self._reward_batch` for the advantage dispatch and hands to every
+    `RewardBatchCallback`, logging what they return at full precision into the trainer's metrics.
+
     Time accounting (seconds per log window, logged as `time/*`): `generation` is sampling completions,
     `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs (and the rest of
     the rollout's bookkeeping), and `optimization` the forward/backward on the buffered batch plus the optimizer
@@ -54,6 +59,10 @@ class RewardHooksMixin:
     `optimizer.step()` alone (timed by hooks on the optimizer). `total` is the training step plus the optimizer step
     (not logging nor callbacks); `time/generation_share` is generation's share of it.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._readings = RewardReadings(self, on_batch=self._on_reward_batch, call=partial(self._timed, "scoring"))
 
     def _timed(self, account: str, fn, *args, **kwargs):
         start = time.perf_counter()
@@ -99,14 +108,6 @@ class RewardHooksMixin:
     def training_step(self, model, inputs, num_items_in_batch):
         return self._timed("step", super().training_step, model, inputs, num_items_in_batch)
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = self._timed(
-            "scoring", super()._calculate_rewards, inputs, prompts, completions, completion_ids_list
-        )
-        self._reward_batch = self.reward_batch(inputs, completions, completion_ids_list, rewards_per_func)
-        self.dispatch_reward_batch(self._reward_batch)
-        return rewards_per_func
-
     def time_accounting(self) -> dict[str, float]:
         """Seconds spent per phase since the last log, then reset. Rollouts happen inside training steps."""
         spent = getattr(self, "_time_accounts", None) or {}
@@ -128,29 +129,12 @@ class RewardHooksMixin:
             "time/generation_share": generation / total,
         }
 
-    def reward_batch(self, inputs, completions, completion_ids_list, rewards_per_func) -> RewardBatch:
-        """The scored generation batch, gathered over processes, built once: its reward components are computed once
-        (cached on it) and every reader (advantage dispatch, DAPO's filter, PPO, the reward callbacks) takes them
-        from `self._reward_batch`."""
-        mode = "train" if self.model.training else "eval"
-        return RewardBatch(
-            rewards_per_func=rewards_per_func,
-            names=list(self.reward_func_names),
-            weights=self.reward_weights,
-            num_generations=self.num_generations if mode == "train" else self.num_generations_eval,
-            completions=gather_object([completion_text(c) for c in completions]),
-            rows=gather_object([{k: row.get(k) for k in ROW_KEYS} for row in inputs]),
-            completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
-            mode=mode,
-            round=getattr(self, "_sampling_round", 0),
-        )
-
-    def dispatch_reward_batch(self, batch: RewardBatch):
-        for callback in self.callback_handler.callbacks:
-            if isinstance(callback, RewardBatchCallback):
-                metrics = callback.on_rewards(self.args, self.state, self.control, batch=batch)
-                for name, value in (metrics or {}).items():
-                    self._metrics[batch.mode][name].append(value)
+    def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
+        """Every scored batch: kept for the advantage dispatch (DAPO's filter, PPO), numbered by DAPO's sampling
+        round, read by the reward callbacks."""
+        batch.round = getattr(self, "_sampling_round", 0)
+        self._reward_batch = batch
+        self._readings.dispatch(batch, kwargs, log=lambda name, value: self._metrics[batch.mode][name].append(value))
 
     def log(self, logs, start_time=None):
         for metrics in self._metrics.values():
@@ -236,30 +220,30 @@ class AlgorithmMixin:
 #   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardHooksMixin -> AlgorithmMixin -> TRL
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
 #       advantages by GAE last. RewardHooks' "rollout" timer covers everything below it. AlgorithmMixin replaces
-#       TRL's advantages after TRL's call, reading the rewards RewardHooks' `_calculate_rewards` kept.
+#       TRL's advantages after TRL's call, reading the reward batch RewardHooks' reward wrapper kept.
 #   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
 #       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
 #       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
 #   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
 #       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
 #       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
-#   _calculate_rewards, _generate, log  RewardHooksMixin -> TRL       (reward hook, time accounting, counters)
+#   _generate, log                   RewardHooksMixin -> TRL          (time accounting, counters)
 #   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
 #   create_optimizer                 RewardHooksMixin -> Trainer      (hooks the optimizer step into time accounting)
 #   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
-#   __init__                         DAPOTrainer / PPOTrainer -> RawCompletionsMixin -> TRL
+#   __init__                         DAPOTrainer / PPOTrainer -> RewardHooksMixin -> RawCompletionsMixin -> TRL
+#       RewardHooks wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up.
 #   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
     "_get_per_token_logps_and_entropies": ("RewardHooksMixin", "KLEstimatorMixin"),
-    "_calculate_rewards": ("RewardHooksMixin",),
     "_generate": ("RewardHooksMixin",),
     "log": ("RewardHooksMixin",),
     "training_step": ("RewardHooksMixin",),
     "create_optimizer": ("RewardHooksMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
-    "__init__": ("RawCompletionsMixin",),
+    "__init__": ("RewardHooksMixin", "RawCompletionsMixin"),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
@@ -268,8 +252,6 @@ MRO_CONTRACT = {
 # extension points. tests/test_trainer_mro.py checks this table against the classes, tests/test_trl_contract.py
 # checks that each method still exists in TRL with the signature used here.
 PRIVATE_OVERRIDES = {
-    ("RewardHooksMixin", "_calculate_rewards"):
-        "keeps the scored batch (rewards of every function, gathered) for the advantage dispatch and the callbacks",
     ("RewardHooksMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
     ("RewardHooksMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
     ("RewardHooksMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",

@@ -1,0 +1,143 @@
+"""The readings in any `trl.GRPOTrainer`: a reward wrapper that turns every scored generation batch into one
+`RewardBatch` for the `RewardBatchCallback`s.
+
+    from rlvr.metrics.readings import with_readings
+    trainer = with_readings(GRPOTrainer(model=..., reward_funcs=[...], args=training_args, train_dataset=...))
+
+`with_readings` wraps the trainer's reward functions (`RewardReadings`): TRL calls them with every completion of a
+generation batch, its `completion_ids` and every dataset column, and after the last one the batch is gathered over
+processes (every rank calls the reward functions in lockstep, so a collective there is safe and a prompt group that
+straddles two ranks is judged whole). Every `RewardBatchCallback` on the trainer then reads it (`GroupStatsCallback`,
+added when absent, logs `rlvr.metrics.batch_readings`), and what they return reaches TRL's logs through the
+`log_metric` argument TRL hands every reward function: TRL averages it over the log window and the processes and
+adds it to the row before `Trainer.log` writes `state.log_history` and calls every callback's `on_log` (console,
+wandb, trackio, TensorBoard, `trainer_state.json`). That is the public path: a callback's `on_log` that added keys
+to `logs` would reach only the callbacks after it, never `log_history` (Trainer.log copies the row into it first).
+TRL averages `log_metric` values in float32, so a plain-TRL run's readings carry float32 rounding (relative 6e-8).
+
+Our own trainer (`rlvr.training.trainer.RewardHooksMixin`) uses the same wrapper and keeps the batch for its
+advantage dispatch; it logs the callbacks' values at full precision into its metrics directly.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import torch
+from accelerate.utils import gather_object
+from torch import nn
+
+from rlvr.metrics.callbacks import GroupStatsCallback
+from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, is_truncated
+from rlvr.rewards.text import completion_text
+
+ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns a batch (and the rollouts) keeps
+
+
+class ScoredColumn:
+    """One reward function of the trainer, as TRL calls it; passes its scores on to the `RewardReadings`."""
+
+    def __init__(self, readings: RewardReadings, index: int, func: Callable):
+        self.readings, self.index, self.func = readings, index, func
+        self.__name__ = getattr(func, "__name__", type(func).__name__)  # TRL logs the reward under this name
+
+    def __call__(self, **kwargs) -> list[float | None]:
+        return self.readings.call(self.readings.scored, self.index, kwargs)
+
+
+class RewardReadings:
+    """A GRPOTrainer's reward functions, wrapped in place so that each scored generation batch becomes one
+    `RewardBatch`, gathered over processes and built once.
+
+    TRL calls a trainer's synchronous reward functions one after the other, in list order, on every rank. Each
+    wrapped function scores as before; after the last one, `assemble` gathers every process's rows (scores, texts,
+    the `ROW_KEYS` columns, lengths and truncation from `completion_ids`) with one collective and hands the batch to
+    `on_batch` (default `dispatch`, which logs through TRL's `log_metric`). `call(fn, *args)` runs each wrapped call
+    (our trainer times it as scoring). Reward models (`nn.Module`) and async reward functions are refused in one
+    line: TRL scores them outside the functions' calls, where no wrapper sees their values.
+    """
+
+    def __init__(self, trainer, on_batch: Callable[[RewardBatch, dict], None] | None = None,
+                 call: Callable | None = None):
+        for func, name in zip(trainer.reward_funcs, trainer.reward_func_names):
+            if isinstance(func, nn.Module) or inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+                    getattr(func, "__call__", None)):
+                raise TypeError(f"readings: reward {name!r} is a reward model or an async function; the readings see "
+                                "the scores of plain (synchronous) reward functions only")
+        self.trainer = trainer
+        self.on_batch = on_batch or self.dispatch
+        self.call = call or (lambda fn, *args: fn(*args))
+        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        self.stop_ids = {*trainer.eos_token_ids, tokenizer.pad_token_id}  # TRL's own test for clipped completions
+        self.columns = [ScoredColumn(self, i, func) for i, func in enumerate(trainer.reward_funcs)]
+        trainer.reward_funcs[:] = self.columns  # the list TRL scores with, in place
+        self._scores: dict[int, list] = {}
+        self.batch: RewardBatch | None = None  # the last assembled batch
+
+    def column_values(self, index: int, func: Callable, kwargs: dict) -> list:
+        """The reward function's own scores for this process's completions (None stays None: TRL's NaN)."""
+        return func(**kwargs)
+
+    def scored(self, index: int, kwargs: dict) -> list:
+        values = self.column_values(index, self.columns[index].func, kwargs)
+        if not isinstance(values, (list, tuple)) or len(values) != len(kwargs["completions"]):
+            return values  # TRL refuses it in its own words; the readings do not guess
+        self._scores[index] = [float("nan") if v is None else float(v) for v in values]
+        if len(self._scores) == len(self.columns):
+            scores, self._scores = self._scores, {}
+            self.batch = self.assemble(scores, kwargs)
+            self.on_batch(self.batch, kwargs)
+        return values
+
+    def assemble(self, scores: dict[int, list], kwargs: dict) -> RewardBatch:
+        """The global batch: every process's rows, in rank order (TRL's gather order, G contiguous rows a group)."""
+        trainer = self.trainer
+        ids = kwargs.get("completion_ids") or [None] * len(kwargs["completions"])
+        local = [
+            ([scores[i][row] for i in range(len(self.columns))], completion_text(completion),
+             {key: kwargs[key][row] for key in ROW_KEYS if key in kwargs},
+             len(ids[row]) if ids[row] is not None else 0,
+             is_truncated(ids[row], self.stop_ids) if ids[row] is not None else None)
+            for row, completion in enumerate(kwargs["completions"])
+        ]
+        rows = gather_object(local)
+        training = trainer.model.training
+        truncated = [row[4] for row in rows]
+        return RewardBatch(
+            rewards_per_func=torch.tensor([row[0] for row in rows], dtype=torch.float32).reshape(len(rows), -1),
+            names=list(trainer.reward_func_names),
+            weights=trainer.reward_weights.detach().cpu(),
+            num_generations=trainer.num_generations if training else trainer.num_generations_eval,
+            completions=[row[1] for row in rows],
+            rows=[row[2] for row in rows],
+            completion_lengths=[row[3] for row in rows],
+            truncated=None if None in truncated else truncated,
+            mode="train" if training else "eval",
+        )
+
+    def dispatch(self, batch: RewardBatch, kwargs: dict, log: Callable[[str, float], None] | None = None) -> None:
+        """Every `RewardBatchCallback` of the trainer reads the batch; what it returns is logged by `log` (default: the
+        `log_metric` TRL passed the reward functions, i.e. TRL's own logs)."""
+        log = log or kwargs["log_metric"]
+        trainer = self.trainer
+        for callback in trainer.callback_handler.callbacks:
+            if isinstance(callback, RewardBatchCallback):
+                callback.fed = True
+                metrics = callback.on_rewards(trainer.args, trainer.state, trainer.control, batch=batch)
+                for name, value in (metrics or {}).items():
+                    log(name, value)
+
+
+def with_readings(trainer):
+    """Any `trl.GRPOTrainer`, with the readings: its reward functions wrapped (`RewardReadings`) and a
+    `GroupStatsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
+    `zero_std_side/*` and the `step/*` watches (truncation, false full credit, hollow format) every generation batch,
+    gathered over processes, under `scale_rewards` group or batch alike. Returns the trainer."""
+    if not any(isinstance(cb, GroupStatsCallback) for cb in trainer.callback_handler.callbacks):
+        trainer.add_callback(GroupStatsCallback())
+    trainer.readings = RewardReadings(trainer)
+    return trainer
+
+
+__all__ = ["RewardReadings", "with_readings"]
