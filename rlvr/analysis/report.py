@@ -36,6 +36,7 @@ from rlvr.analysis.records import (
     mean,
     paired_by_seed,
     samples_to_reach_held_out,
+    saved_training_args,
     seed_group,
     series_table,
     summarize,
@@ -70,16 +71,6 @@ def config_text(run_dir: Path, config: str | None = None) -> str:
     shown = {key: args[key] for key in TRAINING_ARGS_SHOWN if key in args}
     return ("# from training_args.bin (TRL's arguments only: pass --config RECIPE.yaml for the data spec and rewards)\n"
             + yaml.safe_dump(shown, sort_keys=False))
-
-
-def saved_training_args(run_dir: Path) -> dict:
-    """TRL's arguments as the trainer saw them (after CLI overrides), from training_args.bin; {} if absent."""
-    path = run_dir / "training_args.bin"
-    if not path.exists():
-        return {}
-    import torch
-
-    return torch.load(path, weights_only=False).to_dict()
 
 
 def cli_overrides_note(recipe: dict, args: dict) -> str:
