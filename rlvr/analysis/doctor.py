@@ -54,6 +54,10 @@ THRESHOLDS = {
     "format_early": Threshold(0.25, "fraction of the run by which format saturated, counted as early"),
     "unsolved": Threshold(0.5, "exact success (else correctness) over the last steps below which the task counts "
                                "as not learned"),
+    "stalled": Threshold(0.05, "rise of success (else correctness) from the first to the last window below which the "
+                               "task counts as stalled"),
+    "format_min_steps": Threshold(20, "logged steps a run needs before format saturation is judged: on fewer, "
+                                      "success has not had time to rise"),
     "false_full_credit": Threshold(0.05, "share of completions with full correctness but a wrong answer (the "
                                          "scorer's hole): one in twenty is a route the policy can climb"),
     "hollow_format": Threshold(0.05, "share of completions paid full format for hollow tags (empty or unrelated "
@@ -291,8 +295,12 @@ def check_kl(run, settings, keys):
     hit = first_sustained(points(run, keys["kl"]), lambda v: v > limit)
     if not hit:
         return []
+    temperature = settings.get("temperature")
+    tempered = (f"; at temperature {temperature} TRL measures it on logits / {temperature}, which magnifies it"
+                if isinstance(temperature, (int, float)) and 0 < temperature < 0.5 else "")
     return [Finding("problem", hit[0],
-                    f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (window mean; limit {limit:g})",
+                    f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (mean from step {hit[0]} "
+                    f"on; limit {limit:g}{tempered})",
                     f"raise beta (now {setting(settings, 'beta')}) or lower learning_rate (now "
                     f"{setting(settings, 'learning_rate')})")]
 
@@ -432,16 +440,18 @@ def check_format(run, settings, keys):
     else:
         return []
     solved = keys.get("success") or keys.get("correctness")
-    if not saturated or not solved:
+    if not saturated or not solved or len(run.rows) < THRESHOLDS["format_min_steps"].value:
         return []
     steps = [int(row["step"]) for row in run.rows]
     early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
-    rate = tail(points(run, solved))
-    if saturated[0] > early or rate is None or rate >= THRESHOLDS["unsolved"].value:
+    rates = points(run, solved)
+    start, end = mean([v for _, v in rates[:WINDOW]]), tail(rates)
+    if (saturated[0] > early or end is None or end >= THRESHOLDS["unsolved"].value
+            or end - start >= THRESHOLDS["stalled"].value):
         return []
     return [Finding("problem", saturated[0],
                     f"format saturated early: flat on format from step {saturated[0]} of {steps[-1]} while {solved} "
-                    f"is {rate:.2f} over the last steps",
+                    f"went from {start:.2f} to {end:.2f} (first and last {WINDOW} steps)",
                     "format now pays a constant: lower its reward weight, or train on success/binary (format "
                     "gated on the answer) so the reward pays only for the task")]
 

@@ -123,7 +123,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
 
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
     from rlvr.training.code_record import record_code
-    from rlvr.training.tracking import configure_wandb
+    from rlvr.training.tracking import configure_trackers
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model.
     recipe = validate(load_recipe(argv, algorithm))
@@ -141,13 +141,14 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
               flush=True)
         return recipe, None, None
 
-    # 2. Records and tracking: the config as run and the code that ran it go beside the metrics; wandb never prompts.
+    # 2. Records and tracking: the config as run and the code that ran it go beside the metrics; wandb never prompts,
+    #    TensorBoard writes into the run folder and prints how to watch it live.
     if training.process_index == 0:
         print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
               f"{layout.ROLLOUTS}, checkpoints, final model)", flush=True)
         write_run_config(recipe)
         record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
-    configure_wandb(training.report_to)
+    configure_trackers(training.report_to, training.output_dir)
 
     # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can act
     #    on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
