@@ -16,7 +16,8 @@ TRL output folder: `trainer_state.json`'s `log_history`, from the folder itself 
 
 How a condition "shows": a per-step reading is averaged over a sliding window of `WINDOW` logged steps, and a finding
 is raised at the first window whose mean crosses its threshold and from whose first step on the mean over the rest of
-the run stays across it: one unlucky batch, or a stretch the run recovered from, is not a finding. Non-finite values and spikes are single-step events and are reported at the step they occur.
+the run stays across it: one unlucky batch, or a stretch the run recovered from, is not a finding. Its step is the
+first step of that window that is itself across the threshold (the onset). Non-finite values and spikes are single-step events and are reported at the step they occur.
 """
 
 from __future__ import annotations
@@ -221,10 +222,13 @@ def windows(series: list[tuple[int, float]], width: int = WINDOW):
 
 def first_sustained(series, passes) -> tuple[int, float] | None:
     """The first window whose mean passes `passes(mean)` and from whose first step on the mean to the end of the run
-    passes too (a condition the run stayed in, not a stretch it went through): (that step, the mean from it on)."""
+    passes too (a condition the run stayed in, not a stretch it went through): (the first step in that window that is
+    itself across, the mean from it on)."""
     for step, value in windows(series):
-        if passes(value) and passes(rest := from_step(series, step)):
-            return step, rest
+        if passes(value) and passes(from_step(series, step)):
+            # the onset: the window's first step that is itself across (the window may start before it)
+            onset = next((s for s, v in series if s >= step and passes(v)), step)
+            return onset, from_step(series, onset)
     return None
 
 
