@@ -24,7 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from the repo root
 
-from rlvr.analysis.doctor import diagnose  # noqa: E402
+from rlvr.analysis.doctor import diagnose
 
 RECIPE = ROOT / "recipes" / "tiny" / "grpo.yaml"
 
@@ -49,10 +49,9 @@ CASES = [
          "lr_scheduler_type": "constant"}, "divergence|learning rate too high", steps=20),
     Case("lr-low", "learning_rate 1e-9 (a millionth of the recipe's)", {"learning_rate": 1.0e-9},
          "learning rate does nothing"),
-    Case("hollow", "a reward paying the four tags more the emptier they are (benchmarks/doctor_rewards.py), "
-         "learning_rate 3e-3", {"reward_funcs": ["benchmarks.doctor_rewards.hollow_tags"], "reward_weights": [1.0],
-                                "learning_rate": 3.0e-3, "lr_scheduler_type": "constant"},
-         "format saturated early|reward hack: step/hollow_format", steps=24),
+    Case("hollow", "a reward paying the four tags more the emptier they are (benchmarks/doctor_rewards.py)",
+         {"reward_funcs": ["benchmarks.doctor_rewards.hollow_tags"], "reward_weights": [1.0]},
+         "format saturated early|reward hack: step/hollow_format", steps=30),
 ]
 PLAIN_TRL = Case("plain-trl", "a bare trl.GRPOTrainer, max_completion_length 12, checkpoints only (no metrics.jsonl)",
                  {"max_completion_length": 12}, "truncation:", steps=6)
@@ -78,14 +77,16 @@ def train(case: Case, out: Path) -> Path:
 def plain_trl_run(recipe_path: str) -> None:
     """The case recipe's model, data, rewards and sampling fields on a bare trl.GRPOTrainer: what a TRL user's own
     script writes (trainer_state.json in checkpoint-*/, no metrics.jsonl)."""
+    from rlvr.data.generate import build_dataset
+    from rlvr.data.spec import DataSpec
+    from rlvr.rewards.functions import correctness, format
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.data.generate import build_dataset
-    from rlvr.data.spec import DataSpec
-    from rlvr.rewards.functions import correctness, format  # noqa: A004
+    from rlvr.training.speed import apply_cpu_threads
 
     recipe = yaml.safe_load(Path(recipe_path).read_text())
+    apply_cpu_threads("auto", use_cpu=True)  # torch's default thread count oversubscribes a shared CPU many times over
     fields = ("learning_rate", "beta", "temperature", "max_completion_length", "num_generations",
               "generation_batch_size", "per_device_train_batch_size", "max_steps", "seed", "reward_weights")
     args = GRPOConfig(output_dir=recipe["output_dir"], use_cpu=True, bf16=False, logging_steps=1, report_to="none",
@@ -144,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
 def markdown(results, argv) -> str:
     command = " ".join(["python benchmarks/doctor_cases.py", *(argv if argv is not None else sys.argv[1:])])
     parts = ["# `rlvr doctor` on planted problems", "",
-             f"Each case is recipes/tiny/grpo.yaml with one change, trained for a few steps on CPU; the doctor must "
-             f"name the planted problem, and report no problem on the main job's run. Command: `{command}`", "",
+             (f"Each case is recipes/tiny/grpo.yaml with one change, trained for a few steps on CPU; the doctor must "
+              f"name the planted problem, and report no problem on the main job's run. Command: `{command}`"), "",
              "| case | planted | expected | named |", "|---|---|---|---|"]
     parts += [f"| {name} | {planted} | `{expect}` | {'yes' if named else 'NO'} |"
               for name, planted, expect, _, named in results]

@@ -12,7 +12,7 @@ from rlvr.rewards.functions import format_score
 from rlvr.rewards.text import completion_text
 
 CONTENT_BUDGET = 40  # characters inside the tags at which the brevity part pays 0
-INSIDE_TAGS = re.compile(r"<think>(.*?)</think>\s*<answer>(.*?)</answer>", re.S)
+INSIDE_TAGS = re.compile(r"<think>(.*?)</think>\s*<answer>(.*?)</answer>", re.DOTALL)
 
 
 def hollow_tags(completions, **kwargs) -> list[float]:

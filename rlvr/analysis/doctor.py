@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from rlvr import run_layout as layout
-from rlvr.analysis.records import Run, load_run, mean, read_jsonl, saved_training_args, time_totals, wall_time
+from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
 from rlvr.cli import ArgumentParser, ConfigError, cli
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
@@ -195,7 +195,7 @@ def key_for(run: Run, reading: str) -> str | None:
             if candidate in logged:
                 return candidate
             continue
-        head, part, tail = candidate.replace("*", "\0", 1).partition("\0")
+        head, _, tail = candidate.replace("*", "\0", 1).partition("\0")
         inner, _, tail = tail.partition("*")
         for key in logged:
             if key.startswith(head) and key.endswith(tail) and inner in key[len(head):len(key) - len(tail)]:
@@ -372,12 +372,16 @@ def check_entropy(run, settings, keys):
     hit = first_sustained(series, lambda v: v < floor)
     if not hit:
         return []
+    temperature = settings.get("temperature")
+    if isinstance(temperature, (int, float)) and temperature >= 1.0:  # the sampler is not the cause: the policy is
+        remedy = ("the policy collapsed onto few tokens at full temperature: lower learning_rate and keep beta > 0 "
+                  "so it stays near the reference's spread")
+    else:
+        remedy = "raise temperature toward 1.0 (sampling this cold makes the G samples alike), or lower learning_rate"
     return [Finding("problem", hit[0],
                     f"entropy collapse: sampling entropy {from_step(series, hit[0]):.3g} nats/token from step "
                     f"{hit[0]} on (first step {series[0][1]:.3g}; floor {floor:g}) at temperature "
-                    f"{setting(settings, 'temperature')}",
-                    "raise temperature toward 1.0, lower learning_rate, or keep beta > 0 so the policy stays "
-                    "near the reference's spread")]
+                    f"{setting(settings, 'temperature')}", remedy)]
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
@@ -473,7 +477,7 @@ def check_hacks(run, settings, keys):
             continue
         limit = THRESHOLDS[reading].value
         series = points(run, keys[reading])
-        if hit := first_sustained(series, lambda v: v >= limit):
+        if hit := first_sustained(series, lambda v, limit=limit: v >= limit):
             findings.append(Finding(
                 "problem", hit[0],
                 f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
@@ -487,7 +491,8 @@ def check_compute(run, settings, keys):
     share = time_totals(run)["generation_share"]
     if share is not None:
         parts.append(f"generation {share:.0%} of step time")
-    seconds = wall_time(run)
+    # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
+    seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
     samples = run.rows[-1].get("generated_samples")
     if seconds and finite(samples):
         parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
