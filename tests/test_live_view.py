@@ -7,6 +7,7 @@ playwright to drive it, and CI installs with pip only. Run it with
 `apt-get install -y chromium && pip install playwright tensorboard && pytest -m slow tests/test_live_view.py`."""
 
 import contextlib
+import importlib.util
 import json
 import shutil
 import socket
@@ -20,7 +21,11 @@ from pathlib import Path
 import pytest
 from conftest import read_jsonl
 
-pytest.importorskip("tensorboard", reason="tensorboard is the `live` extra (pip install -e '.[live]')")
+from rlvr.cli import ConfigError
+from rlvr.training import tracking
+
+needs_tensorboard = pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
+                                       reason="tensorboard is the `live` extra (pip install -e '.[live]')")
 
 CURVES = ("zero_std_frac/total", "zero_std_frac/correctness", "avg_correctness", "avg_format")
 VIEWER_START_S = 120  # how long to wait for TensorBoard to load the event files (a wait, not a measurement)
@@ -68,6 +73,26 @@ def tensorboard_run(run_recipe, monkeypatch) -> tuple[Path, list[dict]]:
     return Path(out), rows
 
 
+def test_report_to_tensorboard_without_it_installed_is_one_line_of_bad_input(monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "tensorboard" else real_find_spec(name))
+    with pytest.raises(ConfigError, match="tensorboard is not installed") as err:
+        tracking.configure_trackers(["tensorboard"], "runs/x")
+    assert err.value.field == "report_to"
+
+
+@needs_tensorboard
+def test_each_run_writes_into_its_own_folder_unless_the_user_chose_one(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
+    for run in ("a", "b"):  # two runs in one process (a test session, a notebook)
+        tracking.configure_tensorboard(["tensorboard"], str(tmp_path / run))
+        assert tracking.os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / run / "tensorboard")
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "mine"))
+    assert f"--logdir {tmp_path / 'mine'} " in tracking.configure_tensorboard(["tensorboard"], str(tmp_path / "c"))
+    assert tracking.configure_tensorboard(["none"], str(tmp_path / "d")) is None
+
+
+@needs_tensorboard
 def test_the_viewer_serves_our_curves_with_the_run_values(run_recipe, monkeypatch, capsys):
     out, rows = tensorboard_run(run_recipe, monkeypatch)
     assert f"tensorboard --logdir {out / 'tensorboard'} --host 127.0.0.1" in capsys.readouterr().out
@@ -78,6 +103,7 @@ def test_the_viewer_serves_our_curves_with_the_run_values(run_recipe, monkeypatc
             assert served == [(row["step"], pytest.approx(row[key], abs=1e-6)) for row in rows], key
 
 
+@needs_tensorboard
 @pytest.mark.slow  # needs Chromium (apt-get) and playwright; CI installs with pip only
 def test_live_view_in_a_headless_browser(run_recipe, monkeypatch, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

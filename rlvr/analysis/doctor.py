@@ -502,10 +502,13 @@ def check_compute(run, settings, keys):
             parts.append(f"{tokens / seconds:.0f} tokens/s (prompt + completion)")
     if not parts:
         return []
-    heavy = share is not None and share >= THRESHOLDS["generation_heavy"].value
-    remedy = ("sampling is the lever: vLLM (use_vllm), a shorter max_completion_length, fewer samples per prompt"
-              if heavy else "the optimizer side dominates: bigger generation batches amortise it; sampling "
-                            "speed-ups buy little here")
+    if share is None:
+        remedy = ("no time/* keys: how step time splits between sampling and the optimizer is not recorded (this "
+                  "repo's runner logs it)")
+    elif share >= THRESHOLDS["generation_heavy"].value:
+        remedy = "sampling is the lever: vLLM (use_vllm), a shorter max_completion_length, fewer samples per prompt"
+    else:
+        remedy = "the optimizer side dominates: bigger generation batches amortise it; sampling speed-ups buy little"
     return [Finding("note", None, "compute bill: " + ", ".join(parts), remedy)]
 
 
@@ -532,8 +535,8 @@ def diagnose(path) -> Diagnosis:
             skipped.append(check.__name__.removeprefix("check_"))
             continue
         findings += check(run, settings, keys)
-    for reading in ("hollow_format", "false_full_credit", "truncated_wrong"):
-        if not keys.get(reading):
+    for reading, check in (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation")):
+        if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it
             skipped.append(reading)
     return Diagnosis(run, source, settings, findings, list(dict.fromkeys(skipped)))
 
