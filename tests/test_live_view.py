@@ -4,7 +4,7 @@ browser shows the zero-std card with the run's values.
 
 The browser test is slow-marked for one reason: it needs a Chromium binary (Debian's `apt-get install chromium`) and
 playwright to drive it, and CI installs with pip only. Run it with
-`apt-get install -y chromium && pip install playwright tensorboard && pytest -m slow tests/test_live_view.py`."""
+`apt-get install -y chromium && pip install playwright tensorboard && python -m pytest -m slow tests/test_live_view.py`."""
 
 import contextlib
 import importlib.util
@@ -84,7 +84,7 @@ def test_report_to_tensorboard_without_it_installed_is_one_line_of_bad_input(mon
 @needs_tensorboard
 def test_each_run_writes_into_its_own_folder_unless_the_user_chose_one(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
-    for run in ("a", "b"):  # two runs in one process (a test session, a notebook)
+    for run in ("a", "b"):  # two runs in one process (a test run, a notebook)
         tracking.configure_tensorboard(["tensorboard"], str(tmp_path / run))
         assert tracking.os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / run / "tensorboard")
     monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "mine"))
