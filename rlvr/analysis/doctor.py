@@ -52,6 +52,8 @@ THRESHOLDS = {
                                      "arg-max, the G samples of a prompt come out alike and their group goes flat"),
     "format_saturated": Threshold(0.95, "share of groups flat on format: the format reward has nothing left to "
                                         "teach, and paying it is a constant offset"),
+    "format_std_flat": Threshold(0.01, "std of a plain TRL run's format reward over the batch below which format "
+                                       "counts as flat everywhere (TRL logs no per-group count)"),
     "format_early": Threshold(0.25, "fraction of the run by which format saturated, counted as early"),
     "unsolved": Threshold(0.5, "exact success (else correctness) over the last steps below which the task counts "
                                "as not learned"),
@@ -232,6 +234,22 @@ def first_sustained(series, passes) -> tuple[int, float] | None:
     return None
 
 
+def sustained(run: Run, keys: dict, reading: str, threshold: str, below: bool = False):
+    """(the reading's series, `first_sustained` of it at or above the threshold, or below it), or None when the
+    run lacks the reading or never stays across: the shared first half of every threshold check."""
+    if not keys.get(reading):
+        return None
+    limit = THRESHOLDS[threshold].value
+    series = points(run, keys[reading])
+    hit = first_sustained(series, (lambda v: v < limit) if below else (lambda v: v >= limit))
+    return (series, hit) if hit else None
+
+
+def mean_from(run: Run, key: str | None, step: int) -> float | None:
+    """Mean of `key` from `step` to the end of the run; None without the key."""
+    return from_step(points(run, key), step) if key else None
+
+
 def tail(series, width: int = WINDOW) -> float | None:
     return mean([v for _, v in series[-width:]])
 
@@ -293,12 +311,9 @@ def check_spikes(run, settings, keys):
 
 
 def check_kl(run, settings, keys):
-    if not keys.get("kl"):
+    if not (found := sustained(run, keys, "kl", "kl_blowup")):
         return []
-    limit = THRESHOLDS["kl_blowup"].value
-    hit = first_sustained(points(run, keys["kl"]), lambda v: v > limit)
-    if not hit:
-        return []
+    hit, limit = found[1], THRESHOLDS["kl_blowup"].value
     temperature = settings.get("temperature")
     tempered = (f"; at temperature {temperature} TRL measures it on logits / {temperature}, which magnifies it"
                 if isinstance(temperature, (int, float)) and 0 < temperature < 0.5 else "")
@@ -344,17 +359,13 @@ def check_learning_rate(run, settings, keys):
 
 
 def check_truncation(run, settings, keys):
-    if not keys.get("truncated"):
+    if not (found := sustained(run, keys, "truncated", "truncated")):
         return []
-    limit = THRESHOLDS["truncated"].value
-    series = points(run, keys["truncated"])
-    hit = first_sustained(series, lambda v: v >= limit)
-    if not hit:
-        return []
+    series, hit = found
     extra = []
-    if keys.get("truncated_wrong") and (wrong := from_step(points(run, keys["truncated_wrong"]), hit[0])) is not None:
+    if (wrong := mean_from(run, keys.get("truncated_wrong"), hit[0])) is not None:
         extra.append(f"{wrong:.0%} of the wrong ones were cut")
-    if keys.get("mean_length") and (length := from_step(points(run, keys["mean_length"]), hit[0])) is not None:
+    if (length := mean_from(run, keys.get("mean_length"), hit[0])) is not None:
         extra.append(f"mean length {length:.0f} tokens")
     cap = setting(settings, "max_completion_length")
     return [Finding("problem", hit[0],
@@ -365,13 +376,9 @@ def check_truncation(run, settings, keys):
 
 
 def check_entropy(run, settings, keys):
-    if not keys.get("entropy"):
+    if not (found := sustained(run, keys, "entropy", "entropy_floor", below=True)):
         return []
-    floor = THRESHOLDS["entropy_floor"].value
-    series = points(run, keys["entropy"])
-    hit = first_sustained(series, lambda v: v < floor)
-    if not hit:
-        return []
+    (series, hit), floor = found, THRESHOLDS["entropy_floor"].value
     temperature = settings.get("temperature")
     if isinstance(temperature, (int, float)) and temperature >= 1.0:  # the sampler is not the cause: the policy is
         remedy = ("the policy collapsed onto few tokens at full temperature: lower learning_rate and keep beta > 0 "
@@ -387,7 +394,7 @@ def check_entropy(run, settings, keys):
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
     """(which side the flat groups are on, the remedy for it): from `zero_std_side/*` when the run logged them,
     else inferred from truncation, entropy and the mean success (said so)."""
-    sides = {side: from_step(points(run, f"zero_std_side/{side}"), step) for side in ZERO_STD_SIDES}
+    sides = {side: mean_from(run, f"zero_std_side/{side}", step) for side in ZERO_STD_SIDES}
     sides = {side: value for side, value in sides.items() if value is not None}
     g = settings.get("num_generations")
     small_g = isinstance(g, int) and g <= 2
@@ -405,10 +412,9 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
         cause = specific[0] if specific else max(("all_wrong", "all_correct"), key=lambda s: sides.get(s, 0))
         text = f"groups by side: {named}"
     else:
-        truncated = from_step(points(run, keys["truncated"]), step) if keys.get("truncated") else None
-        entropy = from_step(points(run, keys["entropy"]), step) if keys.get("entropy") else None
+        truncated, entropy = (mean_from(run, keys.get(reading), step) for reading in ("truncated", "entropy"))
         solved = keys.get("success") or keys.get("correctness")
-        rate = from_step(points(run, solved), step) if solved else None
+        rate = mean_from(run, solved, step)
         if truncated is not None and truncated >= THRESHOLDS["truncated"].value:
             cause = "all_truncated"
         elif entropy is not None and entropy < THRESHOLDS["entropy_floor"].value:
@@ -424,13 +430,9 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
 
 
 def check_idle_groups(run, settings, keys):
-    if not keys.get("zero_std"):
+    if not (found := sustained(run, keys, "zero_std", "idle_groups")):
         return []
-    limit = THRESHOLDS["idle_groups"].value
-    series = points(run, keys["zero_std"])
-    hit = first_sustained(series, lambda v: v >= limit)
-    if not hit:
-        return []
+    series, hit = found
     caveat = " (TRL's isclose(std, 0) count)" if keys["zero_std"] == "frac_reward_zero_std" else ""
     cause, remedy = idle_cause(run, keys, settings, hit[0])
     return [Finding("problem", hit[0],
@@ -441,13 +443,10 @@ def check_idle_groups(run, settings, keys):
 def check_format(run, settings, keys):
     """Format saturated early while the task is not learned: the easy part of the reward stopped teaching and
     pays a constant, the hard part gives the only contrast left."""
-    if keys.get("format_flat"):
-        saturated = first_sustained(points(run, keys["format_flat"]), lambda v: v >= THRESHOLDS["format_saturated"].value)
-    elif keys.get("format_std"):
-        saturated = first_sustained(points(run, keys["format_std"]), lambda v: v <= 0.01)
-    else:
-        return []
+    found = (sustained(run, keys, "format_flat", "format_saturated") if keys.get("format_flat")
+             else sustained(run, keys, "format_std", "format_std_flat", below=True))
     solved = keys.get("success") or keys.get("correctness")
+    saturated = found[1] if found else None
     if not saturated or not solved or len(run.rows) < THRESHOLDS["format_min_steps"].value:
         return []
     steps = [int(row["step"]) for row in run.rows]
@@ -473,11 +472,8 @@ def check_hacks(run, settings, keys):
                          "require non-empty content",
     }
     for reading, remedy in remedies.items():
-        if not keys.get(reading):
-            continue
-        limit = THRESHOLDS[reading].value
-        series = points(run, keys[reading])
-        if hit := first_sustained(series, lambda v, limit=limit: v >= limit):
+        if found := sustained(run, keys, reading, reading):
+            (series, hit), limit = found, THRESHOLDS[reading].value
             findings.append(Finding(
                 "problem", hit[0],
                 f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
