@@ -40,7 +40,7 @@ class Case:
 
 
 CASES = [
-    Case("truncated", "max_completion_length 12 (a 3-letter word's full answer needs ~25 tokens)",
+    Case("truncated", "max_completion_length 12 (a 3-letter word's full answer is 22 tokens, end of text included)",
          {"max_completion_length": 12}, "truncation:"),
     Case("cold", "temperature 0.05 (near-greedy sampling)", {"temperature": 0.05}, "entropy collapse:"),
     Case("g2", "num_generations 2 on the 0/1 success reward (32 prompts x 2 per step)",
@@ -136,19 +136,24 @@ def main(argv: list[str] | None = None) -> int:
         clean = not diagnosis.problems
         print(f"[healthy] {'no problem' if clean else 'FALSE ALARM'}", *diagnosis.lines(), sep="\n  ")
         results.append(("healthy", f"the main job's run ({healthy}, {len(diagnosis.run.rows)} steps)",
-                        "no problem line", diagnosis.lines(), clean))
+                        "(no problem line)", diagnosis.lines(), clean))
     if args.markdown:
         Path(args.markdown).write_text(markdown(results, argv))
     return 0 if all(r[-1] for r in results) else 1
 
 
 def markdown(results, argv) -> str:
-    command = " ".join(["python benchmarks/doctor_cases.py", *(argv if argv is not None else sys.argv[1:])])
+    args = list(argv if argv is not None else sys.argv[1:])
+    reused = "--reuse" in args
+    command = " ".join(["python benchmarks/doctor_cases.py", *(a for a in args if a != "--reuse")])
     parts = ["# `rlvr doctor` on planted problems", "",
              (f"Each case is recipes/tiny/grpo.yaml with one change, trained for a few steps on CPU; the doctor must "
-              f"name the planted problem, and report no problem on the main job's run. Command: `{command}`"), "",
-             "| case | planted | expected | named |", "|---|---|---|---|"]
-    parts += [f"| {name} | {planted} | `{expect}` | {'yes' if named else 'NO'} |"
+              f"name the planted problem, and report no problem on the main job's run. Command: `{command}`"
+              + (" (the runs it trained, diagnosed again with `--reuse`)." if reused else ".")
+              + " The seconds and samples/s in the compute-bill lines come from 2 CPU cores shared with other jobs: "
+                "they show what the doctor prints, not this recipe's speed."), "",
+             "| case | planted | expected (a problem line containing) | named |", "|---|---|---|---|"]
+    parts += [f"| {name} | {planted} | {' or '.join(f'`{e}`' for e in expect.split('|'))} | {'yes' if named else 'NO'} |"
               for name, planted, expect, _, named in results]
     for name, _, _, lines, _ in results:
         parts += ["", f"## {name}", "", "```", *lines, "```"]

@@ -103,6 +103,7 @@ ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "identical": "identical completions (collapsed entropy)",
 }
 NON_FINITE_READINGS = ("loss", "grad_norm", "kl", "reward")
+TASK_REWARDS = ("correctness", "success", "binary", "capped_correctness")  # rewards that score the task itself
 
 
 @dataclass
@@ -422,6 +423,10 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
         else:
             cause = "all_correct" if rate is not None and rate >= 0.5 else "all_wrong"
         text = f"side inferred from the means (no zero_std_side/* keys): {ZERO_STD_SIDES[cause]}"
+        trained = settings.get("reward_funcs")
+        if cause in ("all_wrong", "all_correct") and isinstance(trained, list) and not any(
+                str(name).rsplit(".", 1)[-1] in TASK_REWARDS for name in trained):
+            text += f" by {solved}, while this run trains on none of {', '.join(TASK_REWARDS)}"
     remedy = remedies[cause]
     if small_g:
         text += f"; num_generations {g}: G independent 0/1 outcomes are all equal with probability p^G + (1-p)^G >= 1/2"
