@@ -153,8 +153,8 @@ def markdown(results, argv) -> str:
               + " The seconds and samples/s in the compute-bill lines come from 2 CPU cores shared with other jobs: "
                 "they show what the doctor prints, not this recipe's speed."), "",
              "| case | planted | expected (a problem line containing) | named |", "|---|---|---|---|"]
-    parts += [f"| {name} | {planted} | {' or '.join(f'`{e}`' for e in expect.split('|'))} | {'yes' if named else 'NO'} |"
-              for name, planted, expect, _, named in results]
+    parts += [f"| {name} | {planted} | {' or '.join(f'`{e}`' for e in expect.split('|'))} | "
+              f"{'yes' if named else 'NO'} |" for name, planted, expect, _, named in results]
     for name, _, _, lines, _ in results:
         parts += ["", f"## {name}", "", "```", *lines, "```"]
     return "\n".join(parts) + "\n"

@@ -107,7 +107,8 @@ def test_a_stretch_the_run_recovered_from_is_not_a_finding(tmp_path):
 
 
 def trl_state(rows: list[dict], runtime: float = 10.0) -> dict:
-    return {"global_step": rows[-1]["step"], "log_history": [*rows, {"step": rows[-1]["step"], "train_runtime": runtime}]}
+    closing = {"step": rows[-1]["step"], "train_runtime": runtime}
+    return {"global_step": rows[-1]["step"], "log_history": [*rows, closing]}
 
 
 def test_plain_trl_folder_reads_the_newest_checkpoint_and_trl_keys(tmp_path):
@@ -119,7 +120,8 @@ def test_plain_trl_folder_reads_the_newest_checkpoint_and_trl_keys(tmp_path):
     for checkpoint, clipped in ((2, 0.0), (10, 0.95)):  # numeric order: checkpoint-10 is the newest, not -2
         folder = tmp_path / f"checkpoint-{checkpoint}"
         folder.mkdir()
-        (folder / "trainer_state.json").write_text(json.dumps(trl_state([row(s, clipped) for s in range(1, checkpoint + 1)])))
+        rows = [row(step, clipped) for step in range(1, checkpoint + 1)]
+        (folder / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
     diagnosis = doctor.diagnose(tmp_path)
     assert diagnosis.source == "plain TRL (checkpoint-10/trainer_state.json)"
     titles = [f.what for f in diagnosis.problems]

@@ -4,7 +4,8 @@ browser shows the zero-std card with the run's values.
 
 The browser test is slow-marked for one reason: it needs a Chromium binary (Debian's `apt-get install chromium`) and
 playwright to drive it, and CI installs with pip only. Run it with
-`apt-get install -y chromium && pip install playwright tensorboard && python -m pytest -m slow tests/test_live_view.py`."""
+`apt-get install -y chromium && pip install playwright tensorboard`, then
+`python -m pytest -m slow tests/test_live_view.py`."""
 
 import contextlib
 import importlib.util
@@ -75,7 +76,8 @@ def tensorboard_run(run_recipe, monkeypatch) -> tuple[Path, list[dict]]:
 
 def test_report_to_tensorboard_without_it_installed_is_one_line_of_bad_input(monkeypatch):
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "tensorboard" else real_find_spec(name))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: None if name == "tensorboard" else real_find_spec(name))
     with pytest.raises(ConfigError, match="tensorboard is not installed") as err:
         tracking.configure_trackers(["tensorboard"], "runs/x")
     assert err.value.field == "report_to"

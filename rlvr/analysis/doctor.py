@@ -17,7 +17,8 @@ TRL output folder: `trainer_state.json`'s `log_history`, from the folder itself 
 How a condition "shows": a per-step reading is averaged over a sliding window of `WINDOW` logged steps, and a finding
 is raised at the first window whose mean crosses its threshold and from whose first step on the mean over the rest of
 the run stays across it: one unlucky batch, or a stretch the run recovered from, is not a finding. Its step is the
-first step of that window that is itself across the threshold (the onset). Non-finite values and spikes are single-step events and are reported at the step they occur.
+first step of that window that is itself across the threshold (the onset). Non-finite values and spikes are
+single-step events and are reported at the step they occur.
 """
 
 from __future__ import annotations
@@ -169,14 +170,15 @@ def load_trl_run(path: Path, state_file: Path) -> Run:
     return Run(path, path.name, rows, final)
 
 
-def read_run(path) -> tuple[Run, str, dict]:
-    """(run, where its rows came from, its settings): ours from metrics.jsonl + config.yaml, a plain TRL folder from
-    trainer_state.json + training_args.bin. Bad input is a ConfigError on RUN_DIR."""
+def read_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
+    """(run, where its rows came from, its settings): ours from metrics.jsonl + config.yaml (`loaded`: its rows as
+    the caller already read them), a plain TRL folder from trainer_state.json + training_args.bin. Bad input is a
+    ConfigError on RUN_DIR."""
     path = Path(path)
     if not path.is_dir():
         raise ConfigError("RUN_DIR", f"{path}: no such directory")
     if (path / layout.METRICS).exists():
-        run, source = load_run(path), "rlvr run (metrics.jsonl)"
+        run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
         config = path / layout.CONFIG
         settings = yaml.safe_load(config.read_text()) if config.exists() else {}
     elif state_file := newest_trainer_state(path):
@@ -527,8 +529,9 @@ CHECKS = (  # causes first: a diverged run explains everything after it
 )
 
 
-def diagnose(path) -> Diagnosis:
-    run, source, settings = read_run(path)
+def diagnose(path, loaded: Run | None = None) -> Diagnosis:
+    """Every check on the run in `path` (see `read_run` for `loaded`)."""
+    run, source, settings = read_run(path, loaded)
     keys = {reading: key_for(run, reading) for reading in READINGS}
     findings, skipped = [], []
     for check, needs in CHECKS:
@@ -536,7 +539,8 @@ def diagnose(path) -> Diagnosis:
             skipped.append(check.__name__.removeprefix("check_"))
             continue
         findings += check(run, settings, keys)
-    for reading, check in (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation")):
+    parts = (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation"))
+    for reading, check in parts:
         if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it
             skipped.append(reading)
     return Diagnosis(run, source, settings, findings, list(dict.fromkeys(skipped)))

@@ -288,7 +288,7 @@ def summary_note(last_k: int) -> str:
 
 def doctor_section(run: Run) -> list[str]:
     """`rlvr doctor`'s findings on the run, one numbered line each, as the command prints them."""
-    diagnosis = doctor.diagnose(run.path)
+    diagnosis = doctor.diagnose(run.path, run)
     verdict = (f"**{len(diagnosis.problems)} problem(s) found.**" if diagnosis.problems else "**No problem found.**")
     skipped = f" Not checked (no keys for it in this run): {', '.join(diagnosis.skipped)}." if diagnosis.skipped else ""
     return ["## Doctor",
@@ -323,9 +323,9 @@ def main_job_benchmark_line(run: Run, report_dir: Path) -> str:
     wall, k = bench.get("wall_s", {}), next((key for key in bench.get("after", {}) if key.startswith("pass@")), None)
     scores = " · ".join(f"{key} {bench['before'][key]:.3f} -> {bench['after'][key]:.3f}"
                         for key in ("exact_match", "mean_correctness", k) if key and key in bench.get("after", {}))
-    return (f"From [{path.name}]({link(path, report_dir)}) (`python benchmarks/tiny_main_job.py`): held-out {scores}; GRPO "
-            f"{wall.get('grpo', 0):.0f} s of {wall.get('total', 0):.0f} s wall, {bench.get('samples_per_s', 0):.1f} "
-            "generated samples/s.")
+    return (f"From [{path.name}]({link(path, report_dir)}) (`python benchmarks/tiny_main_job.py`): held-out "
+            f"{scores}; GRPO {wall.get('grpo', 0):.0f} s of {wall.get('total', 0):.0f} s wall, "
+            f"{bench.get('samples_per_s', 0):.1f} generated samples/s.")
 
 
 def run_report(run: Run, report_dir: Path, config: str | None, before: str | None, num_prompts: int, last_k: int,

@@ -1,9 +1,10 @@
 """Trackers without surprises: live curves with no account (TensorBoard), and wandb without waiting.
 
 TensorBoard (`report_to: tensorboard`, or `--report_to tensorboard` on any recipe) is the live view that needs no
-account and no network: transformers' TensorBoardCallback writes every logged row (TRL's keys and ours: `avg_<component>`,
-`zero_std_frac/<component>`, `step/*`, `time/*`, under `train/`) to event files in the run folder as the run goes, and
-`tensorboard --logdir <output_dir>/tensorboard --host 127.0.0.1` serves them to a browser, refreshing every 30 s.
+account and no network: transformers' TensorBoardCallback writes every logged row (TRL's keys and ours:
+`avg_<component>`, `zero_std_frac/<component>`, `step/*`, `time/*`, under `train/`) to event files in the run folder as
+the run goes, and `tensorboard --logdir <output_dir>/tensorboard --host 127.0.0.1` serves them to a browser, refreshing
+every 30 s.
 Chosen over trackio, which TRL also supports, because it is one pip package with no web framework behind it (trackio
 brings gradio and its dependency tree), its viewer is a page served from the installed package with nothing fetched
 from the internet, and the event files it reads are the run's own files.
