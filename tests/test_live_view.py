@@ -4,7 +4,7 @@ browser shows the zero-std card with the run's values.
 
 The browser test is slow-marked for one reason: it needs a Chromium binary (Debian's `apt-get install chromium`) and
 playwright to drive it, and CI installs with pip only. Run it with
-`apt-get install -y chromium && pip install playwright tensorboard`, then
+`apt-get install -y chromium && pip install -e ".[live-test]"`, then
 `python -m pytest -m slow tests/test_live_view.py`."""
 
 import contextlib
