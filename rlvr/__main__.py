@@ -5,6 +5,7 @@
     rlvr before-after --before models/tiny-speller --after runs/tiny-grpo --config ...  # both models, side by side
     rlvr plots        runs/tiny-grpo [runs/...] --out runs/plots                         # curves (PNG + table)
     rlvr report       runs/tiny-grpo                                                     # one Markdown page
+    rlvr doctor       runs/tiny-grpo                                                     # what is wrong, what to do
     rlvr sweep        sweeps/group_size.yaml                                             # an ablation, resumable
     rlvr plan         --config recipes/grpo.yaml --free_gib 6.9                          # GPU memory plan
 
@@ -25,6 +26,7 @@ COMMANDS = {  # command -> module whose main(argv) runs it
     "before-after": "rlvr.analysis.before_after",
     "plots": "rlvr.analysis.plots",
     "report": "rlvr.analysis.report",
+    "doctor": "rlvr.analysis.doctor",
     "sweep": "rlvr.analysis.sweep",
     "plan": "rlvr.planning.cli",
 }

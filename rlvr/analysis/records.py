@@ -173,6 +173,16 @@ def load_run(path, label: str | None = None) -> Run:
     return Run(path, label or path.name, rows, final)
 
 
+def saved_training_args(run_dir) -> dict:
+    """TRL's arguments as the trainer saw them (after CLI overrides), from training_args.bin; {} if absent."""
+    path = Path(run_dir) / "training_args.bin"
+    if not path.exists():
+        return {}
+    import torch  # only for this pickle: reading records needs no torch otherwise
+
+    return torch.load(path, weights_only=False).to_dict()
+
+
 def find_run_dirs(path) -> list[Path]:
     """A run directory itself, or the run directories one level below it (a sweep)."""
     path = Path(path)

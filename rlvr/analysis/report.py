@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.analysis import before_after
+from rlvr.analysis import before_after, doctor
 from rlvr import run_layout as layout
 from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
 from rlvr.analysis.plots import plot_runs
@@ -35,7 +35,9 @@ from rlvr.analysis.records import (
     markdown_table,
     mean,
     paired_by_seed,
+    read_jsonl,
     samples_to_reach_held_out,
+    saved_training_args,
     seed_group,
     series_table,
     summarize,
@@ -70,16 +72,6 @@ def config_text(run_dir: Path, config: str | None = None) -> str:
     shown = {key: args[key] for key in TRAINING_ARGS_SHOWN if key in args}
     return ("# from training_args.bin (TRL's arguments only: pass --config RECIPE.yaml for the data spec and rewards)\n"
             + yaml.safe_dump(shown, sort_keys=False))
-
-
-def saved_training_args(run_dir: Path) -> dict:
-    """TRL's arguments as the trainer saw them (after CLI overrides), from training_args.bin; {} if absent."""
-    path = run_dir / "training_args.bin"
-    if not path.exists():
-        return {}
-    import torch
-
-    return torch.load(path, weights_only=False).to_dict()
 
 
 def cli_overrides_note(recipe: dict, args: dict) -> str:
@@ -294,10 +286,52 @@ def summary_note(last_k: int) -> str:
             "by that range; mean_zero_std_* = mean over logged steps.")
 
 
+def doctor_section(run: Run) -> list[str]:
+    """`rlvr doctor`'s findings on the run, one numbered line each, as the command prints them."""
+    diagnosis = doctor.diagnose(run.path, run)
+    verdict = (f"**{len(diagnosis.problems)} problem(s) found.**" if diagnosis.problems else "**No problem found.**")
+    skipped = f" Not checked (no keys for it in this run): {', '.join(diagnosis.skipped)}." if diagnosis.skipped else ""
+    return ["## Doctor",
+            f"{verdict} `rlvr doctor {run.path}` (thresholds and their reasons: docs/doctor.md).{skipped}",
+            "\n".join(diagnosis.lines()) or "(no findings)"]  # each line starts "N. ": a Markdown numbered list
+
+
+def main_job_comparison(run: Run) -> dict | None:
+    """The held-out before/after that benchmarks/tiny_main_job.py computed beside its run (`eval_before.json`,
+    `eval_after.json` and their rollouts in the folder above `grpo/`), paired as `rlvr before-after` pairs them;
+    None when the run is not one of its runs."""
+    paths = {side: run.path.parent / layout.MAIN_JOB_EVAL.format(side=side) for side in before_after.SIDES}
+    rollouts = {side: layout.rollouts_beside(path) for side, path in paths.items()}
+    if not all(path.exists() for path in (*paths.values(), *rollouts.values())):
+        return None
+    summaries = {side: json.loads(path.read_text()) for side, path in paths.items()}
+    model = summaries["after"].get("model")
+    if model and Path(model).parts[-2:] != run.path.resolve().parts[-2:]:  # relative to wherever it was run from
+        return None  # evaluations of another model, not of this run
+    return {"config": summaries["after"].get("config"),
+            "models": {side: summaries[side].get("model") for side in before_after.SIDES},
+            "summaries": summaries,
+            "prompts": before_after.pair_prompts(*(read_jsonl(rollouts[side]) for side in before_after.SIDES))}
+
+
+def main_job_benchmark_line(run: Run, report_dir: Path) -> str:
+    """The main job's own measurement (benchmark.json beside the evaluations), one line; "" without one."""
+    path = run.path.parent / layout.MAIN_JOB_BENCHMARK
+    if not path.exists():
+        return ""
+    bench = json.loads(path.read_text())
+    wall, k = bench.get("wall_s", {}), next((key for key in bench.get("after", {}) if key.startswith("pass@")), None)
+    scores = " · ".join(f"{key} {bench['before'][key]:.3f} -> {bench['after'][key]:.3f}"
+                        for key in ("exact_match", "mean_correctness", k) if key and key in bench.get("after", {}))
+    return (f"From [{path.name}]({link(path, report_dir)}) (`python benchmarks/tiny_main_job.py`): held-out "
+            f"{scores}; GRPO {wall.get('grpo', 0):.0f} s of {wall.get('total', 0):.0f} s wall, "
+            f"{bench.get('samples_per_s', 0):.1f} generated samples/s.")
+
+
 def run_report(run: Run, report_dir: Path, config: str | None, before: str | None, num_prompts: int, last_k: int,
                max_rows: int) -> str:
     recipe = config_text(run.path, config)  # first: it copies --config in, which before/after then reads
-    comparison = before_after.load(run.path)
+    comparison = before_after.load(run.path) or main_job_comparison(run)
     if before:
         if not (run.path / CONFIG_NAME).exists():
             raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {CONFIG_NAME}")
@@ -323,6 +357,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         "## Summary",
         markdown_table(*summary_table([summary])),
         summary_note(last_k),
+        *doctor_section(run),
         "## Rewards over training",
         images(pngs, report_dir, ("rewards_by_step.png", "rewards_by_samples.png")),
         markdown_table(*series_table(run, max_rows)),
@@ -332,6 +367,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         images(pngs, report_dir, ("sampling_by_step.png", "step_metrics_by_step.png")),  # entropy, truncation, watches
         *curriculum_section([run], pngs, report_dir, max_rows),
         "## Before / after training",
+        *([line] if (line := main_job_benchmark_line(run, report_dir)) else []),
         before_after.render_markdown(comparison) if comparison else evaluations_section(run, report_dir),
         "## Time accounting",
         markdown_table(*time_table([run])),

@@ -149,7 +149,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
     from rlvr.training.code_record import record_code
     from rlvr.training.run_folder import refuse_if_in_use
-    from rlvr.training.tracking import configure_wandb
+    from rlvr.training.tracking import configure_trackers
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model; a folder another live run
     #    holds is refused first, and a resume must continue this folder's run with the same recipe.
@@ -172,8 +172,11 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
               flush=True)
         return recipe, None, None
 
-    # 2. Records and tracking: the folder is this run's (locked, an earlier run moved aside, run.json), the config as
-    #    run and the code that ran it go beside the metrics; wandb never prompts.
+    # 2. Records and tracking: the trackers are checked first (a missing one is one line, nothing written), then the
+    #    folder becomes this run's (locked, an earlier run moved aside, run.json), and the config as run and the code
+    #    that ran it go beside the metrics; wandb never prompts, TensorBoard writes into the run folder and prints how
+    #    to watch it live.
+    configure_trackers(training.report_to, training.output_dir)
     claim_run_folder(recipe, resume)
     try:
         if training.process_index == 0:
@@ -181,7 +184,6 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
                   f"{layout.ROLLOUTS}, checkpoints, final model) as run {recipe.run_folder.run_id}", flush=True)
             write_run_config(recipe)
             record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
-        configure_wandb(training.report_to)
 
         # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can
         #    act on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).

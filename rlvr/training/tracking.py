@@ -1,11 +1,26 @@
-"""wandb without waiting: a run that reports to wandb but has no credentials, or cannot reach the wandb server within
-a few seconds, goes offline and says so in one line (wandb itself would prompt, or retry for ~100 s and then raise)."""
+"""Trackers without surprises: live curves with no account (TensorBoard), and wandb without waiting.
+
+TensorBoard (`report_to: tensorboard`, or `--report_to tensorboard` on any recipe) is the live view that needs no
+account and no network: transformers' TensorBoardCallback writes every logged row (TRL's keys and ours:
+`avg_<component>`, `zero_std_frac/<component>`, `step/*`, `time/*`, under `train/`) to event files in the run folder as
+the run goes, and `tensorboard --logdir <output_dir>/tensorboard --host 127.0.0.1` serves them to a browser, refreshing
+every 30 s.
+Chosen over trackio, which TRL also supports, because it is one pip package with no web framework behind it (trackio
+brings gradio and its dependency tree), its viewer is a page served from the installed package with nothing fetched
+from the internet, and the event files it reads are the run's own files.
+
+wandb: a run that reports to wandb but has no credentials, or cannot reach the wandb server within a few seconds, goes
+offline and says so in one line (wandb itself would prompt, or retry for ~100 s and then raise)."""
 
 from __future__ import annotations
 
+import importlib.util
 import netrc
 import os
+from pathlib import Path
 from urllib.parse import urlparse
+
+from rlvr.cli import ConfigError
 
 REACH_TIMEOUT_S = 5.0
 DEFAULT_HOST = "https://api.wandb.ai"
@@ -50,7 +65,7 @@ def server_reachable(url: str, timeout: float = REACH_TIMEOUT_S) -> bool:
 
 def configure_wandb(report_to: list[str] | str | None, timeout: float = REACH_TIMEOUT_S) -> str | None:
     """Switch wandb to offline when it has no login (never prompt) or no server in reach; return the note printed."""
-    reporters = [report_to] if isinstance(report_to, str) else (report_to or [])
+    reporters = reporters_of(report_to)
     if "wandb" not in reporters and "all" not in reporters:
         return None
     if os.environ.get("WANDB_MODE"):
@@ -65,3 +80,39 @@ def configure_wandb(report_to: list[str] | str | None, timeout: float = REACH_TI
     os.environ["WANDB_MODE"] = "offline"
     print(note, flush=True)
     return note
+
+
+TENSORBOARD_DIR = "tensorboard"  # <output_dir>/tensorboard: the event files of every (resumed) leg of a run
+LIVE_VIEW_PORT = 6006
+_LOG_DIRS_SET_HERE: set[str] = set()  # so a second run in the same process gets its own folder, not the first's
+
+
+def reporters_of(report_to: list[str] | str | None) -> list[str]:
+    return [report_to] if isinstance(report_to, str) else list(report_to or [])
+
+
+def configure_tensorboard(report_to: list[str] | str | None, output_dir: str) -> str | None:
+    """With `report_to: tensorboard`: check it is installed (one line and exit 2 otherwise, before any model loads),
+    write its event files to `<output_dir>/tensorboard` (not transformers' dated `runs/<date>_<host>` folder, so the
+    viewer's command is the same for every run and a resumed run continues the same curves), and print the command
+    that opens the live view. Returns that line, or None when the run does not report to TensorBoard."""
+    if "tensorboard" not in reporters_of(report_to):
+        return None
+    if importlib.util.find_spec("tensorboard") is None:
+        raise ConfigError("report_to", "tensorboard is not installed: pip install 'rlvr-recipes[live]' "
+                                       "(or pip install tensorboard)")
+    log_dir = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    if log_dir is None or log_dir in _LOG_DIRS_SET_HERE:  # the user's own TENSORBOARD_LOGGING_DIR wins
+        log_dir = str(Path(output_dir) / TENSORBOARD_DIR)
+        os.environ["TENSORBOARD_LOGGING_DIR"] = log_dir  # read by transformers' TensorBoardCallback
+        _LOG_DIRS_SET_HERE.add(log_dir)
+    note = (f"live curves: tensorboard --logdir {log_dir} --host 127.0.0.1 --port {LIVE_VIEW_PORT}, then open "
+            f"http://127.0.0.1:{LIVE_VIEW_PORT} (scalars under train/: avg_*, zero_std_frac/*, step/*)")
+    print(note, flush=True)
+    return note
+
+
+def configure_trackers(report_to: list[str] | str | None, output_dir: str) -> None:
+    """Every tracker the run reports to, set up before the model loads."""
+    configure_tensorboard(report_to, output_dir)
+    configure_wandb(report_to)

@@ -1,0 +1,572 @@
+"""`rlvr doctor RUN_DIR`: read a finished or running GRPO run and print what is wrong with it and what to do.
+
+    rlvr doctor runs/tiny-grpo              # a run of this repo (metrics.jsonl, config.yaml)
+    rlvr doctor path/to/trl_output_dir      # a plain TRL GRPOTrainer output folder (trainer_state.json)
+    rlvr doctor --thresholds                # the table of thresholds, each with why
+
+Each finding is one numbered line: the step where it first shows, what was measured, and a remedy. `problem` lines
+are what stops or spoils learning; `note` lines (the compute bill) are facts worth knowing. Exit status: 0 when no
+problem was found (notes only), 1 when at least one problem was, 2 on bad input (`error: RUN_DIR: ...`).
+
+What it reads. A run of this repo: `metrics.jsonl` (every logged row) and `config.yaml` (the recipe as it ran). A plain
+TRL output folder: `trainer_state.json`'s `log_history`, from the folder itself or else from its newest
+`checkpoint-*/`, and `training_args.bin` beside it when present. Every check uses whatever keys the run has (our
+`zero_std_frac/total` or TRL's `frac_reward_zero_std`, our `step/truncated` or TRL's `completions/clipped_ratio`,
+...: `READINGS`); a check whose keys the run lacks is skipped and listed as such, never guessed.
+
+How a condition "shows": a per-step reading is averaged over a sliding window of `WINDOW` logged steps, and a finding
+is raised at the first window whose mean crosses its threshold and from whose first step on the mean over the rest of
+the run stays across it: one unlucky batch, or a stretch the run recovered from, is not a finding. Its step is the
+first step of that window that is itself across the threshold (the onset). Non-finite values and spikes are
+single-step events and are reported at the step they occur.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from rlvr import run_layout as layout
+from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
+from rlvr.cli import ArgumentParser, ConfigError, cli
+
+WINDOW = 5  # logged steps averaged before a sustained condition counts
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    why: str
+
+
+THRESHOLDS = {
+    "idle_groups": Threshold(0.5, "share of prompt groups flat on the total reward: a flat group has advantage 0 and "
+                                  "adds no gradient, so above half the step pays for generation mostly in vain"),
+    "truncated": Threshold(0.2, "share of completions cut off at max_completion_length: a cut answer has no closing "
+                                "tag and scores as wrong, so above one in five the reward measures the length budget"),
+    "entropy_floor": Threshold(0.05, "mean sampling entropy, nats per token: below it nearly every token is the "
+                                     "arg-max, the G samples of a prompt come out alike and their group goes flat"),
+    "format_saturated": Threshold(0.95, "share of groups flat on format: the format reward has nothing left to "
+                                        "teach, and paying it is a constant offset"),
+    "format_std_flat": Threshold(0.01, "std of a plain TRL run's format reward over the batch below which format "
+                                       "counts as flat everywhere (TRL logs no per-group count)"),
+    "format_early": Threshold(0.25, "fraction of the run by which format saturated, counted as early"),
+    "unsolved": Threshold(0.5, "exact success (else correctness) over the last steps below which the task counts "
+                               "as not learned"),
+    "stalled": Threshold(0.05, "rise of success (else correctness) from the first to the last window below which the "
+                               "task counts as stalled"),
+    "format_min_steps": Threshold(20, "logged steps a run needs before format saturation is judged: on fewer, "
+                                      "success has not had time to rise"),
+    "false_full_credit": Threshold(0.05, "share of completions with full correctness but a wrong answer (the "
+                                         "scorer's hole): one in twenty is a route the policy can climb"),
+    "hollow_format": Threshold(0.05, "share of completions paid full format for hollow tags (empty or unrelated "
+                                     "think/answer): the format reward is being farmed"),
+    "spike_factor": Threshold(10.0, "a grad norm (or |loss|) this many times the median of the previous up to 20 "
+                                    "steps is a spike: one update that far out of scale can undo what was learned"),
+    "spike_history": Threshold(5, "previous logged steps needed before spikes are judged"),
+    "loss_floor": Threshold(0.5, "|loss| below which no loss spike is called: GRPO's loss hovers near 0, and its "
+                                 "ratio to a near-0 median means nothing"),
+    "kl_blowup": Threshold(1.0, "mean KL to the reference, nats per token: the sampled tokens are then on average "
+                                "e times less likely under the reference; the anchor no longer holds the policy"),
+    "kl_still": Threshold(1e-4, "mean KL to the reference, nats per token, below which the policy has not moved"),
+    "reward_drop": Threshold(0.25, "fall of the windowed mean reward from its peak, as a share of the peak: "
+                                   "learning undone, the classic sign of a learning rate too high"),
+    "generation_heavy": Threshold(0.6, "share of step time spent generating above which sampling (vLLM, shorter "
+                                       "completions), not the optimizer, is the lever for speed"),
+}
+
+# reading -> the keys that carry it: this repo's first, then plain TRL's (`rewards/<fn>/mean` matched by name part)
+READINGS = {
+    "zero_std": ("zero_std_frac/total", "frac_reward_zero_std"),
+    "truncated": ("step/truncated", "completions/clipped_ratio"),
+    "truncated_wrong": ("step/truncated_wrong",),
+    "reward": ("avg_total", "reward"),
+    "success": ("avg_success", "rewards/success/mean"),
+    "correctness": ("avg_correctness", "rewards/correctness/mean", "rewards/*correct*/mean", "rewards/*accuracy*/mean"),
+    "format": ("avg_format", "rewards/format/mean", "rewards/*format*/mean"),
+    "format_flat": ("zero_std_frac/format",),
+    "format_std": ("rewards/format/std", "rewards/*format*/std"),
+    "entropy": ("entropy",),
+    "kl": ("kl",),
+    "grad_norm": ("grad_norm",),
+    "loss": ("loss",),
+    "false_full_credit": ("step/false_full_credit",),
+    "hollow_format": ("step/hollow_format",),
+    "mean_length": ("completions/mean_length",),
+}
+ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
+    "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
+    "identical": "identical completions (collapsed entropy)",
+}
+NON_FINITE_READINGS = ("loss", "grad_norm", "kl", "reward")
+TASK_REWARDS = ("correctness", "success", "binary", "capped_correctness")  # rewards that score the task itself
+
+
+@dataclass
+class Finding:
+    severity: str  # "problem" or "note"
+    step: int | None
+    what: str
+    remedy: str
+
+    def line(self, number: int) -> str:
+        where = f"step {self.step}" if self.step is not None else "whole run"
+        return f"{number}. [{self.severity}] {where}: {self.what} -> {self.remedy}"
+
+
+@dataclass
+class Diagnosis:
+    run: Run
+    source: str  # "rlvr run" or "plain TRL (<file>)"
+    settings: dict
+    findings: list[Finding]
+    skipped: list[str]  # checks the run had no keys for
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "problem"]
+
+    def lines(self) -> list[str]:
+        return [f.line(i) for i, f in enumerate(self.findings, 1)]
+
+    def text(self) -> str:
+        steps = [row.get("step") for row in self.run.rows]
+        head = (f"rlvr doctor {self.run.path}: {self.source}, {len(self.run.rows)} logged steps "
+                f"(step {steps[0]} to {steps[-1]}), {'finished' if self.run.finished else 'not finished'}")
+        verdict = (f"{len(self.problems)} problem(s) found" if self.problems else "no problem found")
+        tail = [f"not checked (the run has no keys for it): {', '.join(self.skipped)}"] if self.skipped else []
+        return "\n".join([head, *self.lines(), verdict, *tail])
+
+
+# ---- reading a run ---------------------------------------------------------------------------------------------
+
+def newest_trainer_state(path: Path) -> Path | None:
+    """trainer_state.json at the folder's root, else in its highest-numbered checkpoint-*/ (TRL writes it there)."""
+    if (path / layout.TRAINER_STATE).exists():
+        return path / layout.TRAINER_STATE
+    checkpoints = [(int(m.group(1)), p) for p in path.iterdir() if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))
+                   and (p / layout.TRAINER_STATE).exists()]
+    return max(checkpoints)[1] / layout.TRAINER_STATE if checkpoints else None
+
+
+def load_trl_run(path: Path, state_file: Path) -> Run:
+    """A plain TRL folder as a `Run`: log_history's training rows (those with a loss or a reward), the closing row
+    (train_runtime) as `final`."""
+    try:
+        state = json.loads(state_file.read_text())
+        history = state["log_history"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
+    if not isinstance(history, list):
+        raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
+    rows = [row for row in history if isinstance(row, dict) and "train_runtime" not in row
+            and ("loss" in row or "reward" in row)]
+    final = next((row for row in history if isinstance(row, dict) and "train_runtime" in row), {})
+    return Run(path, path.name, rows, final)
+
+
+def read_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
+    """(run, where its rows came from, its settings): ours from metrics.jsonl + config.yaml (`loaded`: its rows as
+    the caller already read them), a plain TRL folder from trainer_state.json + training_args.bin. Bad input is a
+    ConfigError on RUN_DIR."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError("RUN_DIR", f"{path}: no such directory")
+    if (path / layout.METRICS).exists():
+        run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
+        config = path / layout.CONFIG
+        settings = yaml.safe_load(config.read_text()) if config.exists() else {}
+    elif state_file := newest_trainer_state(path):
+        run, source = load_trl_run(path, state_file), f"plain TRL ({state_file.relative_to(path)})"
+        settings = saved_training_args(state_file.parent) or saved_training_args(path)
+    else:
+        raise ConfigError("RUN_DIR", f"{path}: neither {layout.METRICS} nor {layout.TRAINER_STATE} (in it or in a "
+                                     "checkpoint-*/ folder): not a run directory")
+    if not run.rows:
+        raise ConfigError("RUN_DIR", f"{path}: no training steps logged yet")
+    return run, source, settings if isinstance(settings, dict) else {}
+
+
+def key_for(run: Run, reading: str) -> str | None:
+    """The first of the reading's keys the run logged (`*` matches any name part of a TRL reward function)."""
+    logged = dict.fromkeys(key for row in run.rows for key in row)
+    for candidate in READINGS[reading]:
+        if "*" not in candidate:
+            if candidate in logged:
+                return candidate
+            continue
+        head, _, tail = candidate.replace("*", "\0", 1).partition("\0")
+        inner, _, tail = tail.partition("*")
+        for key in logged:
+            if key.startswith(head) and key.endswith(tail) and inner in key[len(head):len(key) - len(tail)]:
+                return key
+    return None
+
+
+def finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def points(run: Run, key: str) -> list[tuple[int, float]]:
+    """(step, value) of every row with a finite value of `key`."""
+    return [(int(row["step"]), float(row[key])) for row in run.rows if finite(row.get(key))]
+
+
+def windows(series: list[tuple[int, float]], width: int = WINDOW):
+    """(first step, mean) of every sliding window of `width` points (one window over all, if fewer)."""
+    width = max(1, min(width, len(series)))
+    for i in range(len(series) - width + 1):
+        chunk = series[i:i + width]
+        yield chunk[0][0], sum(v for _, v in chunk) / width
+
+
+def first_sustained(series, passes) -> tuple[int, float] | None:
+    """The first window whose mean passes `passes(mean)` and from whose first step on the mean to the end of the run
+    passes too (a condition the run stayed in, not a stretch it went through): (the first step in that window that is
+    itself across, the mean from it on)."""
+    for step, value in windows(series):
+        if passes(value) and passes(from_step(series, step)):
+            # the onset: the window's first step that is itself across (the window may start before it)
+            onset = next((s for s, v in series if s >= step and passes(v)), step)
+            return onset, from_step(series, onset)
+    return None
+
+
+def sustained(run: Run, keys: dict, reading: str, threshold: str, below: bool = False):
+    """(the reading's series, `first_sustained` of it at or above the threshold, or below it), or None when the
+    run lacks the reading or never stays across: the shared first half of every threshold check."""
+    if not keys.get(reading):
+        return None
+    limit = THRESHOLDS[threshold].value
+    series = points(run, keys[reading])
+    hit = first_sustained(series, (lambda v: v < limit) if below else (lambda v: v >= limit))
+    return (series, hit) if hit else None
+
+
+def mean_from(run: Run, key: str | None, step: int) -> float | None:
+    """Mean of `key` from `step` to the end of the run; None without the key."""
+    return from_step(points(run, key), step) if key else None
+
+
+def tail(series, width: int = WINDOW) -> float | None:
+    return mean([v for _, v in series[-width:]])
+
+
+def from_step(series, step: int) -> float | None:
+    return mean([v for s, v in series if s >= step])
+
+
+# ---- the checks, each a function of the run (and its settings) returning findings ------------------------------
+
+def setting(settings: dict, name: str, default="?"):
+    value = settings.get(name)
+    return default if value is None else value
+
+
+def check_non_finite(run, settings, keys):
+    findings = []
+    for reading in NON_FINITE_READINGS:
+        key = keys.get(reading)
+        if key is None:
+            continue
+        # metrics.jsonl writes NaN/inf as null; trainer_state.json keeps NaN and Infinity
+        bad = [row for row in run.rows if key in row and not finite(row[key])]
+        if bad:
+            findings.append(Finding(
+                "problem", int(bad[0]["step"]),
+                f"divergence: {key} is {bad[0][key]} ({len(bad)} of {len(run.rows)} logged steps non-finite)",
+                f"lower learning_rate (now {setting(settings, 'learning_rate')}) 3-10x and keep max_grad_norm "
+                f"(now {setting(settings, 'max_grad_norm', 1.0)}) at 1.0 or below; resume from the last checkpoint "
+                f"before step {int(bad[0]['step'])}"))
+    return findings
+
+
+def spikes(series, floor: float = 0.0) -> list[tuple[int, float, float]]:
+    """(step, value, previous median) of each point beyond `spike_factor` times the median |value| of the previous
+    up to 20 points (at least `spike_history` of them), ignoring |value| <= floor."""
+    factor, history = THRESHOLDS["spike_factor"].value, int(THRESHOLDS["spike_history"].value)
+    found = []
+    for i in range(history, len(series)):
+        median = statistics.median(abs(v) for _, v in series[max(0, i - 20):i])
+        step, value = series[i]
+        if abs(value) > floor and abs(value) > factor * median:
+            found.append((step, value, median))
+    return found
+
+
+def check_spikes(run, settings, keys):
+    findings = []
+    for reading, floor in (("grad_norm", 0.0), ("loss", THRESHOLDS["loss_floor"].value)):
+        if keys.get(reading) and (found := spikes(points(run, keys[reading]), floor)):
+            step, value, median = found[0]
+            findings.append(Finding(
+                "problem", step,
+                f"divergence: {keys[reading]} spiked to {value:.3g} ({abs(value) / max(median, 1e-12):.0f}x the "
+                f"median {median:.3g} of the steps before; {len(found)} spike(s) in the run)",
+                f"lower learning_rate (now {setting(settings, 'learning_rate')}) or max_grad_norm (now "
+                f"{setting(settings, 'max_grad_norm', 1.0)}); warmup_steps helps when it happens early"))
+    return findings
+
+
+def check_kl(run, settings, keys):
+    if not (found := sustained(run, keys, "kl", "kl_blowup")):
+        return []
+    hit, limit = found[1], THRESHOLDS["kl_blowup"].value
+    temperature = settings.get("temperature")
+    tempered = (f"; at temperature {temperature} TRL measures it on logits / {temperature}, which magnifies it"
+                if isinstance(temperature, (int, float)) and 0 < temperature < 0.5 else "")
+    return [Finding("problem", hit[0],
+                    f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (mean from step {hit[0]} "
+                    f"on; limit {limit:g}{tempered})",
+                    f"raise beta (now {setting(settings, 'beta')}) or lower learning_rate (now "
+                    f"{setting(settings, 'learning_rate')})")]
+
+
+def check_learning_rate(run, settings, keys):
+    """Too much: the windowed reward falls far from its peak. Too little: the policy never leaves the reference
+    (KL stays ~0) although groups had contrast to learn from."""
+    findings = []
+    lr = setting(settings, "learning_rate", None)
+    if lr is None and run.rows:
+        lr = run.rows[0].get("learning_rate", "?")
+    if keys.get("reward"):
+        rewards = list(windows(points(run, keys["reward"])))
+        if rewards:
+            peak_at = max(range(len(rewards)), key=lambda i: rewards[i][1])
+            peak, end = rewards[peak_at][1], rewards[-1][1]
+            drop = THRESHOLDS["reward_drop"].value
+            later = [(s, v) for s, v in rewards[peak_at:] if peak > 0 and v < peak * (1 - drop)]
+            if later:
+                findings.append(Finding(
+                    "problem", later[0][0],
+                    f"learning rate too high: mean {keys['reward']} fell from its peak {peak:.3g} (step "
+                    f"{rewards[peak_at][0]}) to {end:.3g} at the end (learning_rate {lr})",
+                    "lower learning_rate 3-10x, add warmup_steps, or keep beta > 0 as an anchor"))
+    if keys.get("kl") and len(run.rows) > WINDOW:
+        kl = points(run, keys["kl"])[1:]  # the first step's KL is 0 by construction (policy = reference)
+        zero_std = points(run, keys["zero_std"]) if keys.get("zero_std") else []
+        had_contrast = not zero_std or (mean([v for _, v in zero_std]) or 0) < 0.9
+        still = THRESHOLDS["kl_still"].value
+        if kl and max(v for _, v in kl) < still and had_contrast:
+            findings.append(Finding(
+                "problem", kl[0][0],
+                f"learning rate does nothing: KL to the reference stayed below {still:g} nats/token over the run "
+                f"(max {max(v for _, v in kl):.2g}) while groups had contrast (learning_rate {lr})",
+                "raise learning_rate 10-100x: TRL's 1e-6 default is for billion-parameter models"))
+    return findings
+
+
+def check_truncation(run, settings, keys):
+    if not (found := sustained(run, keys, "truncated", "truncated")):
+        return []
+    series, hit = found
+    extra = []
+    if (wrong := mean_from(run, keys.get("truncated_wrong"), hit[0])) is not None:
+        extra.append(f"{wrong:.0%} of the wrong ones were cut")
+    if (length := mean_from(run, keys.get("mean_length"), hit[0])) is not None:
+        extra.append(f"mean length {length:.0f} tokens")
+    cap = setting(settings, "max_completion_length")
+    return [Finding("problem", hit[0],
+                    f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
+                    f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
+                    "raise max_completion_length above the longest right answer (a cut completion scores as "
+                    "wrong: this is a length budget, not the model), or add overlong_penalty if it rambles")]
+
+
+def check_entropy(run, settings, keys):
+    if not (found := sustained(run, keys, "entropy", "entropy_floor", below=True)):
+        return []
+    (series, hit), floor = found, THRESHOLDS["entropy_floor"].value
+    temperature = settings.get("temperature")
+    if isinstance(temperature, (int, float)) and temperature >= 1.0:  # the sampler is not the cause: the policy is
+        remedy = ("the policy collapsed onto few tokens at full temperature: lower learning_rate and keep beta > 0 "
+                  "so it stays near the reference's spread")
+    else:
+        remedy = "raise temperature toward 1.0 (sampling this cold makes the G samples alike), or lower learning_rate"
+    return [Finding("problem", hit[0],
+                    f"entropy collapse: sampling entropy {from_step(series, hit[0]):.3g} nats/token from step "
+                    f"{hit[0]} on (first step {series[0][1]:.3g}; floor {floor:g}) at temperature "
+                    f"{setting(settings, 'temperature')}", remedy)]
+
+
+def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
+    """(which side the flat groups are on, the remedy for it): from `zero_std_side/*` when the run logged them,
+    else inferred from truncation, entropy and the mean success (said so)."""
+    sides = {side: mean_from(run, f"zero_std_side/{side}", step) for side in ZERO_STD_SIDES}
+    sides = {side: value for side, value in sides.items() if value is not None}
+    g = settings.get("num_generations")
+    small_g = isinstance(g, int) and g <= 2
+    remedies = {
+        "all_truncated": "raise max_completion_length: the flat groups are completions cut off before their answer",
+        "identical": "raise temperature: the G samples of a prompt are the same text",
+        "all_wrong": "easier prompts (shorter words, a curriculum), more samples per prompt, or DAPO's dynamic "
+                     "sampling to buy contrast back",
+        "all_correct": "harder prompts (longer words): these are solved and cost generation for no gradient",
+    }
+    if sides:
+        named = ", ".join(f"{ZERO_STD_SIDES[s]} {v:.0%}" for s, v in sides.items())
+        # a cut-off or a collapsed group is also all wrong or all correct: the specific cause wins when it is half
+        specific = [s for s in ("all_truncated", "identical") if sides.get(s, 0) >= 0.5 * max(sides.values())]
+        cause = specific[0] if specific else max(("all_wrong", "all_correct"), key=lambda s: sides.get(s, 0))
+        text = f"groups by side: {named}"
+    else:
+        truncated, entropy = (mean_from(run, keys.get(reading), step) for reading in ("truncated", "entropy"))
+        solved = keys.get("success") or keys.get("correctness")
+        rate = mean_from(run, solved, step)
+        if truncated is not None and truncated >= THRESHOLDS["truncated"].value:
+            cause = "all_truncated"
+        elif entropy is not None and entropy < THRESHOLDS["entropy_floor"].value:
+            cause = "identical"
+        else:
+            cause = "all_correct" if rate is not None and rate >= 0.5 else "all_wrong"
+        text = f"side inferred from the means (no zero_std_side/* keys): {ZERO_STD_SIDES[cause]}"
+        trained = settings.get("reward_funcs")
+        if cause in ("all_wrong", "all_correct") and isinstance(trained, list) and not any(
+                str(name).rsplit(".", 1)[-1] in TASK_REWARDS for name in trained):
+            text += f" by {solved}, while this run trains on none of {', '.join(TASK_REWARDS)}"
+    remedy = remedies[cause]
+    if small_g:
+        text += f"; num_generations {g}: G independent 0/1 outcomes are all equal with probability p^G + (1-p)^G >= 1/2"
+        remedy = "raise num_generations to 8 or more; then " + remedy
+    return text, remedy
+
+
+def check_idle_groups(run, settings, keys):
+    if not (found := sustained(run, keys, "zero_std", "idle_groups")):
+        return []
+    series, hit = found
+    caveat = " (TRL's isclose(std, 0) count)" if keys["zero_std"] == "frac_reward_zero_std" else ""
+    cause, remedy = idle_cause(run, keys, settings, hit[0])
+    return [Finding("problem", hit[0],
+                    f"idle groups: {from_step(series, hit[0]):.0%} of prompt groups flat on the reward "
+                    f"({keys['zero_std']}{caveat}, from step {hit[0]} on; {cause})", remedy)]
+
+
+def check_format(run, settings, keys):
+    """Format saturated early while the task is not learned: the easy part of the reward stopped teaching and
+    pays a constant, the hard part gives the only contrast left."""
+    found = (sustained(run, keys, "format_flat", "format_saturated") if keys.get("format_flat")
+             else sustained(run, keys, "format_std", "format_std_flat", below=True))
+    solved = keys.get("success") or keys.get("correctness")
+    saturated = found[1] if found else None
+    if not saturated or not solved or len(run.rows) < THRESHOLDS["format_min_steps"].value:
+        return []
+    steps = [int(row["step"]) for row in run.rows]
+    early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
+    rates = points(run, solved)
+    start, end = mean([v for _, v in rates[:WINDOW]]), tail(rates)
+    if (saturated[0] > early or end is None or end >= THRESHOLDS["unsolved"].value
+            or end - start >= THRESHOLDS["stalled"].value):
+        return []
+    return [Finding("problem", saturated[0],
+                    f"format saturated early: flat on format from step {saturated[0]} of {steps[-1]} while {solved} "
+                    f"went from {start:.2f} to {end:.2f} (first and last {WINDOW} steps)",
+                    "format now pays a constant: lower its reward weight, or train on success/binary (format "
+                    "gated on the answer) so the reward pays only for the task")]
+
+
+def check_hacks(run, settings, keys):
+    findings = []
+    remedies = {
+        "false_full_credit": "the scorer pays full credit to wrong answers: train on `success` or `capped_correctness` "
+                             "(docs/rewards-and-extending.md)",
+        "hollow_format": "the format reward pays for empty tags: gate format on the answer (`binary`, `success`) or "
+                         "require non-empty content",
+    }
+    for reading, remedy in remedies.items():
+        if found := sustained(run, keys, reading, reading):
+            (series, hit), limit = found, THRESHOLDS[reading].value
+            findings.append(Finding(
+                "problem", hit[0],
+                f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
+                f"(peak window {max(v for _, v in windows(series)):.1%}; limit {limit:.0%})", remedy))
+    return findings
+
+
+def check_compute(run, settings, keys):
+    """The bill, as a note: where step time goes and how fast samples come."""
+    parts, step = [], int(run.rows[-1]["step"])
+    share = time_totals(run)["generation_share"]
+    if share is not None:
+        parts.append(f"generation {share:.0%} of step time")
+    # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
+    seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
+    samples = run.rows[-1].get("generated_samples")
+    if seconds and finite(samples):
+        parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
+    elif seconds:
+        parts.append(f"{seconds / step:.2f} s/step over {step} steps")
+        if finite(tokens := run.rows[-1].get("num_tokens")):
+            parts.append(f"{tokens / seconds:.0f} tokens/s (prompt + completion)")
+    if not parts:
+        return []
+    if share is None:
+        remedy = ("no time/* keys: how step time splits between sampling and the optimizer is not recorded (this "
+                  "repo's runner logs it)")
+    elif share >= THRESHOLDS["generation_heavy"].value:
+        remedy = "sampling is the lever: vLLM (use_vllm), a shorter max_completion_length, fewer samples per prompt"
+    else:
+        remedy = "the optimizer side dominates: bigger generation batches amortise it; sampling speed-ups buy little"
+    return [Finding("note", None, "compute bill: " + ", ".join(parts), remedy)]
+
+
+CHECKS = (  # causes first: a diverged run explains everything after it
+    (check_non_finite, NON_FINITE_READINGS),
+    (check_spikes, ("grad_norm", "loss")),
+    (check_kl, ("kl",)),
+    (check_learning_rate, ("reward", "kl")),
+    (check_truncation, ("truncated",)),
+    (check_entropy, ("entropy",)),
+    (check_idle_groups, ("zero_std",)),
+    (check_format, ("format_flat", "format_std")),
+    (check_hacks, ("false_full_credit", "hollow_format")),
+    (check_compute, ()),
+)
+
+
+def diagnose(path, loaded: Run | None = None) -> Diagnosis:
+    """Every check on the run in `path` (see `read_run` for `loaded`)."""
+    run, source, settings = read_run(path, loaded)
+    keys = {reading: key_for(run, reading) for reading in READINGS}
+    findings, skipped = [], []
+    for check, needs in CHECKS:
+        if needs and not any(keys.get(n) for n in needs):
+            skipped.append(check.__name__.removeprefix("check_"))
+            continue
+        findings += check(run, settings, keys)
+    parts = (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation"))
+    for reading, check in parts:
+        if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it
+            skipped.append(reading)
+    return Diagnosis(run, source, settings, findings, list(dict.fromkeys(skipped)))
+
+
+def thresholds_table() -> str:
+    """The thresholds as a Markdown table (docs/doctor.md shows this very table)."""
+    lines = ["| threshold | value | why |", "|---|---|---|"]
+    lines += [f"| `{name}` | {t.value:g} | {t.why} |" for name, t in THRESHOLDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", help="a run folder (ours or a plain TRL output_dir)")
+    parser.add_argument("--thresholds", action="store_true", help="print the thresholds table and exit")
+    args = parser.parse_args(argv)
+    if args.thresholds:
+        print(thresholds_table())
+        return 0
+    if args.run_dir is None:
+        raise ConfigError("RUN_DIR", "missing: name a run folder, e.g. `rlvr doctor runs/tiny-grpo`")
+    diagnosis = diagnose(args.run_dir)
+    print(diagnosis.text())
+    return 1 if diagnosis.problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli(main))

@@ -1,0 +1,171 @@
+"""`rlvr doctor`: each finding on a hand-made run that has exactly that problem (and none on a healthy one), plain
+TRL folders, bad input, the thresholds table in the docs, and a real short run read the same way by the report.
+
+The planted-problem runs on the real tiny speller (>= 5 kinds, slow) are benchmarks/doctor_cases.py; its output is
+docs/measurements/doctor.md."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvr.__main__ import main as rlvr_main
+from rlvr.analysis import doctor
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS = 30
+
+
+def healthy_rows(n: int = STEPS) -> list[dict]:
+    """A run that learns: success 0.2 -> 0.7, a tenth of groups flat, nothing cut, entropy and KL moderate."""
+    rows = []
+    for i in range(n):
+        success = 0.2 + 0.5 * i / (n - 1)
+        rows.append({
+            "step": i + 1, "loss": 0.01, "grad_norm": 0.5 + 0.1 * (i % 3), "learning_rate": 1e-3,
+            "kl": 0.0 if i == 0 else 0.2, "entropy": 0.2, "avg_total": 1.0 + success / 2, "avg_success": success,
+            "avg_correctness": 0.6 + success / 2, "avg_format": 1.0, "zero_std_frac/total": 0.1,
+            "zero_std_frac/format": 1.0, "step/truncated": 0.0, "step/false_full_credit": 0.0,
+            "step/hollow_format": 0.0, "generated_samples": 64.0 * (i + 1), "time/generation_s": 0.3,
+            "time/total_s": 1.0,
+        })
+    return rows
+
+
+def write_run(folder: Path, rows: list[dict], **config) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    final = {"step": rows[-1]["step"], "train_runtime": float(len(rows))}
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*rows, final]))
+    settings = {"learning_rate": 1e-3, "max_completion_length": 48, "temperature": 1.0, "num_generations": 8,
+                "beta": 0.04, **config}
+    (folder / "config.yaml").write_text(yaml.safe_dump(settings))
+    return folder
+
+
+def from_step(rows, step: int, **values) -> list[dict]:
+    """`rows` with `values` set on every row from `step` on."""
+    return [{**r, **values} if r["step"] >= step else r for r in rows]
+
+
+def problems(folder) -> list[doctor.Finding]:
+    return doctor.diagnose(folder).problems
+
+
+def test_healthy_run_has_no_problem_and_a_compute_note(tmp_path):
+    diagnosis = doctor.diagnose(write_run(tmp_path / "run", healthy_rows()))
+    assert diagnosis.problems == []
+    [note] = diagnosis.findings
+    assert note.severity == "note" and "generation 30% of step time" in note.what and "64.0 samples/s" in note.what
+
+
+PLANTED = {  # name -> (rows, config, the problem's title, its step, a word of its remedy)
+    "truncation": (from_step(healthy_rows(), 11, **{"step/truncated": 0.9}), {}, "truncation:", 11,
+                   "max_completion_length"),
+    "entropy": (from_step(healthy_rows(), 16, entropy=0.01), {"temperature": 0.05}, "entropy collapse:", 16,
+                "temperature"),
+    "false full credit": (from_step(healthy_rows(), 21, **{"step/false_full_credit": 0.2}), {}, "reward hack:", 21,
+                          "capped_correctness"),
+    "hollow": (from_step(healthy_rows(), 9, **{"step/hollow_format": 0.3}), {}, "step/hollow_format", 9, "gate format"),
+    "nan loss": (from_step(healthy_rows(), 7, loss=None), {}, "divergence: loss is None", 7, "learning_rate"),
+    "grad spike": ([{**r, "grad_norm": 40.0} if r["step"] == 12 else r for r in healthy_rows()], {},
+                   "grad_norm spiked to 40", 12, "max_grad_norm"),
+    "kl blow-up": (from_step(healthy_rows(), 18, kl=3.0), {}, "KL to the reference blew up", 18, "beta"),
+    "lr does nothing": ([{**r, "kl": 1e-7} for r in healthy_rows()], {"learning_rate": 1e-9},
+                        "learning rate does nothing", 2, "raise learning_rate"),
+    "lr too high": ([{**r, "avg_total": 1.4 if r["step"] < 15 else 0.3} for r in healthy_rows()], {},
+                    "learning rate too high", 12, "lower learning_rate"),
+    "format early": ([{**r, "avg_success": 0.1} for r in healthy_rows()], {}, "format saturated early", 1,
+                     "reward weight"),
+}
+
+
+@pytest.mark.parametrize("name", PLANTED)
+def test_each_planted_problem_is_the_one_named_at_its_step(tmp_path, name):
+    rows, config, title, step, remedy = PLANTED[name]
+    found = problems(write_run(tmp_path / "run", rows, **config))
+    assert len(found) == 1, [f.what for f in found]  # no other check fires on what was planted
+    assert title in found[0].what and found[0].step == step and remedy in found[0].remedy
+
+
+def test_idle_groups_name_their_side_and_the_remedy_for_it(tmp_path):
+    sides = {"zero_std_side/all_wrong": 0.7, "zero_std_side/all_correct": 0.0, "zero_std_side/all_truncated": 0.65,
+             "zero_std_side/identical": 0.0}
+    rows = from_step(healthy_rows(), 5, **{"zero_std_frac/total": 0.7, **sides})
+    [finding] = problems(write_run(tmp_path / "truncated", rows))
+    assert finding.step == 5 and "all truncated 65%" in finding.what and "max_completion_length" in finding.remedy
+
+    rows = from_step(healthy_rows(), 5, **{"zero_std_frac/total": 0.7, **sides, "zero_std_side/all_truncated": 0.0})
+    [finding] = problems(write_run(tmp_path / "wrong", rows, num_generations=2))
+    assert "easier prompts" in finding.remedy and finding.remedy.startswith("raise num_generations")
+
+
+def test_a_stretch_the_run_recovered_from_is_not_a_finding(tmp_path):
+    rows = [{**r, "zero_std_frac/total": 0.9} if 10 <= r["step"] < 16 else r for r in healthy_rows()]
+    assert problems(write_run(tmp_path / "run", rows)) == []
+
+
+def trl_state(rows: list[dict], runtime: float = 10.0) -> dict:
+    closing = {"step": rows[-1]["step"], "train_runtime": runtime}
+    return {"global_step": rows[-1]["step"], "log_history": [*rows, closing]}
+
+
+def test_plain_trl_folder_reads_the_newest_checkpoint_and_trl_keys(tmp_path):
+    def row(step, clipped):
+        return {"step": step, "loss": 0.0, "grad_norm": 0.4, "reward": 0.8, "reward_std": 0.3, "entropy": 0.3,
+                "frac_reward_zero_std": 0.8, "completions/clipped_ratio": clipped, "completions/mean_length": 12.0,
+                "rewards/accuracy_reward/mean": 0.1, "learning_rate": 1e-6, "num_tokens": 1000.0 * step}
+
+    for checkpoint, clipped in ((2, 0.0), (10, 0.95)):  # numeric order: checkpoint-10 is the newest, not -2
+        folder = tmp_path / f"checkpoint-{checkpoint}"
+        folder.mkdir()
+        rows = [row(step, clipped) for step in range(1, checkpoint + 1)]
+        (folder / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
+    diagnosis = doctor.diagnose(tmp_path)
+    assert diagnosis.source == "plain TRL (checkpoint-10/trainer_state.json)"
+    titles = [f.what for f in diagnosis.problems]
+    assert any(t.startswith("truncation: 95%") and "completions/clipped_ratio" in t for t in titles)
+    idle = next(t for t in titles if t.startswith("idle groups"))
+    assert "frac_reward_zero_std (TRL's isclose(std, 0) count" in idle and "all truncated" in idle
+    assert "1000 tokens/s" in diagnosis.findings[-1].what  # the bill from num_tokens and train_runtime
+
+
+def test_plain_trl_nan_is_read_as_divergence(tmp_path):
+    rows = [{"step": s, "loss": 0.0, "grad_norm": float("nan") if s == 4 else 0.5, "reward": 0.5} for s in range(1, 9)]
+    (tmp_path / "trainer_state.json").write_text(json.dumps(trl_state(rows)))  # json writes NaN as NaN
+    [finding] = [f for f in problems(tmp_path) if "divergence" in f.what]
+    assert finding.step == 4 and math.isnan(float(finding.what.split("grad_norm is ")[1].split()[0]))
+
+
+def run_cli(*argv) -> int:
+    with pytest.raises(SystemExit) as stop:
+        rlvr_main(["doctor", *argv])
+    return stop.value.code
+
+
+def test_exit_status_and_bad_input(tmp_path, capsys):
+    assert run_cli(str(write_run(tmp_path / "ok", healthy_rows()))) == 0
+    assert run_cli(str(write_run(tmp_path / "bad", from_step(healthy_rows(), 11, **{"step/truncated": 0.9})))) == 1
+    out = capsys.readouterr().out
+    assert "1. [problem] step 11: truncation" in out and "1 problem(s) found" in out
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "trainer_state.json").write_text("{not json")
+    (tmp_path / "empty").mkdir()
+    for folder in ("missing", "empty", "broken"):
+        assert run_cli(str(tmp_path / folder)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: RUN_DIR: {tmp_path / folder}") and err.count("\n") == 1
+
+
+def test_docs_show_the_thresholds_table_of_the_code():
+    assert doctor.thresholds_table() in (REPO / "docs" / "doctor.md").read_text()
+
+
+def test_real_short_run(run_recipe):
+    """A real run of the random tiny model: it never closes its tags within 32 tokens, so TRL's
+    completions/clipped_ratio is ~1 and the doctor must say truncation, from the first step, from the run's own keys."""
+    _, out = run_recipe("--max_steps", "3")
+    diagnosis = doctor.diagnose(out)
+    [truncation] = [f for f in diagnosis.problems if f.what.startswith("truncation:")]
+    assert truncation.step == 1 and "max_completion_length 32" in truncation.what
