@@ -69,8 +69,8 @@ def test_logged_partial_credit_fraction_is_at_most_the_exact_match_one():
 @pytest.mark.parametrize("G", [2, 4, 8])
 def test_own_group_prediction_is_biased_upward(G):
     """One group of G draws at pass rate p, every outcome enumerated and weighted by its probability: the observed
-    flatness `zero_std_prediction` reports averages to flat(p), its own-group prediction to more than that; for G = 2
-    the excess is p(1 - p)."""
+    flatness `zero_std_prediction` reports averages to flat(p), its own-group prediction to the binomial plug-in mean
+    E[flat(k / G)], which is more than that; for G = 2 the excess is p(1 - p)."""
     for p in (0.1, 0.3, 0.5, 0.9):
         observed = predicted = 0.0
         for outcome in itertools.product([0.0, 1.0], repeat=G):
@@ -79,6 +79,7 @@ def test_own_group_prediction_is_biased_upward(G):
             observed += weight * row["zero_std_exact/observed"]
             predicted += weight * row["zero_std_exact/predicted_self"]
         assert observed == pytest.approx(flat_probability(p, G))
+        assert predicted == pytest.approx(plug_in_mean(p, G, G))
         assert predicted > observed + 1e-3
         if G == 2:
             assert predicted - observed == pytest.approx(p * (1 - p))
