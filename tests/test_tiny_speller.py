@@ -214,7 +214,7 @@ def scripted_sampler(tokenizer, exact_per_prompt: int):
 def test_sft_probe_stops_at_the_first_probe_that_reaches_its_target(monkeypatch, target, stops):
     """`ExactMatchStop` (the SFT warm start's stop rule) with sampling scripted to 2 exact answers of 4 per word:
     it probes only every `every` steps, scores the probe at exactly 0.5 with the evaluator's scorer, and stops
-    training when that reaches the target (0.5), not below it (0.51)."""
+    training when the probe reaches its target (0.5 >= 0.5), not when it falls short (0.5 < 0.51)."""
     import rlvr.analysis.evaluate as evaluation
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 
