@@ -11,10 +11,10 @@ After: LEARN_STEPS GRPO steps of recipes/tiny/grpo.yaml as committed (8 prompts 
 0.04, seed 42), only `max_steps` changed (so the cosine schedule spans those steps), then the same 200 x 8
 evaluation. Measured on a shared 2-core CPU (`cpu_threads: auto`, 1 or 2 threads), 30 steps (1,920 samples), after
 exact match: seed 42 31.2% (+13.6 points), seed 1 36.3% (+18.7), seed 2 39.3% (+21.7), seed 7 32.8% (+15.1); GRPO
-took 23-55 s of the test's ~40-80 s. The test asks for MIN_GAIN, +7 points: about half the smallest measured gain,
-room for another CPU's rounding (thread count, kernels) to send the run down another path. With the advantage's sign
-flipped the same run falls (to 0.1%, -17.5 points), so the test fails when learning breaks. The full 140-step job
-and README's +40 points are `tests/test_tiny_speller.py`'s slow test.
+took 23-55 s, both tests together 62 s at a 1-minute load of ~2. The test asks for MIN_GAIN, +7 points: about half
+the smallest measured gain, room for another CPU's rounding (thread count, kernels) to send the run down another
+path. With the advantage's sign flipped the same run falls (to 0.1%, -17.5 points), so the test fails when learning
+breaks. The full 140-step job and README's +40 points are `tests/test_tiny_speller.py`'s slow test.
 """
 
 import pytest

@@ -1,6 +1,6 @@
 """`recipes/tiny/sft.py`, the warm start's documented command, run as a script on a tiny budget: recipes/tiny/sft.yaml
 with only its size fields shrunk (400 rows, 16 probe words, 4 steps, a probe every 2). The full run (20,000 rows,
-stopped by its probe around step 500, ~10 CPU minutes) rebuilds models/tiny-speller and is not run in CI."""
+stopped by its probe around step 500) rebuilds models/tiny-speller and is not run in CI."""
 
 import runpy
 import sys

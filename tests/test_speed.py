@@ -229,7 +229,8 @@ def indexing_backward_races(threads: int = 2, calls: int = 10) -> bool:
     """Whether this machine shows the race the next test guards against: the backward of indexing (`keys[index]`,
     the per-row copy `copy_rows` replaced) run `calls` times at `threads` threads on a cache of the tiny step's shape
     ((8 -> 64) x 2 x 125 x 32), giving gradients that differ in their bits. It does wherever two threads really run
-    at once (10 of 10 calls differed on a 2-core machine); where they never do, there is nothing to see."""
+    at once (on a 2-core machine, 19 repeats of one call all differed from the first); where they never
+    do, there is nothing to see."""
     gen = torch.Generator().manual_seed(0)
     keys = torch.randn(8, 2, 125, 32, generator=gen, requires_grad=True)
     index = torch.arange(8).repeat_interleave(8)[torch.randperm(64, generator=gen)]

@@ -1,7 +1,6 @@
 """The sweep's default launcher (`launcher="python"`, what `rlvr sweep` uses unless told otherwise): each variant runs
 as a subprocess of its algorithm's script, appending the command and the run's whole output to its `train.log`. One
-variant of 1 step on the tiny random model: ~15 s on 2 idle cores, most of it the subprocess importing torch and TRL
-(over a minute when other jobs hold the cores)."""
+variant of 1 step on the tiny random model; most of the test's time is the subprocess importing torch and TRL."""
 
 import sys
 
