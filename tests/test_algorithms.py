@@ -169,11 +169,16 @@ def test_dynamic_sampling_stops_at_the_cap_and_tops_up(tiny_model_dir, tmp_path,
 
 @pytest.mark.parametrize("lora", [False, True])
 def test_kl_is_one_yaml_field_and_is_logged(lora, run_recipe):
-    """beta > 0 loads a frozen reference copy, or under LoRA reuses the base model with adapters disabled."""
+    """beta > 0 loads a frozen reference copy, or under LoRA reuses the base model with adapters disabled. Step 1
+    samples from the untouched policy, so its logged KL to the reference is 0; after one update the policy has moved
+    off the reference and KL is positive (k3 >= 0). A reference that followed the policy would log 0 there too.
+    The logged value itself is checked against the estimator by hand in tests/test_kl_estimator.py."""
     from conftest import read_jsonl
 
     extra = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "q_proj", "v_proj"] if lora else []
     trainer, out = run_recipe("--max_steps", "2", "--beta", "0.04", *extra)
     assert (trainer.ref_model is None) == lora
     rows = [row for row in read_jsonl(f"{out}/metrics.jsonl") if "loss" in row]
-    assert all("kl" in row for row in rows)
+    assert [row["step"] for row in rows] == [1, 2]
+    assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-7)
+    assert rows[1]["kl"] > 1e-6

@@ -35,7 +35,8 @@ NOT_RUN = {
     "pip install": "installs packages; CI's environment is installed by .ci/run",
     "python -m pytest": "the test suite itself",
     "python benchmarks/tiny_main_job.py": "the main job, ~3 min of training; `pytest -m slow` runs it",
-    "python recipes/tiny/sft.py": "retrains and overwrites models/tiny-speller; tests/test_tiny_speller.py covers it",
+    "python recipes/tiny/sft.py": "retrains models/tiny-speller from 20,000 rows (~500 steps); "
+                                  "tests/test_sft_main.py runs the script on sft.yaml with a 4-step budget",
     "CUDA_VISIBLE_DEVICES=7 trl vllm-serve": "needs a GPU and vLLM",
     "torchrun": "two training processes; tests/test_distributed.py runs them",
     "rlvr data --config recipes/grpo.yaml --push_to_hub": "needs the Hugging Face Hub",

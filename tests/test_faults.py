@@ -120,7 +120,9 @@ def test_a_reward_failing_mid_run_is_named_with_its_step_and_leaves_the_checkpoi
 
 
 def test_wandb_that_cannot_reach_its_server_goes_offline_within_the_bound(monkeypatch, capsys):
-    """A server that accepts the connection and never answers (the ~100 s hang) costs `timeout` seconds, no more."""
+    """A server that accepts the connection and never answers (the ~100 s hang) costs `timeout` seconds, no more.
+    The limit under test is 1 s; the bound asked is 20 s: 19 s of slack for a loaded machine (the wait is a join
+    with a timeout, which load barely stretches), and still 5x under the hang it replaces."""
     import socket
     import time
 
@@ -134,7 +136,7 @@ def test_wandb_that_cannot_reach_its_server_goes_offline_within_the_bound(monkey
     monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{silent.getsockname()[1]}")
     start = time.perf_counter()
     note = configure_wandb(["wandb"], timeout=1.0)
-    assert time.perf_counter() - start < 3.0
+    assert time.perf_counter() - start < 20.0
     assert note and "not reachable" in note and os.environ["WANDB_MODE"] == "offline"
     assert capsys.readouterr().out.count("wandb:") == 1
     silent.close()

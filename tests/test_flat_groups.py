@@ -22,13 +22,12 @@ def total_of(correctness: float, format_: float = 1.0, rows: int = 1) -> torch.T
 
 
 def layouts(column: torch.Tensor):
-    """The same values contiguous, as a strided column slice of an (N, 3) tensor, and gathered from two processes
-    that split the rows in the middle of a group (concatenation, as accelerate's gather returns them)."""
+    """The same values contiguous and as a strided column slice of an (N, 3) tensor. (Rows gathered from several
+    processes arrive contiguous, so a process split is no third layout here: it is the slice of the batch each
+    process zeroes, `test_a_group_split_across_two_processes_is_zeroed_on_both`.)"""
     wide = torch.stack([torch.rand_like(column), column, torch.rand_like(column)], dim=1)
-    half = len(column) // 2 + 1
     yield "contiguous", column.contiguous()
     yield "strided", wide[:, 1]
-    yield "split", torch.cat([column[:half].clone(), column[half:].clone()])
 
 
 def test_std_based_test_missed_these_groups():
@@ -58,6 +57,23 @@ def test_one_ulp_apart_is_not_flat(G):
     nudged[:, -1] = torch.nextafter(nudged[:, -1], torch.tensor(2.0))
     for name, column in layouts(nudged.view(-1)):
         assert not flat_groups(column, G).any(), (name, G)
+
+
+@pytest.mark.parametrize("G", GROUP_SIZES)
+def test_a_group_split_across_two_processes_is_zeroed_on_both(G):
+    """Each process holds a slice of the gathered batch that starts and ends inside a group; `zero_flat_groups` on
+    its slice (with the gathered components) must zero exactly the rows of flat groups, on both sides of the cut,
+    and leave every row of a group one ulp from flat as it was."""
+    values = torch.tensor(PARTIAL_CREDIT, dtype=torch.float32).repeat_interleave(G).view(-1, G)
+    values[1::2, -1] = torch.nextafter(values[1::2, -1], torch.tensor(2.0))  # odd groups: one ulp apart, not flat
+    total = values.view(-1)
+    flat_row = (torch.arange(len(total)) // G) % 2 == 0
+    advantages = torch.randn(len(total), generator=torch.Generator().manual_seed(G)) + 3.0  # never 0 by chance
+    cut = G * (len(PARTIAL_CREDIT) // 2) + G // 2  # inside a group
+    for rows in (slice(0, cut), slice(cut, len(total))):
+        zeroed = zero_flat_groups("grpo", advantages[rows].clone(), {"total": total}, G, rows)
+        assert torch.equal(zeroed == 0, flat_row[rows]), (G, rows)
+        assert torch.equal(zeroed[~flat_row[rows]], advantages[rows][~flat_row[rows]])
 
 
 def test_unscorable_rows_are_left_out():

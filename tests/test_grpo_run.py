@@ -1,5 +1,7 @@
-"""The recipe end to end on a tiny random model: metrics on disk, weights move, resume, entry point, bad input."""
+"""The recipe end to end on a tiny random model: metrics on disk, weights move by finite updates, resume, entry point,
+bad input."""
 
+import math
 import shutil
 import subprocess
 import sys
@@ -38,8 +40,11 @@ def test_tiny_run_logs_every_component_and_changes_the_weights(run_recipe, tiny_
         assert row["zero_std_frac/total"] >= row["trl/frac_reward_zero_std_isclose"] - 1e-9
         assert row["avg_total"] == pytest.approx(row["avg_correctness"] + 0.5 * row["avg_format"] + row["avg_penalty"])
     assert [row["generated_samples"] for row in rows] == [16, 32, 48]
+    # metrics.jsonl writes a NaN or inf as null
+    assert all(row[key] is not None and math.isfinite(row[key]) for row in rows for key in ("loss", "grad_norm"))
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
     trained = trainer.model.state_dict()
+    assert all(torch.isfinite(trained[name]).all() for name in initial)  # a NaN update changes weights too
     assert any(not torch.equal(initial[name], trained[name]) for name in initial)
     rollouts = read_jsonl(Path(out) / "rollouts.jsonl")
     assert len(rollouts) == 48 and {"question", "answer", "completion", "correctness", "binary"} <= set(rollouts[0])

@@ -1,11 +1,11 @@
-"""`kl_estimator`: Schulman's k1/k2/k3 on hand-built log-probs; k3 is TRL's loss exactly; the aggregation and the
-importance ratio the mixin uses reproduce TRL's own for every loss type; k1 and k2 move the loss by the expected
-amount and are what `kl` logs."""
+"""`kl_estimator`: Schulman's k1/k2/k3 on hand-built log-probs; our k3, aggregated and weighted by the importance
+ratio as the mixin does, equals TRL's own KL term (TRL's loss with beta minus its loss without) for every loss type;
+k1 and k2 move the loss by the expected amount and are what `kl` logs. Under k3 the mixin hands the loss to TRL
+unchanged (`KLEstimatorMixin._compute_loss` returns `super()`'s), which is why there is no separate k3 test here."""
 
 import pytest
 import torch
 from test_algorithms import CORRECTNESS, FORMAT, build, prompts, scripted_rewards
-from trl import GRPOTrainer
 
 from rlvr.cli import ConfigError
 from rlvr.training.kl import aggregate_like_trl, importance_weight, per_token_kl
@@ -72,13 +72,6 @@ def trainer(built):
 @pytest.fixture
 def batch(built):
     return dict(built[1])
-
-
-def test_k3_is_trls_loss_exactly(trainer, batch):
-    with torch.no_grad():
-        ours = trainer._compute_loss(trainer.model, batch)
-        trls = GRPOTrainer._compute_loss(trainer, trainer.model, batch)
-    assert ours.item() == trls.item()
 
 
 @pytest.mark.parametrize("bias_correction", [True, False])

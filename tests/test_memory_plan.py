@@ -353,9 +353,3 @@ def test_generation_batch_fills_the_free_memory():
 def test_planner_rejects_non_positive_numbers_in_one_line(flag):
     with pytest.raises(ConfigError, match=f"{flag}: must be positive"):
         main(["--config", str(REPO / "recipes/grpo.yaml"), flag, "0"])
-
-
-def test_old_module_path_still_plans(capsys):
-    import rlvr.planning
-
-    assert rlvr.planning.plan_memory is plan_memory

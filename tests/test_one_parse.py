@@ -85,13 +85,25 @@ def test_speedups_are_parsed_once_and_kept_on_the_recipe(monkeypatch, tiny_model
 
 
 def test_a_sweep_variant_parses_from_memory(monkeypatch, tmp_path):
-    """A sweep holds the effective recipe as a mapping: it is parsed from there, not written out and read back."""
+    """A sweep holds the effective recipe as a mapping: it is parsed from there, not written out and read back. Every
+    way Python opens a file (builtins.open, io.open, os.open, Path.open/read_text/read_bytes) is watched."""
+    import io
+    import os
+
     from rlvr.training.config import load_recipe
 
-    monkeypatch.setattr(pathlib.Path, "read_text", lambda *a, **k: pytest.fail("a file was read"))
     base = yaml.safe_load(open(FAST_RECIPE))
+    opened = []
+
+    def watch(real):
+        return lambda *args, **kwargs: opened.append(args[0]) or real(*args, **kwargs)
+
+    for owner, name in ((builtins, "open"), (io, "open"), (os, "open"), (pathlib.Path, "open"),
+                        (pathlib.Path, "read_text"), (pathlib.Path, "read_bytes")):
+        monkeypatch.setattr(owner, name, watch(getattr(owner, name)))
     loaded = load_recipe(["--dry_run", "true"], config={**base, "num_generations": 2}, source="sweep run 'x'")
     assert loaded.training.num_generations == 2 and loaded.yaml["num_generations"] == 2
+    assert opened == []
     with pytest.raises(Exception) as err:
         load_recipe(["--dry_run", "true"], config={**base, "bogus_field": 1}, source="sweep run 'x'")
     assert "bogus_field" in str(err.value) and "sweep run 'x'" in str(err.value)

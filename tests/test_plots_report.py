@@ -195,18 +195,46 @@ def test_bad_input_is_one_line_naming_the_field(tmp_path):
     assert result.stderr.strip().splitlines() == [f"error: RUN_DIR: {tmp_path / 'missing'}: no such directory"]
 
 
-def test_before_after_pairs_prompts_and_goes_into_the_report(tiny_model_dir, run_dir):
+def evaluation_record(prompt_id, sample, correctness, completion):
+    return {"prompt_id": prompt_id, "sample": sample, "question": f"Spell q{prompt_id}", "answer": f"a{prompt_id}",
+            "difficulty": 3 + prompt_id, "completion": completion, "correctness": correctness, "format": 1.0,
+            "success": float(correctness == 1.0), "binary": correctness}
+
+
+def test_pair_prompts_matches_by_prompt_id_not_by_position():
+    """Hand-written rollouts, the after side in another order: prompt 0 improves, 1 regresses, 2 stays level."""
+    before = [evaluation_record(p, s, c, f"b{p}{s}") for p, s, c in
+              [(0, 0, 0.0), (0, 1, 0.5), (1, 0, 1.0), (1, 1, 1.0), (2, 0, 0.5), (2, 1, 0.5)]]
+    after = [evaluation_record(p, s, c, f"a{p}{s}") for p, s, c in
+             [(2, 0, 0.25), (1, 0, 0.0), (0, 0, 1.0), (2, 1, 0.75), (1, 1, 0.5), (0, 1, 1.0)]]
+    pairs = before_after.pair_prompts(before, after)
+    assert [(p["prompt_id"], p["answer"]) for p in pairs] == [(0, "a0"), (1, "a1"), (2, "a2")]
+    assert [(p["before"]["mean_correctness"], p["after"]["mean_correctness"]) for p in pairs] == [
+        (0.25, 1.0), (1.0, 0.25), (0.5, 0.5)]
+    assert [(p["before"]["completion"], p["after"]["completion"]) for p in pairs] == [
+        ("b00", "a00"), ("b10", "a10"), ("b20", "a20")]  # each side's first sample of that prompt
+    assert before_after.changes(pairs) == {"improved": 1, "regressed": 1, "unchanged": 1}
+
+
+def test_before_after_pairs_two_models_prompt_by_prompt_and_goes_into_the_report(tiny_model_dir, run_dir):
+    """A random model before, the committed speller after: every pair holds each side's own rollouts of that prompt."""
     (run_dir / "config.yaml").write_text(Path(FAST_RECIPE).read_text())
-    comparison = before_after.main(["--before", tiny_model_dir, "--after", tiny_model_dir, "--config", FAST_RECIPE,
-                                    "--num_prompts", "3", "--k", "1", "2", "--out", str(run_dir / "before_after")])
+    out = run_dir / "before_after"
+    comparison = before_after.main(["--before", tiny_model_dir, "--after", str(REPO / "models" / "tiny-speller"),
+                                    "--config", FAST_RECIPE, "--num_prompts", "3", "--k", "1", "2", "--out", str(out)])
+    rollouts = {side: [json.loads(line) for line in (out / f"{side}.rollouts.jsonl").read_text().splitlines()]
+                for side in ("before", "after")}
+    assert rollouts["before"] != rollouts["after"]
     assert len(comparison["prompts"]) == 3
-    first = comparison["prompts"][0]
-    assert {"question", "answer", "difficulty", "before", "after"} <= set(first)
-    assert {"completion", "correctness", "format", "success", "binary", "mean_correctness"} <= set(first["before"])
-    assert sum(before_after.changes(comparison["prompts"]).values()) == 3
+    for pair in comparison["prompts"]:
+        for side in ("before", "after"):
+            own = [r for r in rollouts[side] if r["prompt_id"] == pair["prompt_id"]]
+            assert own[0]["answer"] == pair["answer"] and own[0]["question"] == pair["question"]
+            assert pair[side]["completion"] == own[0]["completion"]
+            assert pair[side]["mean_correctness"] == pytest.approx(sum(r["correctness"] for r in own) / len(own))
     text = report.build_report(run_dir).read_text()
     assert "## Before / after training" in text and "pass@2 before" in text and "pass@2 after" in text
-    assert f"`{first['answer']}`" in text
+    assert f"`{comparison['prompts'][0]['answer']}`" in text
 
 
 def test_before_after_rejects_a_missing_model(tmp_path):

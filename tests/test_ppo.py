@@ -1,5 +1,7 @@
-"""PPO: GAE on hand-built rewards and values; a 2-step run where both the policy and the critic learn."""
+"""PPO: GAE on hand-built rewards and values; a 2-step run where both the policy and the critic get
+finite, non-zero updates."""
 
+import math
 from pathlib import Path
 
 import pytest
@@ -36,7 +38,7 @@ def test_sequence_reward_lands_on_the_last_real_token_and_whitening_ignores_padd
     assert whitened[0, 2] == 0.0 and (whitened * mask).sum().abs() < 1e-5
 
 
-def test_two_ppo_steps_change_policy_and_critic(run_recipe, tiny_model_dir):
+def test_two_ppo_steps_give_policy_and_critic_finite_updates(run_recipe, tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
     recipe = str(REPO / "recipes" / "tiny" / "ppo.yaml")
@@ -46,10 +48,15 @@ def test_two_ppo_steps_change_policy_and_critic(run_recipe, tiny_model_dir):
     )
     critic_before = PPOTrainer._build_value_model(trainer, None)[0].state_dict()  # fresh init from the same weights
     critic_after = trainer.accelerator.unwrap_model(trainer.value_model).state_dict()
+    policy_after = trainer.model.state_dict()
+    for weights in (critic_after, policy_after):  # a NaN update changes the weights too
+        assert all(torch.isfinite(value).all() for value in weights.values())
     assert any(not torch.equal(critic_before[k], critic_after[k]) for k in critic_before if not k.startswith("score"))
     policy_before = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
-    assert any(not torch.equal(policy_before[k], v) for k, v in trainer.model.state_dict().items() if k in policy_before)
+    assert any(not torch.equal(policy_before[k], v) for k, v in policy_after.items() if k in policy_before)
     rows = [row for row in read_jsonl(f"{out}/metrics.jsonl") if "loss" in row]
+    # metrics.jsonl writes a NaN or inf as null
+    assert all(row[key] is not None and math.isfinite(row[key]) for row in rows for key in ("loss", "ppo/value_loss"))
     for key in ("ppo/value_loss", "ppo/explained_variance", "ppo/value_clipfrac", "ppo/advantage_early",
                 "ppo/advantage_late", "ppo/kl_penalty", "avg_correctness"):
         assert key in rows[0], key

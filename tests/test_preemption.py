@@ -1,7 +1,7 @@
-"""Preemption: SIGTERM at a random step, then `--resume_from_checkpoint true`, equals an uninterrupted run.
+"""Preemption: SIGTERM mid-run, then `--resume_from_checkpoint true`, equals an uninterrupted run.
 
 A run of the fast recipe is started as a real process (`recipes/grpo.py`, as a scheduler would start it); when its
-metrics.jsonl shows step k (k drawn at random, printed on failure), it gets SIGTERM. It must finish the step it is in,
+metrics.jsonl shows step k (fixed below, printed on failure), it gets SIGTERM. It must finish the step it is in,
 write a complete checkpoint although the recipe says `save_strategy: "no"`, save no final model, exit 143 with one
 last stderr line naming the checkpoint and the resume flag. Resumed with the same command, it runs to max_steps.
 
@@ -18,7 +18,6 @@ all-reduced at each step end) and write one checkpoint, and the resumed run matc
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
 import subprocess
@@ -32,6 +31,9 @@ from conftest import FAST_RECIPE, REPO, read_jsonl
 from rlvr.training.run_files import checkpoint_problem
 
 MAX_STEPS = 4
+# The step whose record triggers the signal: the run is then inside step k + 1, so it stops after k or k + 1 (both
+# < MAX_STEPS), with steps on both sides of the checkpoint. Fixed, so a failure reruns the same case.
+SIGNAL_STEP = {"one process": 2, "two processes": 1}
 COMMON = ["--config", FAST_RECIPE, "--report_to", "none", "--print_rollouts", "false", "--max_steps", str(MAX_STEPS),
           "--max_completion_length", "16", "--seed", "42", "--resume_from_checkpoint", "true"]
 STOP_LINE = re.compile(r"^stopped by (SIG\w+|a signal on another rank) after step (\d+): checkpoint (\S+); "
@@ -88,10 +90,10 @@ def check_stop(returncode: int, stderr: str, out: Path, signalled_at: int) -> in
     return step
 
 
-def test_sigterm_at_a_random_step_resumes_as_if_uninterrupted(tiny_model_dir, tmp_path):
+def test_sigterm_mid_run_resumes_as_if_uninterrupted(tiny_model_dir, tmp_path):
     command = [sys.executable, "recipes/grpo.py", *COMMON, "--model_name_or_path", tiny_model_dir]
     out, reference = tmp_path / "preempted", tmp_path / "uninterrupted"
-    k = random.randint(1, MAX_STEPS - 2)
+    k = SIGNAL_STEP["one process"]
 
     first = subprocess.Popen([*command, "--output_dir", str(out)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -133,7 +135,7 @@ def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_
               *COMMON, "--model_name_or_path", tiny_model_dir, "--use_cpu", "true",
               "--per_device_train_batch_size", "8"]
     out, reference = tmp_path / "preempted", tmp_path / "uninterrupted"
-    k = random.randint(1, MAX_STEPS - 2)
+    k = SIGNAL_STEP["two processes"]
 
     first = subprocess.Popen([*launch, "--output_dir", str(out)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

@@ -1,5 +1,4 @@
 import json
-import time
 
 import pytest
 import reasoning_gym
@@ -113,12 +112,30 @@ def test_rewards_never_raise(completion):
     assert correctness(["<answer>nus</answer>"], answer=[None], metadata=["not json"]) == [0.0]
 
 
-def test_megabyte_adversarial_completion_scores_fast():
-    texts = ["<answer>" * 130_000, "<answer>" + "x" * 1_000_000, ("<answer>nus</answer>" * 60_000)[:1_000_000]]
-    start = time.perf_counter()
-    scores = correctness(texts, answer=[ANSWER] * 3, metadata=[META] * 3)
-    assert time.perf_counter() - start < 5
-    assert scores[:2] == [0.0, 0.0] and scores[2] == reasoning_gym_score(texts[2])
+class ScanCountingText(str):
+    """A completion whose `find` counts the characters it scans (from `start` to the end of the match, or to the end
+    of the text): the work of a scan-based extractor, measured without a clock."""
+
+    def find(self, sub, start=0, end=None):
+        found = str.find(self, sub, start, len(self) if end is None else end)
+        SCANNED.append((len(self) if found < 0 else found + len(sub)) - start)
+        return found
+
+
+SCANNED: list[int] = []
+MEGABYTE_TEXTS = ["<answer>" * 130_000, "<answer>" + "x" * 1_000_000, ("<answer>nus</answer>" * 60_000)[:1_000_000]]
+
+
+def test_megabyte_adversarial_completion_is_scanned_in_linear_time():
+    """reasoning_gym's regex rescans to the end for each of the 130,000 unclosed `<answer>`s of the first text
+    (~10^11 characters); the extractor reads each character at most twice (an opening search, then a closing one)."""
+    for text in MEGABYTE_TEXTS:
+        SCANNED.clear()
+        expected = extract_last_answer(text)
+        assert extract_last_answer(ScanCountingText(text)) == expected
+        assert 0 < sum(SCANNED) <= 2 * len(text), (text[:20], sum(SCANNED))
+    scores = correctness(MEGABYTE_TEXTS, answer=[ANSWER] * 3, metadata=[META] * 3)
+    assert scores[:2] == [0.0, 0.0] and scores[2] == reasoning_gym_score(MEGABYTE_TEXTS[2])
 
 
 def test_overlong_penalty_is_dapo_soft_penalty():

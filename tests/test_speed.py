@@ -230,13 +230,44 @@ def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
     assert prompt_rows(ids[:2], mask[:2], completion) is None  # two distinct prompts: nothing to share
 
 
+def indexing_backward_races(threads: int = 2, calls: int = 50) -> bool:
+    """Whether this machine shows the race the next test guards against: the backward of indexing (`keys[index]`,
+    the per-row copy `copy_rows` replaced) run up to `calls` times at `threads` threads on a cache of the tiny step's
+    shape ((8 -> 64) x 2 x 125 x 32) until two calls' gradients differ in their bits. They do wherever two threads
+    really run at once (on a 2-core machine, 19 repeats of one call all differed from the first); where they never
+    do, there is nothing to see."""
+    gen = torch.Generator().manual_seed(0)
+    keys = torch.randn(8, 2, 125, 32, generator=gen, requires_grad=True)
+    index = torch.arange(8).repeat_interleave(8)[torch.randperm(64, generator=gen)]
+    weights = torch.randn(64, 2, 125, 32, generator=gen)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        first = None
+        for _ in range(calls):
+            keys.grad = None
+            (keys[index] * weights).sum().backward()
+            if first is None:
+                first = keys.grad.clone()
+            elif not torch.equal(first, keys.grad):
+                return True
+        return False
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_group_layout_gives_the_same_gradient_bits_on_every_call():
     """The policy pass under group_prompts, at 2 threads, on TRL's shuffled rows (8 prompts x 8 completions, each
     group's rows scattered): three identical calls give the same gradients to the bit. The per-row copy of each
     prompt's keys used to index the cache, and the backward of indexing adds a group's 8 row gradients in parallel,
     in an order that changed from call to call: every parameter below the last layer's queries came out different,
-    and two runs of one recipe and seed drifted apart from their second step (rlvr/speedups/shared_prefix.py, copy_rows)."""
+    and two runs of one recipe and seed drifted apart from their second step (rlvr/speedups/shared_prefix.py, copy_rows).
+    Skipped where that race cannot show (fewer than two cores that run at once): the check would pass vacuously."""
     from transformers import AutoModelForCausalLM
+
+    if not indexing_backward_races():
+        pytest.skip("two threads never ran at once here: indexing's backward gave the same bits 50 times, so this "
+                    "machine cannot show the race the check guards against")
 
     from rlvr.speedups.shared_prefix import shared_prefix_logps
 

@@ -1,5 +1,6 @@
 """The tiny main job's pieces: the committed warm-start checkpoint, the SFT target format, and the evaluator."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from rlvr.cli import ConfigError
 from rlvr.analysis.evaluate import evaluate, pass_at_k
@@ -117,18 +119,6 @@ def test_evaluate_cli_names_a_missing_model(tmp_path):
     assert result.stderr.strip().splitlines()[-1].startswith("error: --model: no model at")
 
 
-@pytest.mark.slow
-def test_sft_recipe_writes_a_loadable_checkpoint(tmp_path):
-    out = tmp_path / "speller"
-    result = subprocess.run(
-        [sys.executable, "recipes/tiny/sft.py", "--config", "recipes/tiny/sft.yaml", "--output_dir", str(out),
-         "--max_steps", "2", "--logging_steps", "1"],
-        check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
-
-
 def _sft_recipe_module():
     import importlib.util
 
@@ -179,39 +169,95 @@ def test_sft_recipe_rejects_an_unknown_model_shape_field():
         sft.model_shape({"hidden": 64})
 
 
+def expected_ranges() -> dict:
+    """README's main-job ranges, from their one source: benchmarks/tiny_main_job.py's EXPECTED (README's table is
+    checked against it in tests/test_main_job_learns.py)."""
+    spec = importlib.util.spec_from_file_location("tiny_main_job", REPO_ROOT / "benchmarks" / "tiny_main_job.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.EXPECTED
+
+
 @pytest.mark.slow
-def test_main_job_raises_held_out_exact_match_by_25_points(tmp_path):
-    """The README's claim, end to end (~8 min on 2 cores): evaluate, GRPO with the recipe as committed, evaluate."""
+def test_main_job_raises_held_out_exact_match_by_40_points_into_readmes_range(tmp_path):
+    """README's claim, end to end (~3-8 min on 2 cores): evaluate, GRPO with the recipe as committed, evaluate. The
+    fast check of the same recipe (30 steps, +7 points) is tests/test_main_job_learns.py."""
     result = subprocess.run(
         [sys.executable, "benchmarks/tiny_main_job.py", "--output_dir", str(tmp_path), "--launcher", "python"],
         check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=1800,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "benchmark.json").read_text())
-    assert report["after"]["exact_match"] - report["before"]["exact_match"] >= 0.25, report
+    before, after = report["before"]["exact_match"], report["after"]["exact_match"]
+    expected = expected_ranges()
+    assert expected["before"][0] == before == expected["before"][1], report
+    assert after >= before + expected["min_gain"], report
+    assert expected["after"][0] <= after <= expected["after"][1], report
     zero_std = [z for z in report["zero_std_frac/correctness"] if z is not None]
     assert sum(zero_std[-20:]) / 20 > sum(zero_std[:20]) / 20 + 0.2  # groups saturate as the policy sharpens
 
 
-def test_sft_probe_samples_the_probe_words_and_stops_at_its_target():
-    """The SFT warm start's stop rule (`ExactMatchStop`) samples the probe words with the evaluation's own sampler and
-    scorer, leaves the tokenizer's padding side as SFT had it, and stops training once exact match reaches the target:
-    the committed speller spells some 3-6 letter words exactly, so a tiny target stops at the first probe."""
+PROBE_WORDS = ("cat", "dog", "sun", "tree")
+PROBE_ROWS = [{"prompt": [{"role": "user", "content": f"Spell this word backward (e.g. sun -> nus): {word}"}],
+               "answer": word[::-1], "question": word, "metadata": "{}", "difficulty": len(word)} for word in PROBE_WORDS]
+
+
+def scripted_sampler(tokenizer, exact_per_prompt: int):
+    """Stands in for `hf_sampler`: of each probe word's samples, the first `exact_per_prompt` answer it exactly and
+    the rest wrongly (the probe samples all its words in one chunk, in row order)."""
+    def make(model, tokenizer_, settings, num_samples, device, *args, **kwargs):
+        def sample(chunk):
+            assert len(chunk) == len(PROBE_ROWS)
+            return [[tokenizer.encode(f"<think>x</think><answer>{row['answer'] if i < exact_per_prompt else 'zz'}"
+                                      f"</answer>", add_special_tokens=False) for i in range(num_samples)]
+                    for row in PROBE_ROWS]
+        return sample
+    return make
+
+
+@pytest.mark.parametrize(("target", "stops"), [(0.5, True), (0.51, False)])
+def test_sft_probe_stops_at_the_first_probe_that_reaches_its_target(monkeypatch, target, stops):
+    """`ExactMatchStop` (the SFT warm start's stop rule) with sampling scripted to 2 exact answers of 4 per word:
+    it probes only every `every` steps, scores the probe at exactly 0.5 with the evaluator's scorer, and stops
+    training when the probe reaches its target (0.5 >= 0.5), not when it falls short (0.5 < 0.51)."""
+    import rlvr.analysis.evaluate as evaluation
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 
     from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
 
     _, settings = heldout(RECIPE)
-    model = AutoModelForCausalLM.from_pretrained(SPELLER)
-    tokenizer = AutoTokenizer.from_pretrained(SPELLER)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(SPELLER), AutoTokenizer.from_pretrained(SPELLER)
+    monkeypatch.setattr(evaluation, "hf_sampler", scripted_sampler(tokenizer, exact_per_prompt=2))
+    stop = ExactMatchStop(PROBE_ROWS, tokenizer, settings, every=2, samples=4, target=target, seed=0)
+    state, control = TrainerState(), TrainerControl()
+    for step in (1, 2):
+        state.global_step = step
+        stop.on_step_end(None, state, control, model=model)
+        if step == 1:
+            assert stop.history == [] and not control.should_training_stop  # no probe between probe steps
+    assert stop.history == [(2, 0.5)]
+    assert control.should_training_stop == stops
+
+
+def test_sft_probe_samples_the_real_model_without_moving_training_state():
+    """The probe with the real sampler on the committed speller: it leaves the tokenizer's padding side as SFT had it
+    (the sampler pads left), puts the model back in training mode, and does not move the training run's random
+    stream (it samples under its own seed in a forked RNG)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
+
+    from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
+
+    _, settings = heldout(RECIPE)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(SPELLER), AutoTokenizer.from_pretrained(SPELLER)
     tokenizer.padding_side = "right"
-    rows = [{"prompt": [{"role": "user", "content": f"Spell this word backward (e.g. sun -> nus): {word}"}],
-             "answer": word[::-1], "question": word, "metadata": "{}", "difficulty": len(word)}
-            for word in ("cat", "dog", "sun", "tree")]
-    stop = ExactMatchStop(rows, tokenizer, settings, every=1, samples=4, target=1e-9, seed=0)
+    model.train()
+    stop = ExactMatchStop(PROBE_ROWS, tokenizer, settings, every=1, samples=4, target=1.0, seed=0)
     state, control = TrainerState(), TrainerControl()
     state.global_step = 1
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
     stop.on_step_end(None, state, control, model=model)
+    assert torch.equal(torch.rand(3), expected_next)
     assert len(stop.history) == 1 and 0.0 <= stop.history[0][1] <= 1.0
     assert tokenizer.padding_side == "right" and model.training
-    assert control.should_training_stop == (stop.history[0][1] >= 1e-9)

@@ -68,12 +68,21 @@ def test_logged_partial_credit_fraction_is_at_most_the_exact_match_one():
 
 @pytest.mark.parametrize("G", [2, 4, 8])
 def test_own_group_prediction_is_biased_upward(G):
-    """Exact expectation over k ~ Binomial(G, p): E[flat(k/G)] > flat(p); for G = 2 the excess is p(1 - p)."""
+    """One group of G draws at pass rate p, every outcome enumerated and weighted by its probability: the observed
+    flatness `zero_std_prediction` reports averages to flat(p), its own-group prediction to the binomial plug-in mean
+    E[flat(k / G)], which is more than that; for G = 2 the excess is p(1 - p)."""
     for p in (0.1, 0.3, 0.5, 0.9):
-        expected = sum(math.comb(G, k) * p**k * (1 - p) ** (G - k) * flat_probability(k / G, G) for k in range(G + 1))
-        assert expected > flat_probability(p, G)
+        observed = predicted = 0.0
+        for outcome in itertools.product([0.0, 1.0], repeat=G):
+            weight = math.prod(p if v else 1 - p for v in outcome)
+            (row,) = zero_std_prediction(rollouts({(1, 0, 0): (3, list(outcome))}))
+            observed += weight * row["zero_std_exact/observed"]
+            predicted += weight * row["zero_std_exact/predicted_self"]
+        assert observed == pytest.approx(flat_probability(p, G))
+        assert predicted == pytest.approx(plug_in_mean(p, G, G))
+        assert predicted > observed + 1e-3
         if G == 2:
-            assert expected - flat_probability(p, G) == pytest.approx(p * (1 - p))
+            assert predicted - observed == pytest.approx(p * (1 - p))
 
 
 def plug_in_mean(p, samples, G):
