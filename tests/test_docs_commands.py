@@ -47,7 +47,7 @@ NOT_RUN = {
     "PYTHONPATH=my_project": "README's Extending example: tests/test_readme_extending.py writes its files and runs it",
 }
 NOT_RUN_EXACT = {"python benchmarks/gpu_check.py": "needs a CUDA GPU"}
-SCRATCH_COPIES = ("recipes", "sweeps", "accelerate_configs", "models", "slurm", "benchmarks")
+SCRATCH_COPIES = ("recipes", "sweeps", "accelerate_configs", "models", "slurm", "benchmarks", "examples")
 MAIN_JOB_RUN = "runs/bench-tiny/grpo"
 FAST_FLAGS = {  # appended to rlvr commands that sample: last flag wins in argparse
     "evaluate": ["--num_prompts", "2", "--num_samples", "1", "--k", "1", "--no_progress"],

@@ -121,7 +121,7 @@ def test_a_reward_failing_mid_run_is_named_with_its_step_and_leaves_the_checkpoi
 
 def test_wandb_that_cannot_reach_its_server_goes_offline_within_the_bound(monkeypatch, capsys):
     """A server that accepts the connection and never answers (the ~100 s hang) costs `timeout` seconds, no more.
-    The limit under test is 1 s; the bound asked is 20 s: 19 s of slack for a loaded machine (the wait is a join
+    The limit under test is 1 s; the bound checked is 20 s: 19 s of slack for a loaded machine (the wait is a join
     with a timeout, which load barely stretches), and still 5x under the hang it replaces."""
     import socket
     import time

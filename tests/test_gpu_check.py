@@ -124,10 +124,13 @@ def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
     from rlvr.training.config import load_recipe, validate
     from rlvr.recipes.tiny.model import build_tokenizer
 
+    import torch
+    from safetensors.torch import save_file
     from transformers import Qwen3Config
 
     build_tokenizer().save_pretrained(tmp_path / "model")
     Qwen3Config().save_pretrained(tmp_path / "model")  # a saved model's config (the fit run writes the weights too)
+    save_file({"stand_in": torch.zeros(1)}, tmp_path / "model" / "model.safetensors")  # a model folder has weights
     config = "recipes/grpo_qwen3_0.6b_full.yaml"
     path = gpu_check.byte_token_recipe(config, tmp_path / "model", tmp_path)
     raw = yaml.safe_load(path.read_text())

@@ -110,7 +110,8 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
         log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}"
                   + (f" (pinned to cores {','.join(map(str, cores))})" if cores else "") + "\n")
         log.flush()
-        # Its own session: a Ctrl-C at the terminal reaches the sweep only, which passes one SIGTERM on (train_runs).
+        # Its own process group (start_new_session): a Ctrl-C at the terminal reaches the sweep only, which passes
+        # one SIGTERM on (train_runs).
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     if cores is not None:  # Popen returns once the child has exec'd: a fresh interpreter, no thread of its own yet;
         os.sched_setaffinity(proc.pid, cores)  # the threads it starts later (torch's pool) inherit the mask

@@ -32,7 +32,8 @@ from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.speedups import with_speedups
-from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class, zero_flat_groups
+from rlvr.training import algorithms
+from rlvr.training.algorithms import compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.budget import SampleScheduleMixin
 from rlvr.training.curriculum import with_curriculum
 from rlvr.training.kl import KLEstimatorMixin
@@ -205,7 +206,7 @@ class AlgorithmMixin:
             logged[start + i] = value
 
     def _compute_loss(self, model, inputs):
-        if not ALGORITHMS[self.args.algorithm].ratio:
+        if not algorithms.ALGORITHMS[self.args.algorithm].ratio:  # the registry as it is now (tests extend it)
             # With old log-probs = current log-probs (detached), TRL's clipped surrogate reduces to exactly
             # -A * grad log pi, whatever the clip range.
             inputs = {key: value for key, value in inputs.items() if key != "old_per_token_logps"}
