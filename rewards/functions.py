@@ -7,7 +7,7 @@
                  success indicator (MaxRL's reward, `avg_success`); always measured
     capped_correctness  opt-in: correctness capped at 0.99 unless the answer is exact (closes the full-credit route for
                  wrong answers that `step/false_full_credit` watches)
-    binary       correctness * (format == 1), as the homework defines it: it carries partial credit (spell_backward
+    binary       correctness * (format == 1), as the course homework defines it: partial credit (spell_backward
                  scores per letter), so it is NOT 0/1; a metric, not a training reward (derived in
                  `rlvr.metrics.components`)
 
@@ -98,7 +98,7 @@ def capped_correctness(completions, answer, metadata=None, **kwargs) -> list[flo
 
 
 def binary(completions, answer, metadata=None, **kwargs) -> list[float]:
-    """correctness * (format == 1), as the homework defines it: partial credit, not 0/1 (see `success`)."""
+    """correctness * (format == 1), as the course homework defines it: partial credit, not 0/1 (see `success`)."""
     scores = correctness(completions, answer, metadata)
     return [s * (format_score(completion_text(c)) == 1.0) for s, c in zip(scores, completions)]
 

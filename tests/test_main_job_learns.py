@@ -61,3 +61,21 @@ def test_a_short_run_of_the_main_recipe_raises_held_out_exact_match(before, tmp_
     after = held_out(str(out), tmp_path / "eval_after.json")
     gain = after["exact_match"] - before["exact_match"]
     assert gain >= MIN_GAIN, f"held-out exact match {before['exact_match']:.3f} -> {after['exact_match']:.3f}"
+
+
+def test_readmes_main_job_table_states_the_ranges_the_main_job_checks():
+    """README's "what to expect" rows and benchmarks/tiny_main_job.py's EXPECTED (which the job prints its figures
+    against, and the slow test asserts) are one statement: a range edited in one place fails here."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("tiny_main_job", REPO / "benchmarks" / "tiny_main_job.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = (REPO / "README.md").read_text().split("<!-- main-job-table -->")[1].split("<!-- /main-job-table -->")[0]
+    before = re.search(r"^\| before [^|]*\| (\d+\.\d)% \((\d+) of 1,600\)", table, re.M)
+    after = re.search(r"^\| after 140 GRPO steps \| (\d+)-(\d+)% ", table, re.M)
+    assert before and after, table
+    assert module.EXPECTED["before"] == (BEFORE_EXACT_SAMPLES / 1600,) * 2 == (int(before[2]) / 1600,) * 2
+    assert f"{100 * module.EXPECTED['before'][0]:.1f}" == before[1]
+    assert module.EXPECTED["after"] == (int(after[1]) / 100, int(after[2]) / 100)

@@ -16,9 +16,9 @@ TOTAL, BINARY, PENALTY = "total", "binary", "penalty"
 def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights: torch.Tensor) -> dict[str, torch.Tensor]:
     """Each reward column by name, plus `total` (the weighted sum TRL trains on), `binary` and `penalty`.
 
-    `binary = correctness * (format == 1)`, as the homework defines it: it carries spell_backward's per-letter partial
-    credit, so it is not 0/1 (the 0/1 indicator is the `success` reward, a column of its own). `penalty` is 0 when the
-    overlong penalty is not configured.
+    `binary = correctness * (format == 1)`, the course homework's definition: it carries spell_backward's per-letter
+    partial credit, so it is not 0/1 (the 0/1 indicator is the `success` reward, a column of its own). `penalty` is 0
+    when the overlong penalty is not configured.
     """
     columns = {name: rewards_per_func[:, i] for i, name in enumerate(names)}
     total = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
