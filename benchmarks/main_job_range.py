@@ -42,7 +42,7 @@ def spin() -> None:
 
 def metrics_without_timing(run_dir: Path) -> list[dict]:
     rows = [json.loads(line) for line in (run_dir / "grpo" / "metrics.jsonl").read_text().splitlines() if line]
-    return [{k: v for k, v in row.items() if not k.startswith(TIMING) and k != "timestamp"} for row in rows]
+    return [{k: v for k, v in row.items() if not k.startswith(TIMING) and k not in ("time", "timestamp")} for row in rows]
 
 
 def run(setting: str, seed: int, busy: int) -> Path:
