@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.machine_load import measured_load  # noqa: E402
-from rlvr.cli import ArgumentParser, ConfigError, cli  # noqa: E402
+from rlvr.inputs import ArgumentParser, ConfigError, cli  # noqa: E402
 from rlvr.planning import (  # noqa: E402
     GIB, KNOWN_SHAPES, LINEAR_MODULES, MARGIN_BYTES, ModelShape, Workload, estimate_prompt_tokens, plan_memory,
 )

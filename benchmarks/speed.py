@@ -128,7 +128,7 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
 
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.model_loading import model_init_kwargs
-    from rlvr.training.cpu_threads import cpu_threads_for
+    from rlvr.runs.cpu_threads import cpu_threads_for
 
     argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, "--cpu_threads", cpu_threads,
             *COMMON]
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     import torch
 
-    from rlvr.training.cpu_threads import cpu_threads_for
+    from rlvr.runs.cpu_threads import cpu_threads_for
 
     torch.set_num_threads(cpu_threads_for(args.cpu_threads))
     report = {}

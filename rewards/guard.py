@@ -41,8 +41,8 @@ import sys
 import threading
 from pathlib import Path
 
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError
+from rlvr.runs import layout
+from rlvr.inputs import ConfigError
 
 PROBE_ROWS = 2
 ERROR_FILE = layout.REWARD_ERROR

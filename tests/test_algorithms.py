@@ -4,7 +4,7 @@ scripted reward sequence; REINFORCE's update uses no baseline and no ratio; MaxR
 import pytest
 import torch
 from conftest import FAST_RECIPE
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.metrics.readings import RewardReadings
 from rlvr.training.advantages import group_mean_baseline, group_zscore, leave_one_out, maxrl, no_baseline
 from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class

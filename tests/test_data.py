@@ -5,7 +5,7 @@ import pytest
 
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 SPEC = {"size": 400, "seed": 7, "test_size": 40, "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": 6}}]}
 

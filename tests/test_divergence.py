@@ -8,7 +8,7 @@ import math
 import pytest
 from conftest import read_jsonl
 
-from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
+from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 
 SAVE_EVERY_STEP = ("--max_steps", "4", "--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1")
 

@@ -12,7 +12,7 @@ import torch
 import yaml
 from conftest import REPO
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.planning import GIB, KNOWN_SHAPES, ModelShape, estimate_prompt_tokens
 
 spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")

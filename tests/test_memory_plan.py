@@ -8,7 +8,7 @@ import pytest
 import torch
 import yaml
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.planning import (
     GIB,
     KNOWN_SHAPES,
@@ -287,7 +287,7 @@ def test_configs_against_the_free_memory_of_the_homework_card(config, fits, caps
                                           "bnb_4bit_quant_type", "use_bnb_nested_quant"}),
 ])
 def test_configs_mirror_the_grpo_recipe(config, differences):
-    from rlvr.cli import load_recipe_yaml
+    from rlvr.inputs import load_recipe_yaml
 
     base, variant = (load_recipe_yaml(REPO / path) for path in ("recipes/grpo.yaml", config))
     assert {key for key in base.keys() | variant.keys() if base.get(key) != variant.get(key)} == differences

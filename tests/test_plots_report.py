@@ -10,8 +10,8 @@ import pytest
 from conftest import FAST_RECIPE, REPO
 
 from rlvr.analysis import before_after, plots, report
-from rlvr.cli import ConfigError
-from rlvr.analysis.records import group_outcomes, load_run, load_runs, normalized_auc, samples_to_reach, summarize
+from rlvr.inputs import ConfigError
+from rlvr.analysis.loaders import group_outcomes, load_run, load_runs, normalized_auc, samples_to_reach, summarize
 
 # Four logged steps of 16 samples each, then TRL's closing row.
 CORRECTNESS = [0.0, 0.25, 0.5, 0.5]
@@ -251,7 +251,7 @@ def test_cli_overrides_are_flagged_against_the_recipe_yaml():
 
 
 def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
-    from rlvr.analysis.records import aggregate, natural_key
+    from rlvr.analysis.loaders import aggregate, natural_key
     from rlvr.analysis.report import settings_section
 
     names = ["beta0.1-s1", "beta0-s1", "beta0.04-s2", "beta0.04-s1", "g16", "g2"]
@@ -265,7 +265,7 @@ def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
 
 
 def test_settings_are_paired_by_seed_against_the_best():
-    from rlvr.analysis.records import paired_by_seed
+    from rlvr.analysis.loaders import paired_by_seed
     from rlvr.analysis.report import settings_section
 
     summary = [{"run": f"{name}-s{seed}", "heldout_exact_match_after": value}

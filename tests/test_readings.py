@@ -141,7 +141,7 @@ def test_a_real_runs_new_readings_equal_a_recount_from_its_rollouts(run_recipe):
     assert truncated_seen > 0, "12 tokens should cut some completions of the random tiny model; the test has no power"
 
     from rlvr.analysis.plots import panel_keys, plot_runs
-    from rlvr.analysis.records import load_runs
+    from rlvr.analysis.loaders import load_runs
 
     runs = load_runs([out])
     written = {path.name for path in plot_runs(runs, Path(out) / "plots", ("step",))}
@@ -152,7 +152,7 @@ def test_a_real_runs_new_readings_equal_a_recount_from_its_rollouts(run_recipe):
 
 def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
     from rlvr.analysis.plots import panel_keys, smoothed
-    from rlvr.analysis.records import Run
+    from rlvr.analysis.loaders import Run
 
     assert smoothed([2.0] * 4) == pytest.approx([2.0] * 4)  # debiased: no pull toward 0 at the start
     step = smoothed([0.0] * 3 + [1.0] * 7)

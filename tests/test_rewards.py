@@ -8,7 +8,7 @@ from rlvr.rewards import (
     binary, capped_correctness, correctness, exact_answer, format, overlong_penalty, resolve_reward_funcs, success,
 )
 from rlvr.rewards.text import completion_text, extract_last_answer
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 ANSWER = "nus"
 META = json.dumps({"source_dataset": "spell_backward", "word": "sun", "word_len": 3})

@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr import run_layout as layout
-from rlvr.cli import cli
-from rlvr.training.run_files import checkpoint_problem
-from rlvr.training.run_folder import checkpoint_run_id, read_run
+from rlvr.runs import layout
+from rlvr.inputs import cli
+from rlvr.runs.checkpoints import checkpoint_problem
+from rlvr.runs.folder import checkpoint_run_id, read_run
 
 STEPS = ["--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1", "--print_rollouts", "false",
          "--report_to", "none", "--config", FAST_RECIPE]

@@ -16,7 +16,7 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "slurm"))
 import render
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 RECIPE = "recipes/grpo.yaml"
 

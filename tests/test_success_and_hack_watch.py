@@ -119,7 +119,7 @@ def test_hack_watch_recipes_and_sweep_plan_equal_samples(tmp_path):
     from conftest import REPO
 
     from rlvr.analysis.sweep import run_sweep
-    from rlvr.cli import load_recipe_yaml
+    from rlvr.inputs import load_recipe_yaml
     from rlvr.recipes.tiny.sft_data import spelled_completion
     from transformers import AutoTokenizer
 

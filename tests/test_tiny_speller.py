@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.analysis.evaluate import evaluate, pass_at_k
 from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
 from rlvr.recipes.tiny.model import TAG_TOKENS

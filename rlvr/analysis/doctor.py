@@ -31,9 +31,9 @@ from pathlib import Path
 
 import yaml
 
-from rlvr import run_layout as layout
-from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
-from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.runs import layout
+from rlvr.analysis.loaders import Run, load_run, mean, saved_training_args, time_totals, wall_time
+from rlvr.inputs import ArgumentParser, ConfigError, cli
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from rich.progress import ProgressColumn
 
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
+from rlvr.runs import layout
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 

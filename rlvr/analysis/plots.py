@@ -21,7 +21,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt
 
-from rlvr.analysis.records import (
+from rlvr.analysis.loaders import (
     EXACT_SERIES,
     GROUP_SERIES,
     X_AXES,
@@ -37,7 +37,7 @@ from rlvr.analysis.records import (
     time_totals,
     zero_std_series,
 )
-from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     TIME_PHASES,

@@ -18,10 +18,10 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import before_after, doctor
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
+from rlvr.runs import layout
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
 from rlvr.analysis.plots import plot_runs
-from rlvr.analysis.records import (
+from rlvr.analysis.loaders import (
     TIME_PHASES,
     REACH_CORRECTNESS,
     Run,

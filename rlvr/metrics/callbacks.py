@@ -13,7 +13,7 @@ from transformers.trainer_callback import ExportableState
 from rlvr.metrics.keys import COUNTERS, ordered
 from rlvr.metrics.batch_readings import batch_readings
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
-from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
+from rlvr.runs.checkpoints import METRICS, ROLLOUTS, start_record
 
 
 class GroupStatsCallback(RewardBatchCallback):
@@ -51,7 +51,7 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
 class RolloutLogCallback(RewardBatchCallback):
     """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`
-    (resume and fresh-run handling: `rlvr.training.run_files.start_record`)."""
+    (resume and fresh-run handling: `rlvr.runs.checkpoints.start_record`)."""
 
     def __init__(self, path: str | None = None, print_rollouts: bool = True):
         self.path = path
@@ -113,7 +113,7 @@ def format_rollout(record: dict) -> str:
 class MetricsJsonlCallback(TrainerCallback):
     """Appends every logged row to a JSONL file (default `<output_dir>/metrics.jsonl`).
 
-    Resume and fresh-run handling is `rlvr.training.run_files.start_record`, the policy every record file shares.
+    Resume and fresh-run handling is `rlvr.runs.checkpoints.start_record`, the policy every record file shares.
     """
 
     def __init__(self, path: str | None = None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.planning.shapes import (
     GIB, KNOWN_SHAPES, LINEAR_MODULES, ModelShape, Workload, estimate_prompt_tokens, resolve_shape,
     workload_from_config,

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.cli import ConfigError, load_yaml_mapping
+from rlvr.inputs import ConfigError, load_yaml_mapping
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}

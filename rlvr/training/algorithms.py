@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.metrics.components import flat_rows
 from rlvr.training import advantages
 

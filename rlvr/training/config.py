@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
+from rlvr.inputs import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
@@ -25,7 +25,7 @@ from rlvr.training.divergence import check_divergence_fields
 from rlvr.training.kl import KL_ESTIMATORS
 from rlvr.training.model_loading import check_quantization
 from rlvr.speedups.registry import parse_speedups
-from rlvr.training.cpu_threads import parse_cpu_threads
+from rlvr.runs.cpu_threads import parse_cpu_threads
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
 
 @dataclass
@@ -91,7 +91,7 @@ class RecipeArguments(ScriptArguments):
     allow_recipe_change: bool = field(
         default=False,
         metadata={"help": "Let a resume change a field that changes what is optimised (learning rate, G, rewards, "
-                  "data, ...); the change is recorded in the run's run.json (rlvr/training/run_folder.py)."},
+                  "data, ...); the change is recorded in the run's run.json (rlvr/runs/folder.py)."},
     )
     cpu_threads: str = field(
         default="auto",
@@ -179,7 +179,7 @@ class Recipe:
     argv: list[str] = field(default_factory=list)  # the command line that overrode it
     speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
     curriculum: object = None  # (CurriculumSpec, levels) when the recipe has `curriculum:`
-    run_folder: object = None  # rlvr.training.run_folder.RunFolder once the run holds its output_dir (the runner)
+    run_folder: object = None  # rlvr.runs.folder.RunFolder once the run holds its output_dir (the runner)
 
 
 class RecipeParser(TrlParser):
@@ -222,7 +222,7 @@ PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations pe
 def _launch_flags(argv: list[str]):
     """The flags needed before the full parser exists (the algorithm picks the config class), read by argparse
     rather than by hand; everything else stays in `rest` for the full parser."""
-    from rlvr.cli import ArgumentParser
+    from rlvr.inputs import ArgumentParser
 
     parser = ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--config", help="a recipe YAML file")

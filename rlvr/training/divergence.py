@@ -22,7 +22,7 @@ A step is checked only if it is logged. So that no save step escapes the check w
 steps, nothing else changes).
 
 The row of the bad step stays in metrics.jsonl (non-finite values are written as null): the record shows why the run
-stopped. A resume trims it with every other row after the checkpoint (`rlvr.training.run_files.start_record`).
+stopped. A resume trims it with every other row after the checkpoint (`rlvr.runs.checkpoints.start_record`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import math
 
 from transformers import TrainerCallback
 
-from rlvr.cli import ConfigError
-from rlvr.training.preemption import EarlyStop, any_rank
+from rlvr.inputs import ConfigError
+from rlvr.runs.stopping import EarlyStop, any_rank
 
 NON_FINITE_KEYS = ("loss", "grad_norm")
 DIVERGED_STATUS = 1
@@ -80,7 +80,7 @@ class DivergenceGuard(TrainerCallback):
         problem = self.problem(logs or {}) if self.stop is None else None
         if not any_rank(problem is not None, args.device):
             return
-        from rlvr.training.run_files import last_complete_checkpoint
+        from rlvr.runs.checkpoints import last_complete_checkpoint
 
         control.should_save = False  # this step's weights are the bad ones: never written
         control.should_training_stop = True

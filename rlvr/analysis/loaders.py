@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError
+from rlvr.runs import layout
+from rlvr.inputs import ConfigError
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     REWARD_PREFIX,

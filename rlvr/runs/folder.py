@@ -44,9 +44,9 @@ from typing import ClassVar
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, read_yaml
-from rlvr.training.run_files import CHECKPOINT, SHARD_INDEXES, WEIGHT_FILES
+from rlvr.runs import layout
+from rlvr.inputs import ConfigError, read_yaml
+from rlvr.runs.checkpoints import CHECKPOINT, SHARD_INDEXES, WEIGHT_FILES
 
 # What a run (and the commands that describe it) writes at the top of its folder; a fresh start moves these aside.
 RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
