@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rlvr.rewards.functions import capped_correctness, correctness, format, overlong_penalty, success
+
 from rlvr.inputs import ConfigError
 
 REWARD_REGISTRY: dict[str, Callable] = {

@@ -20,7 +20,6 @@ from conftest import FAST_RECIPE, REPO
 from rlvr.inputs import cli
 
 
-
 class ModelLoaded(BaseException):
     """Raised if a bad-input row ever reaches model loading."""
 
@@ -339,7 +338,7 @@ NEW_ROWS = [
     ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
      "--seed"),
     ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
-    # the divergence guard's fields (rlvr/training/divergence.py)
+    # the divergence guard's fields (rlvr/runs/stopping.py)
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
      "min_mean_reward_component"),
     ("grpo", lambda w: [*RUN, "--min_mean_reward_patience", "-1"], "min_mean_reward_patience"),

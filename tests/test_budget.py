@@ -11,7 +11,7 @@ from transformers import TrainingArguments
 
 from rlvr.inputs import ConfigError
 from rlvr.metrics.callbacks import RolloutLedger
-from rlvr.training.budget import SampleScheduleMixin
+from rlvr.training.trainer import SampleScheduleMixin
 
 
 class StepSchedule:

@@ -6,7 +6,7 @@ import json
 
 from conftest import REPO
 
-from rlvr.runs.code_record import (code_identity, other_code, package_roots, record_code, sources_digest)
+from rlvr.runs.code_record import code_identity, other_code, package_roots, record_code, sources_digest
 
 
 def test_the_digest_moves_with_content_and_path_and_ignores_bytecode(tmp_path):

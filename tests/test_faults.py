@@ -97,8 +97,8 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
 
 def test_a_reward_failing_mid_run_is_named_with_its_step_and_leaves_the_checkpoint(run_recipe, tmp_path, monkeypatch):
     import pytest
-
     from rlvr.rewards.guard import RewardFunctionError
+
     from rlvr.runs.checkpoints import checkpoint_problem
 
     (tmp_path / "late_rewards.py").write_text(
@@ -165,7 +165,7 @@ def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(
 
 
 def test_a_fresh_run_moves_old_records_aside(tmp_path):
-    from rlvr.runs.checkpoints import ROLLOUTS, start_record
+    from rlvr.runs.folder import ROLLOUTS, start_record
 
     old = tmp_path / "rollouts.jsonl"
     old.write_text('{"step": 0}\n')

@@ -12,7 +12,7 @@ import torch
 from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl
 
 from rlvr.inputs import ConfigError
-from rlvr.metrics.components import zero_std_fraction
+from rlvr.metrics.reward_batch import zero_std_fraction
 from rlvr.training.config import load_recipe_yaml
 from rlvr.training.runner import main
 

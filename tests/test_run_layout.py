@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from conftest import REPO
+
 from rlvr.runs import layout
 
 NAMES = (layout.CONFIG, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR, layout.TRAIN_LOG, layout.SWEEP_SPEC,

@@ -130,7 +130,6 @@ def run_task(script, index: int, job: str, env: dict | None = None) -> int:
 
 def sweep_spec(tmp_path, **fields) -> str:
     import yaml
-
     from conftest import FAST_RECIPE
 
     path = tmp_path / "spec.yaml"

@@ -7,10 +7,10 @@ import torch
 from conftest import FAST_RECIPE, read_jsonl
 
 from rlvr.inputs import ConfigError
-from rlvr.training.runner import main
+from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
 from rlvr.speedups import SPEEDUPS, parse_speedups
 from rlvr.speedups.shared_prefix import common_prefix_length, shared_prefix_plan
-from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
+from rlvr.training.runner import main
 
 
 def test_speedups_field_parses_all_none_and_lists():

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.inputs import ConfigError
 from rlvr.analysis.shared_runs import evaluation_of, find_shared_run, run_identity
 from rlvr.analysis.sweep import main, parse_overrides, run_sweep
 from rlvr.analysis.sweep_spec import load_spec, plan
+from rlvr.inputs import ConfigError
 
 
 def write_spec(tmp_path, **fields) -> str:

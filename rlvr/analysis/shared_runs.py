@@ -21,9 +21,9 @@ import yaml
 from rlvr.analysis.loaders import load_run
 from rlvr.analysis.report import SPEC_NAME
 from rlvr.analysis.sweep_spec import EVAL_DIR, SWEEP_RECIPE_NAME, Spec, Variant, load_spec
-from rlvr.runs.code_record import code_identity, other_code
-from rlvr.runs import layout
 from rlvr.inputs import ConfigError
+from rlvr.runs import layout
+from rlvr.runs.code_record import code_identity, other_code
 
 
 def parsed_fields(config: dict) -> list[dict]:

@@ -39,12 +39,14 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import sweep_slurm
-from rlvr.analysis.loaders import load_run, load_runs, summarize, summary_table, text_table
+from rlvr.analysis.loaders import load_run, load_runs
 from rlvr.analysis.report import SPEC_NAME, build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
+from rlvr.analysis.summaries import summarize
 from rlvr.analysis.sweep_spec import EVAL_DIR, Spec, Variant, load_spec, plan, render_config, select, validate_variant
-from rlvr.runs import layout
+from rlvr.analysis.tables import summary_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[2]
 SUBPROCESS_LAUNCHERS = ("python", "accelerate")  # a process per run: what --jobs runs, and a Slurm task

@@ -70,3 +70,7 @@ def evaluation_name(model_path: str, config: str, split: str, num_prompts: int, 
     except ValueError:
         pass
     return f"{_slug(str(model))}.{_slug(Path(config).stem)}.{split}.{num_prompts}x{num_samples}.json"
+
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
+SHARD_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")

@@ -13,25 +13,24 @@ import contextlib
 import os
 import sys
 
-from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
-from rlvr.runs import layout
 from rlvr.inputs import ConfigError, cli
+from rlvr.runs import layout
+from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
 
 
 def callbacks_for(recipe: Recipe) -> list:
-    from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
-    from rlvr.metrics.console import ConsoleLineCallback
-    from rlvr.training.budget import SampleBudgetCallback
+    from rlvr.metrics.callbacks import ConsoleLineCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
+    from rlvr.metrics.readings import ReadingsCallback
+    from rlvr.runs.resume import RunIdentityCallback
+    from rlvr.runs.stopping import DivergenceGuard, PreemptionCallback
     from rlvr.training.curriculum import curriculum_callback_for
-    from rlvr.training.divergence import DivergenceGuard
-    from rlvr.runs.stopping import PreemptionCallback
-    from rlvr.runs.folder import RunIdentityCallback
+    from rlvr.training.trainer import SampleBudgetCallback
 
     args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
     return [
-        GroupStatsCallback(),
+        ReadingsCallback(),
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
@@ -49,9 +48,9 @@ def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
-    from rlvr.rewards.guard import guard_rewards
+    from rlvr.metrics.callbacks import quiet_console
     from rlvr.recipes.tiny.model import ensure_tiny_model
-    from rlvr.metrics.console import quiet_console
+    from rlvr.rewards.guard import guard_rewards
     from rlvr.runs.cpu_threads import apply_cpu_threads
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
     from rlvr.training.trainer import trainer_for
@@ -125,7 +124,8 @@ def hold_run_folder(recipe: Recipe):
     """One run per folder (`rlvr/runs/folder.py`), read-only part: the folder is not another live run's, the
     checkpoint is this folder's run's, and the recipe changes only what a resume may change. Returns the checks'
     outcome for `claim_run_folder`."""
-    from rlvr.runs.folder import check_model_outside, check_resume
+    from rlvr.runs.folder import check_model_outside
+    from rlvr.runs.resume import check_resume
 
     training = recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
@@ -186,8 +186,8 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
             record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
 
         # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can
-        #    act on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
-        from rlvr.metrics.console import silence_known_warnings
+        #    act on are silenced by message first (rlvr/metrics/callbacks.py says which, and why each is harmless).
+        from rlvr.metrics.callbacks import silence_known_warnings
 
         silence_known_warnings()
         return recipe, build_trainer(recipe), checkpoint
