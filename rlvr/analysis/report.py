@@ -45,7 +45,7 @@ from rlvr.analysis.summaries import (
 )
 from rlvr.analysis.tables import markdown_table, series_table, summary_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
-from rlvr.metrics.keys import TIME_PHASES
+from rlvr.metrics.keys import GENERATED_SAMPLES, TIME_PHASES, group_key, zero_std_key
 from rlvr.runs import layout
 from rlvr.training.config import check_model_reachable
 
@@ -96,7 +96,7 @@ def images(paths: list[Path], report_dir: Path, names: tuple[str, ...]) -> str:
 
 def zero_std_reading(run: Run, last_k: int = 5) -> str:
     """A one-paragraph reading of the zero-std curve, numbers first, then what they suggest."""
-    total = run.values("zero_std_frac/total")
+    total = run.values(zero_std_key("total"))
     if not total:
         return "No zero_std_frac rows were logged."
     avg = mean(total)
@@ -106,12 +106,12 @@ def zero_std_reading(run: Run, last_k: int = 5) -> str:
          "completions scored alike, so the group-normalised advantage is 0 and they add no gradient: about "
          f"{1 - avg:.0%} of the generated groups carried the learning signal.")
     ]
-    correctness = run.values("zero_std_frac/correctness")
+    correctness = run.values(zero_std_key("correctness"))
     if correctness:
         tied = mean(correctness)
         from_format = " (so most of the total's contrast came from the format reward)" if tied > avg + 0.05 else ""
         parts.append(f"On correctness alone {tied:.0%} of groups were tied{from_format}.")
-    wrong, right = run.values("groups/all_wrong"), run.values("groups/all_correct")
+    wrong, right = run.values(group_key("all_wrong")), run.values(group_key("all_correct"))
     if wrong:
         wrong_end, right_end = tail_mean(wrong, last_k), tail_mean(right, last_k)
         parts.append(f"In the rollouts, {wrong_end:.0%} of the last steps' groups were all wrong and "
@@ -186,7 +186,7 @@ def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | N
 
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
                    "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
-                   "mean_zero_std_correctness", REFERENCE_REACH, "generated_samples", "wall_time_s")
+                   "mean_zero_std_correctness", REFERENCE_REACH, GENERATED_SAMPLES, "wall_time_s")
 
 
 def settings_section(summary: list[dict]) -> list[str]:

@@ -31,7 +31,7 @@ from transformers import TrainerCallback, get_scheduler
 from trl import GRPOTrainer
 
 from rlvr.metrics.callbacks import RolloutLedger
-from rlvr.metrics.keys import COUNTERS
+from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, time_key
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training import algorithms
@@ -283,15 +283,15 @@ class RewardHooksMixin:
             return {}
         total = step + spent.get("optimizer", 0.0)
         return {
-            "time/generation_s": generation,
-            "time/scoring_s": scoring,
-            "time/logprobs_s": max(rollout - generation - scoring, 0.0),
-            "time/reference_s": spent.get("reference", 0.0),
-            "time/old_policy_s": spent.get("old_policy", 0.0),
-            "time/optimization_s": max(total - rollout, 0.0),
-            "time/optimizer_s": spent.get("optimizer", 0.0),
-            "time/total_s": total,
-            "time/generation_share": generation / total,
+            time_key("generation"): generation,
+            time_key("scoring"): scoring,
+            time_key("logprobs"): max(rollout - generation - scoring, 0.0),
+            time_key("reference"): spent.get("reference", 0.0),
+            time_key("old_policy"): spent.get("old_policy", 0.0),
+            time_key("optimization"): max(total - rollout, 0.0),
+            time_key("optimizer"): spent.get("optimizer", 0.0),
+            TIME_TOTAL: total,
+            GENERATION_SHARE: generation / total,
         }
 
     def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
