@@ -49,8 +49,6 @@ from rlvr.metrics.keys import GENERATED_SAMPLES, TIME_PHASES, group_key, zero_st
 from rlvr.runs import layout
 from rlvr.training.config import check_model_reachable
 
-CONFIG_NAME = layout.CONFIG  # the recipe a run used, copied beside its records (the sweep writes it)
-SPEC_NAME = layout.SWEEP_SPEC
 TRAINING_ARGS_SHOWN = (
     "learning_rate", "num_generations", "generation_batch_size", "per_device_train_batch_size",
     "gradient_accumulation_steps", "max_steps", "max_completion_length", "temperature", "top_p", "top_k",
@@ -60,7 +58,7 @@ TRAINING_ARGS_SHOWN = (
 
 def config_text(run_dir: Path, config: str | None = None) -> str:
     """The YAML a run used: its own config.yaml, else `config` (copied in for next time), else training_args.bin."""
-    own = run_dir / CONFIG_NAME
+    own = run_dir / layout.CONFIG
     if config:
         load_yaml_mapping(config, "--config")  # missing, a folder, binary or not a mapping: one line, nothing copied
     if config and not own.exists():
@@ -335,9 +333,9 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
     recipe = config_text(run.path, config)  # first: it copies --config in, which before/after then reads
     comparison = before_after.load(run.path) or main_job_comparison(run)
     if before:
-        if not (run.path / CONFIG_NAME).exists():
-            raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {CONFIG_NAME}")
-        comparison = before_after.compare(before, str(run.path), str(run.path / CONFIG_NAME), num_prompts)
+        if not (run.path / layout.CONFIG).exists():
+            raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {layout.CONFIG}")
+        comparison = before_after.compare(before, str(run.path), str(run.path / layout.CONFIG), num_prompts)
     pngs = plot_runs([run], report_dir / layout.PLOTS_DIR)
     summary = summarize([run], last_k)[0]
     records = [(f"- [{layout.METRICS}]({link(run.path / layout.METRICS, report_dir)}): {len(run.rows)} logged steps, "
@@ -384,7 +382,7 @@ def evaluations_section(run: Run, report_dir: Path) -> str:
     found = evaluations_in(run.path)
     if not found:
         return ("Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
-                f"{run.path} --config {run.path / CONFIG_NAME}` (or `--before BASE_MODEL` here).")
+                f"{run.path} --config {run.path / layout.CONFIG}` (or `--before BASE_MODEL` here).")
     parts = ["Held-out evaluations found in the run folder (no before_after pairing; "
              "`--before BASE_MODEL` adds one):"]
     for path, summary in found:
@@ -404,14 +402,14 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
             raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
     pngs = plot_runs(runs, report_dir / layout.PLOTS_DIR, x_axes)
     summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
-    spec = sweep_dir / SPEC_NAME
+    spec = sweep_dir / layout.SWEEP_SPEC
     labels = (yaml.safe_load(spec.read_text()) or {}).get("labels") if spec.exists() else None
     summary = write_summary(runs, summary_dir, last_k, labels[0] if isinstance(labels, list) and labels else None)
     inside = lambda path: Path(os.path.abspath(path)).is_relative_to(os.path.abspath(report_dir))
     run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
         f"- **{run.label}**: " + ", ".join(
             f"[{name}]({link(run.path / name, report_dir)})" if inside(run.path) else f"`{run.path / name}`"
-            for name in (CONFIG_NAME, layout.METRICS, layout.TRAIN_LOG) if (run.path / name).exists())
+            for name in (layout.CONFIG, layout.METRICS, layout.TRAIN_LOG) if (run.path / name).exists())
         for run in runs
     ]
     return "\n\n".join([
