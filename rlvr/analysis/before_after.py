@@ -34,6 +34,13 @@ def compare(before: str, after: str, config: str, num_prompts: int = 32, num_sam
         records[side] = [json.loads(line) for line in Path(summary["files"]["rollouts"]).read_text().splitlines()]
     comparison = {"config": config, "models": {"before": before, "after": after},
                   "summaries": summaries, "prompts": pair_prompts(records["before"], records["after"])}
+    return save(comparison, out)
+
+
+def save(comparison: dict, out: Path) -> dict:
+    """`before_after.json` (what `load` and the report read) and `before_after.md` into `out`. A comparison may carry
+    a `note`: one markdown line the report prints above it (how it was measured, by whom)."""
+    out.mkdir(parents=True, exist_ok=True)
     (out / layout.BEFORE_AFTER).write_text(json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
     (out / "before_after.md").write_text(render_markdown(comparison) + "\n")
     return comparison
@@ -98,6 +105,7 @@ def render_markdown(comparison: dict, show: int = 12) -> str:
     models, counts = comparison["models"], changes(comparison["prompts"])
     n = comparison["summaries"]["before"]["num_samples"]
     return "\n\n".join([
+        *([comparison["note"]] if comparison.get("note") else []),
         (f"Before: `{models['before']}` · after: `{models['after']}` · {len(comparison['prompts'])} held-out "
          f"prompts x {n} samples, the recipe's sampling settings (`{comparison['config']}`)."),
         (f"Per prompt (mean correctness over its samples): **{counts['improved']} improved, {counts['regressed']} "

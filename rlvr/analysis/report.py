@@ -296,42 +296,10 @@ def doctor_section(run: Run) -> list[str]:
             "\n".join(diagnosis.lines()) or "(no findings)"]  # each line starts "N. ": a Markdown numbered list
 
 
-def main_job_comparison(run: Run) -> dict | None:
-    """The held-out before/after that benchmarks/tiny_main_job.py computed beside its run (`eval_before.json`,
-    `eval_after.json` and their rollouts in the folder above `grpo/`), paired as `rlvr before-after` pairs them;
-    None when the run is not one of its runs."""
-    paths = {side: run.path.parent / layout.MAIN_JOB_EVAL.format(side=side) for side in before_after.SIDES}
-    rollouts = {side: layout.rollouts_beside(path) for side, path in paths.items()}
-    if not all(path.exists() for path in (*paths.values(), *rollouts.values())):
-        return None
-    summaries = {side: json.loads(path.read_text()) for side, path in paths.items()}
-    model = summaries["after"].get("model")
-    if model and Path(model).parts[-2:] != run.path.resolve().parts[-2:]:  # relative to wherever it was run from
-        return None  # evaluations of another model, not of this run
-    return {"config": summaries["after"].get("config"),
-            "models": {side: summaries[side].get("model") for side in before_after.SIDES},
-            "summaries": summaries,
-            "prompts": before_after.pair_prompts(*(read_jsonl(rollouts[side]) for side in before_after.SIDES))}
-
-
-def main_job_benchmark_line(run: Run, report_dir: Path) -> str:
-    """The main job's own measurement (benchmark.json beside the evaluations), one line; "" without one."""
-    path = run.path.parent / layout.MAIN_JOB_BENCHMARK
-    if not path.exists():
-        return ""
-    bench = json.loads(path.read_text())
-    wall, k = bench.get("wall_s", {}), next((key for key in bench.get("after", {}) if key.startswith("pass@")), None)
-    scores = " · ".join(f"{key} {bench['before'][key]:.3f} -> {bench['after'][key]:.3f}"
-                        for key in ("exact_match", "mean_correctness", k) if key and key in bench.get("after", {}))
-    return (f"From [{path.name}]({link(path, report_dir)}) (`python benchmarks/tiny_main_job.py`): held-out "
-            f"{scores}; GRPO {wall.get('grpo', 0):.0f} s of {wall.get('total', 0):.0f} s wall, "
-            f"{bench.get('samples_per_s', 0):.1f} generated samples/s.")
-
-
 def run_report(run: Run, report_dir: Path, config: str | None, before: str | None, num_prompts: int, last_k: int,
                max_rows: int) -> str:
     recipe = config_text(run.path, config)  # first: it copies --config in, which before/after then reads
-    comparison = before_after.load(run.path) or main_job_comparison(run)
+    comparison = before_after.load(run.path)
     if before:
         if not (run.path / layout.CONFIG).exists():
             raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {layout.CONFIG}")
@@ -367,7 +335,6 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         images(pngs, report_dir, ("sampling_by_step.png", "step_metrics_by_step.png")),  # entropy, truncation, watches
         *curriculum_section([run], pngs, report_dir, max_rows),
         "## Before / after training",
-        *([line] if (line := main_job_benchmark_line(run, report_dir)) else []),
         before_after.render_markdown(comparison) if comparison else evaluations_section(run, report_dir),
         "## Time accounting",
         markdown_table(*time_table([run])),
