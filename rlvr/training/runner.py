@@ -5,6 +5,10 @@
 
 A per-algorithm script passes its algorithm's name; the registry (`rlvr/training/algorithms.py`) gives the trainer
 and config classes, and a recipe of another algorithm is refused in one line.
+
+Reading one GRPO step of recipes/grpo.yaml: `recipes/grpo.py` calls `run`, this module builds the trainer (`prepare`,
+`build_trainer`), and one optimizer step then runs through `STEP_FILES`, in that order; those ten files are all the
+project code a step executes (tests/test_step_files.py traces a step and holds the list to it).
 """
 
 from __future__ import annotations
@@ -42,6 +46,19 @@ from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warn
 from rlvr.training.curriculum import curriculum_callback_for
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
 from rlvr.training.trainer import SampleBudgetCallback, trainer_for
+
+STEP_FILES = (
+    "rlvr/training/trainer.py",  # RLVRTrainer: TRL's step plus its seams (rewards in, advantages, KL, sample budget)
+    "rewards/guard.py",  # every reward call guarded: one named line instead of a crash, a time limit
+    "rewards/functions.py",  # the reward functions, and "all wrong" / "all right" (`group_side`)
+    "rlvr/metrics/readings.py",  # the scored batch gathered once over processes, and what is read off it
+    "rlvr/metrics/reward_batch.py",  # RewardBatch: the reward components and flat groups
+    "rlvr/metrics/step_metrics.py",  # the step/* watches (truncation, false full credit, hollow format)
+    "rlvr/training/algorithms.py",  # the registry: the algorithm's advantages, flat groups zeroed
+    "rlvr/metrics/callbacks.py",  # the ledger, rollouts.jsonl, metrics.jsonl and the console line
+    "rlvr/metrics/keys.py",  # every metric key, named once
+    "rlvr/runs/stopping.py",  # at the step's end: preemption and divergence
+)
 
 
 def callbacks_for(recipe: Recipe) -> list:
