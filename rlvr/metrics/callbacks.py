@@ -43,7 +43,7 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
 class RolloutLogCallback(RewardBatchCallback):
     """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`
-    (resume and fresh-run handling: `rlvr.runs.checkpoints.start_record`)."""
+    (resume and fresh-run handling: `rlvr.runs.folder.start_record`)."""
 
     def __init__(self, path: str | None = None, print_rollouts: bool = True):
         self.path = path
@@ -105,7 +105,7 @@ def format_rollout(record: dict) -> str:
 class MetricsJsonlCallback(TrainerCallback):
     """Appends every logged row to a JSONL file (default `<output_dir>/metrics.jsonl`).
 
-    Resume and fresh-run handling is `rlvr.runs.checkpoints.start_record`, the policy every record file shares.
+    Resume and fresh-run handling is `rlvr.runs.folder.start_record`, the policy every record file shares.
     """
 
     def __init__(self, path: str | None = None):
