@@ -37,7 +37,6 @@ def check_quantization(model_args, training, dry_run: bool = False) -> None:
         return
     if training.use_cpu:
         raise ConfigError(flag, "bitsandbytes quantization needs a CUDA GPU, and this recipe sets use_cpu: true")
-
     if not torch.cuda.is_available():
         raise ConfigError(flag, "bitsandbytes quantization needs a CUDA GPU, and torch sees none here")
     if importlib.util.find_spec("bitsandbytes") is None:
