@@ -127,13 +127,9 @@ def overlong_penalty(max_length: int, cache_length: int):
     return penalty
 
 
-# ---- completion text
-# Turn whatever TRL hands a reward function into the text the model actually wrote.
-#
-# TRL passes plain strings for text prompts and `[{"role": "assistant", "content": ...}]` for conversational ones.
-# With transformers 5, a tokenizer that carries a response parser (Qwen3's, once TRL's `add_response_schema` is
-# applied) splits `<think>...</think>` out of `content` into `reasoning_content`; we put it back so the format reward
-# still sees the tags the model wrote.
+# Completion text: TRL passes strings for text prompts and `[{"role": "assistant", "content": ...}]` for chat ones.
+# A tokenizer with a response parser (Qwen3's, under TRL's `add_response_schema`) moves `<think>...</think>` out of
+# `content` into `reasoning_content`; it is put back so the format reward sees the tags the model wrote.
 
 THINKING_KEYS = ("reasoning_content", "thinking", "reasoning")
 

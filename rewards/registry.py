@@ -49,28 +49,22 @@ def import_reward(path: str, where: str) -> Callable:
     return func
 
 
-def resolve_reward_funcs(
-    names: list[str],
-    weights: list[float] | None = None,
-    overlong_max_length: int | None = None,
-    overlong_cache_length: int | None = None,
-) -> RewardSet:
+def resolve_reward_funcs(names: list[str], weights: list[float] | None = None, overlong_max_length: int | None = None,
+                         overlong_cache_length: int | None = None) -> RewardSet:
     """Validate names and weights (errors name the field) and build the full reward set."""
     if not names:
         raise ConfigError("reward_funcs", "needs at least one reward, e.g. [correctness, format]")
     if weights is None:
         weights = [1.0] * len(names)
     if len(weights) != len(names):
-        raise ConfigError(
-            "reward_weights", f"has {len(weights)} entries but reward_funcs has {len(names)} ({', '.join(names)})"
-        )
+        raise ConfigError("reward_weights",
+                          f"has {len(weights)} entries but reward_funcs has {len(names)} ({', '.join(names)})")
     if len(set(names)) != len(names):
         raise ConfigError("reward_funcs", f"lists a reward twice: {names}")
     penalty_configured = overlong_max_length is not None
     if penalty_configured and not (0 < (overlong_cache_length or 0) <= overlong_max_length):
-        raise ConfigError(
-            "overlong_cache_length", f"must be in (0, overlong_max_length={overlong_max_length}], got {overlong_cache_length}"
-        )
+        raise ConfigError("overlong_cache_length",
+                          f"must be in (0, overlong_max_length={overlong_max_length}], got {overlong_cache_length}")
 
     funcs, metric_names = [], []
     for i, name in enumerate(names):

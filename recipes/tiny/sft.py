@@ -99,7 +99,6 @@ class ExactMatchStop(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.target is None or state.global_step % self.every:
             return
-
         model.eval()
         padding_side = self.tokenizer.padding_side  # the sampler pads left, as TRL's generation does; SFT pads right
         with torch.random.fork_rng():  # the probe must not move the training run's random stream
