@@ -228,11 +228,9 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
            group_prompts: bool = False) -> torch.Tensor:
     """`generate`'s sampling loop on the restated forward: (B, new tokens) completion ids, finished rows padded.
 
-    Row i is prefix + rest[i]. Its own buffer holds [pad ... pad, rest[i]] right-aligned in the first `width`
-    columns, then one column per generated token; a token in column c sits at position P + c - (width - len(rest[i])),
-    the position `generate` gives it under TRL's left padding (the attention mask's cumulative sum).
-    Under `group_prompts` the prompt pass runs each distinct rest once and copies its keys and values to the rows
-    that share it (a GRPO group's G rows); the draws are untouched.
+    Row i is prefix + rest[i]; its buffer holds rest[i] right-aligned in the first `width` columns, then one column
+    per generated token, at the position `generate` gives it under TRL's left padding. Under `group_prompts` the
+    prompt pass runs each distinct rest once and copies its keys and values to the rows that share it.
     """
     generation_config = prepared(model, generation_config)
     net = Restated(model)

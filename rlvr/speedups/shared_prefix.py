@@ -235,12 +235,10 @@ class SuffixLayout:
 class GroupLayout(SuffixLayout):
     """`group_prompts`: rows that share their whole prompt (a GRPO group's G completions) run the prompt's rest once.
 
-    Three passes instead of two: the shared prefix at batch 1; then each distinct prompt's rest except its last token
-    (U rows, right-padded to R - 1, on the prefix's cache repeated U times); then every row's [last rest token,
-    completion[:-1]] on that cache copied per row (`copy_rows`: gradients sum back over the group). The last pass's C
-    outputs are exactly the positions that predict the C completion tokens, so nothing is gathered; positions are
-    given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle. For the tiny speller
-    (8 prompts x 8 completions, rests of ~18 tokens) the main pass shrinks from 64 x (rest + C) to 64 x C tokens.
+    Three passes: the shared prefix at batch 1; each distinct prompt's rest but its last token (U rows, on the
+    prefix's cache repeated U times); every row's [last rest token, completion[:-1]] on that cache copied per row
+    (`copy_rows`). The last pass's C outputs are exactly the positions that predict the C completion tokens; positions
+    are given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle.
     """
 
     def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
