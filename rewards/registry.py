@@ -1,10 +1,8 @@
 """Names in YAML -> reward functions, plus the components every run measures.
 
-`reward_funcs` entries are registry names or dotted import paths (`my_pkg.my_rewards.brevity`), so a new reward is
-a function plus one YAML line. The runner also always *measures* correctness and format (weight 0.0 when they are
-not trained on) plus `success` (the 0/1 exact-and-formatted indicator, weight 0.0 unless trained on: MaxRL's
-advantage reads it) so `avg_*`, `binary`, `success` and `zero_std_frac/*` exist in every run, and adds the DAPO overlong penalty
-with weight 1.0 when it is configured: total = correctness + penalty + format_weight * format, as upstream.
+`reward_funcs` entries are registry names or dotted import paths (`my_pkg.my_rewards.brevity`). `ALWAYS_MEASURED`
+run at weight 0.0 when not trained on, so `avg_*`, `binary`, `success` and `zero_std_frac/*` exist in every run; the
+DAPO overlong penalty joins at weight 1.0 when configured (docs/rewards-and-extending.md).
 """
 
 from __future__ import annotations

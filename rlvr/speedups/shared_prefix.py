@@ -149,10 +149,8 @@ class SharedPrefixTrainer(GRPOTrainer):
 
 
 class SharedPrefixCritic:
-    """PPO's critic on the shared-prefix layout (`shared_prefix_values`): the prompt prefix every row shares runs
-    once, as in the policy's log-prob passes. Goes in front of PPOTrainer, whose `_token_values` it takes over where
-    the layout applies (a token classifier with `.model`, `.dropout`, `.score`; `_sequences` and `_shared_prefix_applies` of the
-    trainer)."""
+    """PPO's critic on the shared-prefix layout (`shared_prefix_values`). Goes in front of PPOTrainer, whose
+    `_token_values` it takes over where the layout applies (a token classifier with `.model`, `.dropout`, `.score`)."""
 
     def _token_values(self, inputs) -> torch.Tensor:
         completion_ids = inputs["completion_ids"]
