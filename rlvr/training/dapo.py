@@ -5,7 +5,7 @@ nothing to the gradient under a group baseline, yet costs a full generation. DAP
 prompts, up to `max_resample_rounds` extra rounds, then tops the batch up with dropped groups so every step keeps its
 shape. Flat means (`dynamic_sampling_filter`): `zero_variance`, all G values equal, the exact test of the logged
 `zero_std_frac/*` and the advantage (`flat_groups`; TRL's `isclose(std, 0)` misses groups flat at 0.2), or
-`all_min_or_max`, upstream DAPO's all 0 or all 1, which keeps groups flat at a partial-credit value (docs/algorithms.md).
+`all_min_or_max`, upstream DAPO's all 0 or all 1, which keeps groups flat at partial credit (docs/algorithms.md).
 `dapo/groups_flat_partial` counts the generated groups flat strictly inside (0, 1): the ones only `zero_variance` drops.
 """
 
