@@ -22,12 +22,9 @@ from rlvr.rewards.functions import group_side
 
 
 def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
-    """Per generation step, in order: the row's x values and the step's prompt groups (each a list of its rollouts).
-
-    A rollout's `step` is the optimizer step it was generated for, numbered as metrics.jsonl numbers it (1-based);
-    `generated_samples` / `generated_tokens` count every rollout up to that step, as the trainer's ledger does.
-    DAPO's extra rounds are groups of the same step.
-    """
+    """Per generation step (metrics.jsonl's 1-based numbering), in order: the row's x values (samples and tokens
+    generated up to that step, as the trainer's ledger counts them) and the step's prompt groups, DAPO's extra rounds
+    included."""
     groups, samples, tokens = defaultdict(list), defaultdict(int), defaultdict(int)
     for r in rollouts:
         groups[(r["step"], r.get("round", 0), r["group"])].append(r)

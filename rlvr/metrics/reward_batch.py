@@ -96,11 +96,9 @@ class RewardBatch:
 
 
 class RewardBatchCallback(TrainerCallback):
-    """A TrainerCallback that also sees every scored generation batch.
-
-    The batches come from `rlvr.metrics.readings.RewardReadings` (our trainer builds one; `with_readings` gives any
-    `trl.GRPOTrainer` one). A trainer without them never calls `on_rewards`: rather than log nothing, silently, the
-    callback stops the run after its first optimizer step in one line saying how to attach the readings."""
+    """A TrainerCallback that also sees every scored generation batch (from `rlvr.metrics.readings.RewardReadings`).
+    A trainer without the readings never calls `on_rewards`: rather than log nothing, silently, the callback stops
+    the run after its first optimizer step in one line saying how to attach them."""
 
     fed = False  # set by the readings at each batch they hand over
 
