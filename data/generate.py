@@ -79,12 +79,8 @@ def build_dataset(spec: DataSpec) -> DatasetDict:
     import reasoning_gym
     from reasoning_gym.composite import DatasetSpec
 
-    mixture = reasoning_gym.create_dataset(
-        "composite",
-        size=spec.size,
-        seed=spec.seed,
-        datasets=[DatasetSpec(name=t.name, weight=t.weight, config=dict(t.config)) for t in spec.specs],
-    )
+    mixture = reasoning_gym.create_dataset("composite", size=spec.size, seed=spec.seed, datasets=[
+        DatasetSpec(name=t.name, weight=t.weight, config=dict(t.config)) for t in spec.specs])
     system_prompt = resolve_system_prompt(spec.system_prompt)
     rows = [_entry_to_row(entry, system_prompt) for entry in mixture]
     if spec.held_out is not None:  # a named fixed test set: the same prompts whatever the training mix
@@ -97,13 +93,12 @@ def build_dataset(spec: DataSpec) -> DatasetDict:
     if len(questions) <= spec.test_size:
         raise ConfigError("data.test_size", f"only {len(questions)} distinct questions were generated; lower test_size")
     held_out = set(random.Random(spec.seed).sample(questions, spec.test_size))
-    test, seen = [], set()
+    test = {}  # question -> its first row
     for row in rows:
-        if row["question"] in held_out and row["question"] not in seen:
-            seen.add(row["question"])
-            test.append(row)
+        if row["question"] in held_out:
+            test.setdefault(row["question"], row)
     train = [row for row in rows if row["question"] not in held_out]
-    return DatasetDict({"train": Dataset.from_list(train), "test": Dataset.from_list(test)})
+    return DatasetDict({"train": Dataset.from_list(train), "test": Dataset.from_list(list(test.values()))})
 
 
 def load_task_dataset(source: str) -> DatasetDict:

@@ -1,15 +1,10 @@
 """Difficulty levels from reasoning_gym's own curricula and the named fixed held-out sets: what they are. Building
 their rows (per-level pools, the held-out Dataset) is `rlvr.data.generate`'s, so this module stays a leaf.
 
-Levels are not defined here: they come from the task's registered curriculum (`reasoning_gym.factory.
-create_curriculum`). For spell_backward that is `SpellBackwardCurriculum`'s range attribute `word_len` with levels
-3, 5, 7, 9, 11 and the config fields min_word_len / max_word_len. Level i covers the attribute values from its own
-value up to the next level's minus one (3-4, 5-6, 7-8, 9-10, 11), so consecutive levels tile the whole range with
-no gap. A level the task cannot generate (reasoning_gym's word list stops at 10 letters, so level 11 has no word)
-is dropped, and said so, when the pools are built.
-
-A held-out set is named once in `HELD_OUT_SETS` and built the same way for every recipe that names it
-(`data.held_out`): runs trained on different mixes, or on a curriculum, are measured on the same prompts.
+Levels come from the task's registered curriculum (`reasoning_gym.factory.create_curriculum`; for spell_backward
+`word_len`, levels 3, 5, 7, 9, 11); level i covers its value up to the next level's minus one, so levels tile the
+range (docs/curriculum.md). A held-out set is named once in `HELD_OUT_SETS` and built the same way for every recipe
+that names it (`data.held_out`), so runs trained on different mixes are measured on the same prompts.
 """
 
 from __future__ import annotations

@@ -99,9 +99,8 @@ CAPPED_BELOW_EXACT = 0.99  # the most a not-exactly-right answer earns under cap
 
 def capped_correctness(completions, answer, metadata=None, **kwargs) -> list[float]:
     """Opt-in reward (`reward_funcs: [capped_correctness, format]`): reasoning_gym's partial credit, capped at 0.99
-    unless the answer is exactly right. spell_backward's scorer pays ~1.0 (exactly 1.0 in float32) for the right word
-    plus extra characters at 6, 7, 9, 10 and 11 letters; capped, such an answer earns 0.99 and the exact answer keeps a
-    margin over it. `correctness` itself stays bit-identical to reasoning_gym (and is still measured)."""
+    unless the answer is exactly right, so the right word plus extra characters (full credit in float32, see
+    `exact_answer`) no longer ties the exact answer. `correctness` stays bit-identical to reasoning_gym."""
     scores = correctness(completions, answer, metadata)
     texts = [completion_text(c) for c in completions]
     return [s if exact_answer(t, a) else min(s, CAPPED_BELOW_EXACT) for s, t, a in zip(scores, texts, answer)]
@@ -127,13 +126,9 @@ def overlong_penalty(max_length: int, cache_length: int):
     return penalty
 
 
-# ---- completion text
-# Turn whatever TRL hands a reward function into the text the model actually wrote.
-#
-# TRL passes plain strings for text prompts and `[{"role": "assistant", "content": ...}]` for conversational ones.
-# With transformers 5, a tokenizer that carries a response parser (Qwen3's, once TRL's `add_response_schema` is
-# applied) splits `<think>...</think>` out of `content` into `reasoning_content`; we put it back so the format reward
-# still sees the tags the model wrote.
+# Completion text: TRL passes strings for text prompts and `[{"role": "assistant", "content": ...}]` for chat ones.
+# A tokenizer with a response parser (Qwen3's, under TRL's `add_response_schema`) moves `<think>...</think>` out of
+# `content` into `reasoning_content`; it is put back so the format reward sees the tags the model wrote.
 
 THINKING_KEYS = ("reasoning_content", "thinking", "reasoning")
 

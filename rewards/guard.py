@@ -1,31 +1,12 @@
 """Reward functions are user code: check them before the model loads, and name them when they fail mid-run.
 
-TRL calls each reward function inside the training step and turns whatever comes back into a tensor, so a function
-that raises, returns None, strings or the wrong number of scores ends the run with a traceback from deep in TRL,
-minutes into training, naming nothing. Two guards:
-
-  * `probe_rewards` (before any model loads, also in a dry run): each function is called the way TRL calls it, on a
-    few dataset rows with probe completions (empty, well formed, malformed); raising or returning anything but a
-    list of numbers-or-None, one per completion, is a `ConfigError` naming the function and what it returned. A
-    function that returns the same value for every probe completion trains on a constant (every group flat, advantage
-    0): one warning line names it, the value, and the usual cause, `len(c)` or `c.count(...)` on a completion that is
-    a list of chat messages, not a string (`rlvr.rewards.functions.completion_text` turns either into the text).
-  * `guard_rewards` (at run time): each function is wrapped; a failure re-scores the batch one completion at a time
-    to find the offender, writes it and its dataset row to `<output_dir>/reward_error.json`, and stops the run with
-    a one-line `RewardFunctionError` naming the function and the step. Nothing is saved on the way out, so the last
-    checkpoint stays as it was.
-
-Both guards bound each call by `reward_time_limit` seconds (`time_limit`; default 300, 0 = none): a reward stuck
-in a loop, a sleep or a verifier that never answers stops the run in one line naming it and the step, the same way.
-How, in-process: a SIGALRM timer (`setitimer`) armed around the call in the main thread, whose handler raises
-`RewardTimeout` (a BaseException, so a reward's own `except Exception` cannot swallow it) at the next Python
-instruction; a sleep or a blocking read is interrupted at once. What it cannot interrupt: code that never returns to
-the interpreter (a C extension's loop, a regex engine backtracking for hours), a reward that sets its own SIGALRM
-(some math verifiers do: theirs replaces this timer for that call), and calls from a thread other than the main one.
-For those, faulthandler's watchdog (a C thread that needs no GIL) ends the process `HARD_STOP_GRACE` seconds after
-the limit with status 1, printing every thread's stack, the reward's frame on top. Several processes: each rank times
-its own calls; the rank that stops exits, and torchrun / accelerate then end the other ranks (any other launcher: the
-others stop at the process-group timeout, `ddp_timeout`).
+TRL calls each reward function inside the training step, so one that raises, returns None, strings or the wrong
+number of scores ends the run minutes in with a traceback from deep in TRL, naming nothing. Two guards:
+`probe_rewards` (before any model loads, also in a dry run) calls each function as TRL does on probe completions and
+turns a bad return into a `ConfigError`, and a constant one into a warning line; `guard_rewards` (at run time) wraps
+each function so a failure finds the offending completion, writes `reward_error.json` and stops in one line.
+Both bound each call by `reward_time_limit` (`time_limit`: a SIGALRM timer, and faulthandler's hard stop for code that
+never returns to Python). What each covers and cannot: docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -47,8 +28,6 @@ from rlvr.inputs import ConfigError
 from rlvr.runs import layout
 
 PROBE_ROWS = 2
-
-
 HARD_STOP_GRACE = 60  # seconds past the limit before faulthandler ends a process whose reward never returned
 
 

@@ -1,10 +1,8 @@
 """Names in YAML -> reward functions, plus the components every run measures.
 
-`reward_funcs` entries are registry names or dotted import paths (`my_pkg.my_rewards.brevity`), so a new reward is
-a function plus one YAML line. The runner also always *measures* correctness and format (weight 0.0 when they are
-not trained on) plus `success` (the 0/1 exact-and-formatted indicator, weight 0.0 unless trained on: MaxRL's
-advantage reads it) so `avg_*`, `binary`, `success` and `zero_std_frac/*` exist in every run, and adds the DAPO overlong penalty
-with weight 1.0 when it is configured: total = correctness + penalty + format_weight * format, as upstream.
+`reward_funcs` entries are registry names or dotted import paths (`my_pkg.my_rewards.brevity`). `ALWAYS_MEASURED`
+run at weight 0.0 when not trained on, so `avg_*`, `binary`, `success` and `zero_std_frac/*` exist in every run; the
+DAPO overlong penalty joins at weight 1.0 when configured (docs/rewards-and-extending.md).
 """
 
 from __future__ import annotations
@@ -49,28 +47,22 @@ def import_reward(path: str, where: str) -> Callable:
     return func
 
 
-def resolve_reward_funcs(
-    names: list[str],
-    weights: list[float] | None = None,
-    overlong_max_length: int | None = None,
-    overlong_cache_length: int | None = None,
-) -> RewardSet:
+def resolve_reward_funcs(names: list[str], weights: list[float] | None = None, overlong_max_length: int | None = None,
+                         overlong_cache_length: int | None = None) -> RewardSet:
     """Validate names and weights (errors name the field) and build the full reward set."""
     if not names:
         raise ConfigError("reward_funcs", "needs at least one reward, e.g. [correctness, format]")
     if weights is None:
         weights = [1.0] * len(names)
     if len(weights) != len(names):
-        raise ConfigError(
-            "reward_weights", f"has {len(weights)} entries but reward_funcs has {len(names)} ({', '.join(names)})"
-        )
+        raise ConfigError("reward_weights",
+                          f"has {len(weights)} entries but reward_funcs has {len(names)} ({', '.join(names)})")
     if len(set(names)) != len(names):
         raise ConfigError("reward_funcs", f"lists a reward twice: {names}")
     penalty_configured = overlong_max_length is not None
     if penalty_configured and not (0 < (overlong_cache_length or 0) <= overlong_max_length):
-        raise ConfigError(
-            "overlong_cache_length", f"must be in (0, overlong_max_length={overlong_max_length}], got {overlong_cache_length}"
-        )
+        raise ConfigError("overlong_cache_length",
+                          f"must be in (0, overlong_max_length={overlong_max_length}], got {overlong_cache_length}")
 
     funcs, metric_names = [], []
     for i, name in enumerate(names):

@@ -9,7 +9,7 @@ from conftest import FAST_RECIPE, read_jsonl
 from rlvr.inputs import ConfigError
 from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
 from rlvr.speedups.registry import SPEEDUPS, parse_speedups
-from rlvr.speedups.shared_prefix import common_prefix_length, shared_prefix_plan
+from rlvr.speedups.shared_prefix import common_prefix_length, shared_prefix_length
 from rlvr.training.runner import main
 
 
@@ -129,7 +129,7 @@ def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, mo
     assert "[threads] 2 intra-op thread(s) per process (cpu_threads auto)" in capsys.readouterr().out
 
 
-def test_shared_prefix_plan_finds_the_prefix_and_steps_aside_when_it_cannot_apply():
+def test_shared_prefix_length_finds_the_prefix_and_steps_aside_when_it_cannot_apply():
     prefix = list(range(10, 30))  # 20 shared tokens
     prompts = [prefix + [1, 2], prefix + [3], prefix + [4, 5, 6]]
     width = max(map(len, prompts))
@@ -140,12 +140,12 @@ def test_shared_prefix_plan_finds_the_prefix_and_steps_aside_when_it_cannot_appl
         mask[i, width - len(p) : width] = 1
         mask[i, width : width + 2 + i % 2] = 1  # right-padded completions
     assert common_prefix_length([torch.tensor(p) for p in prompts]) == 20
-    assert shared_prefix_plan(ids, mask, 4).prefix_length == 20
+    assert shared_prefix_length(ids, mask, 4) == 20
     short = torch.tensor([[5, 6, 7, 1, 1], [5, 6, 8, 1, 1]])
-    assert shared_prefix_plan(short, torch.ones_like(short), 2) is None  # 2 shared tokens: not worth a call
+    assert shared_prefix_length(short, torch.ones_like(short), 2) is None  # 2 shared tokens: not worth a call
     holed = mask.clone()
     holed[2, width - 2] = 0  # a pad inside a prompt: not a left-padded batch
-    assert shared_prefix_plan(ids, holed, 4) is None
+    assert shared_prefix_length(ids, holed, 4) is None
 
 
 def _batch(trainer, num_rows=8, completion=12, seed=0, group=1):

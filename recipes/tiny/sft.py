@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
 from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, sampling_settings, score, summarize
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, cli
 from rlvr.training.config import RecipeParser, load_recipe, validate
 
 
@@ -99,7 +99,6 @@ class ExactMatchStop(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.target is None or state.global_step % self.every:
             return
-
         model.eval()
         padding_side = self.tokenizer.padding_side  # the sampler pads left, as TRL's generation does; SFT pads right
         with torch.random.fork_rng():  # the probe must not move the training run's random stream
@@ -156,8 +155,4 @@ def finish_checkpoint(output_dir: Path, shape: TinyModelConfig, steps: int, prob
 
 
 if __name__ == "__main__":
-    try:
-        print(f"[sft] checkpoint written to {main(sys.argv[1:])}")
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    print(f"[sft] checkpoint written to {cli(main, sys.argv[1:])}")

@@ -1,12 +1,8 @@
 """Runs shared between sweeps: a pending run that a sweep under the same --out already trained is linked, not retrained.
 
-"The same run" is decided on the recipe as its script parses it (every default filled in, where it writes left out),
-so `kl_estimator: k3` written out equals the default; the GRPO baseline of the KL and temperature sweeps is then the
-reference sweep's GRPO run, seed for seed. It must also have been trained by the same code (its `code.json`,
-rlvr.runs.code_record): the same recipe under other code is trained afresh, with one line saying why. Evaluated
-the same way, the variant's folder is a link to that run; evaluated another way (another held-out set), it is a folder
-of links to the run's files beside its own `eval/`. Only real runs are shared from, never links, and a link whose run
-was deleted is cleared when the sweep next trains.
+"The same run": the same recipe as its script parses it (`run_identity`), trained by the same code (`code.json`,
+rlvr.runs.code_record; other code is trained afresh, with one line saying why). Only real runs are shared from, never
+links, and a link whose run was deleted is cleared when the sweep next trains.
 """
 
 from __future__ import annotations
@@ -59,8 +55,8 @@ def is_linked(run_dir: Path) -> bool:
 
 def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool] | None:
     """A finished run anywhere under <out> (another sweep, or this one) that trained from this variant's recipe, and
-    whether that sweep evaluated it the same way. The sweep links to it instead of training it again (the GRPO
-    baseline of the KL sweep is the reference sweep's GRPO run, seed for seed). Only real runs are shared from."""
+    whether that sweep evaluated it the same way (the GRPO baseline of the KL sweep is the reference sweep's GRPO run,
+    seed for seed)."""
     candidates = []
     for recipe in sorted(out.glob(f"*/*/{layout.SWEEP_RECIPE}")):
         run_dir = recipe.parent

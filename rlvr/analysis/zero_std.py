@@ -22,22 +22,17 @@ from rlvr.rewards.functions import group_side
 
 
 def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
-    """Per generation step, in order: the row's x values and the step's prompt groups (each a list of its rollouts).
-
-    A rollout's `step` is the optimizer step it was generated for, numbered as metrics.jsonl numbers it (1-based);
-    `generated_samples` / `generated_tokens` count every rollout up to that step, as the trainer's ledger does.
-    DAPO's extra rounds are groups of the same step.
-    """
-    groups = defaultdict(list)
+    """Per generation step (metrics.jsonl's 1-based numbering), in order: the row's x values (samples and tokens
+    generated up to that step, as the trainer's ledger counts them) and the step's prompt groups, DAPO's extra rounds
+    included."""
+    groups, samples, tokens = defaultdict(list), defaultdict(int), defaultdict(int)
     for r in rollouts:
         groups[(r["step"], r.get("round", 0), r["group"])].append(r)
+        samples[r["step"]] += 1
+        tokens[r["step"]] += r.get("completion_tokens") or 0
     by_step = defaultdict(list)
     for (step, _, _), members in groups.items():
         by_step[step].append(members)
-    samples, tokens = defaultdict(int), defaultdict(int)
-    for r in rollouts:
-        samples[r["step"]] += 1
-        tokens[r["step"]] += r.get("completion_tokens") or 0
     steps, seen_samples, seen_tokens = [], 0, 0
     for step in sorted(by_step):
         seen_samples += samples[step]
@@ -74,19 +69,10 @@ def exact_match(rollout: dict) -> bool:
 def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
     """Per step, the fraction of groups with zero std on exact match (`exact_match`), observed and predicted.
 
-    The closed form p^G + (1 - p)^G holds for 0/1 outcomes. Correctness has partial credit: the logged
-    `zero_std_frac/correctness` counts a group scoring 0.5 G times as flat and a group of 0.2s and 0.5s as mixed,
-    neither of which a pass rate can predict. So the comparison is made on exact match (correctness == 1), 0/1:
-      * `zero_std_exact/observed`: groups whose G exact-match outcomes are all equal (all 0 or all 1);
-      * `zero_std_exact/predicted_self`: p = the group's own exact-match rate k/G. Biased upward: x^G is convex, so
-        E[(k/G)^G] > p^G (for G = 2 the prediction is too high by p(1 - p)); a flat group predicts itself as 1;
-      * `zero_std_exact/predicted_peers`: p = the exact-match rate of the step's other groups at the same difficulty
-        (all other groups where none shares it), leave-one-group-out, so independent of the group's own draws. Its
-        plug-in bias is that of the pool's sample, which shrinks as the pool grows; pooling prompts of different
-        pass rates errs the other way (mean(p_i^G) >= mean(p_i)^G).
-    Against the observed series, they say how well the picture of G independent draws at a per-prompt pass rate holds. A group flat on correctness is flat on exact match too (all 1, or all 0), so the
-    logged `zero_std_frac/correctness` is at most `zero_std_exact/observed`; the gap is the groups that differ only
-    in partial credit.
+    The closed form p^G + (1 - p)^G holds for 0/1 outcomes, so the comparison is on exact match, not on partial-credit
+    correctness: `observed` (all G outcomes equal); `predicted_self`, p = the group's own rate k/G (biased upward:
+    x^G is convex; a flat group predicts itself as 1); `predicted_peers`, p = the rate of the step's other groups at
+    the same difficulty (all others where none shares it), independent of the group's own draws.
     """
     rows = []
     for x, groups in rollout_steps(rollouts):

@@ -96,11 +96,9 @@ class RewardBatch:
 
 
 class RewardBatchCallback(TrainerCallback):
-    """A TrainerCallback that also sees every scored generation batch.
-
-    The batches come from `rlvr.metrics.readings.RewardReadings` (our trainer builds one; `with_readings` gives any
-    `trl.GRPOTrainer` one). A trainer without them never calls `on_rewards`: rather than log nothing, silently, the
-    callback stops the run after its first optimizer step in one line saying how to attach the readings."""
+    """A TrainerCallback that also sees every scored generation batch (from `rlvr.metrics.readings.RewardReadings`).
+    A trainer without the readings never calls `on_rewards`: rather than log nothing, silently, the callback stops
+    the run after its first optimizer step in one line saying how to attach them."""
 
     fed = False  # set by the readings at each batch they hand over
 
@@ -118,20 +116,12 @@ class RewardBatchCallback(TrainerCallback):
 TOTAL, BINARY, PENALTY = "total", "binary", "penalty"
 
 
-# ---- reward components and flat groups
-# Pure tensor functions over one generation batch's rewards, grouped by prompt.
-#
-# The gathered reward tensor is ordered as TRL's `RepeatSampler` lays out the global batch: the G completions of a
-# prompt are contiguous across the concatenation of all processes, so `view(-1, G)` recovers whole groups even when a
-# group straddles two processes.
+# Reward components and flat groups, on the gathered rewards: TRL's `RepeatSampler` keeps a prompt's G completions
+# contiguous across all processes, so `view(-1, G)` recovers whole groups even when one straddles two processes.
 
 def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Each reward column by name, plus `total` (the weighted sum TRL trains on), `binary` and `penalty`.
-
-    `binary = correctness * (format == 1)`, the course homework's definition: it carries spell_backward's per-letter
-    partial credit, so it is not 0/1 (the 0/1 indicator is the `success` reward, a column of its own). `penalty` is 0
-    when the overlong penalty is not configured.
-    """
+    """Each reward column by name, plus `total` (the weighted sum TRL trains on), `binary` (`binary_of`) and `penalty`
+    (0 when the overlong penalty is not configured)."""
     columns = {name: rewards_per_func[:, i] for i, name in enumerate(names)}
     total = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
     total[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable rows, as TRL treats them
@@ -145,13 +135,9 @@ def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights:
 def flat_groups(values: torch.Tensor, num_generations: int) -> torch.Tensor:
     """(num_groups,) bool: True where a prompt group's scorable (non-NaN) values are all equal, whatever their value.
 
-    The test is exact: max == min over the group's scorable rows (max - min == 0), for every float value and any
-    memory layout. A std-based test is not: the float32 std of eight copies of 0.2 is ~1.5e-8, above
-    `torch.isclose`'s 1e-8 absolute tolerance, and it differs between a contiguous tensor and a strided column slice.
-    TRL's own `frac_reward_zero_std` (`isclose(nanstd, 0)`) has that flaw and misses such flat groups, so it can read
-    lower than our `zero_std_frac/total`. A group with fewer than two scorable rows has no contrast and counts as flat.
-    A flat group gets advantage 0 under any group baseline (the trainer zeroes it exactly), so it adds no gradient.
-    The one definition that the zero-std metrics, DAPO's filter and the advantage share.
+    The one definition the zero-std metrics, DAPO's filter and the advantage share. Exact (max == min over the
+    scorable rows); a std-based test is not: the float32 std of eight copies of 0.2 is ~1.5e-8, above `isclose`'s
+    1e-8, so TRL's `frac_reward_zero_std` misses such groups. Fewer than two scorable rows: no contrast, flat.
     """
     if num_generations < 2:  # a single rollout per prompt has no group contrast by construction
         return torch.ones(values.numel(), dtype=torch.bool, device=values.device)
@@ -169,11 +155,8 @@ def flat_rows(values: torch.Tensor, num_generations: int) -> torch.Tensor:
 
 
 def zero_std_fraction(rewards: torch.Tensor, num_generations: int) -> float:
-    """Fraction of prompt groups whose scorable rewards are all equal (`flat_groups`): their advantage is 0.
-
-    Always per group and exact: TRL's own `frac_reward_zero_std` becomes all-or-nothing under `scale_rewards: batch`,
-    and its `isclose(std, 0)` misses flat groups at values such as 0.2 (see `flat_groups`).
-    """
+    """Fraction of prompt groups whose scorable rewards are all equal (`flat_groups`): their advantage is 0. Always
+    per group, unlike TRL's `frac_reward_zero_std`, which becomes all-or-nothing under `scale_rewards: batch`."""
     return flat_groups(rewards, num_generations).float().mean().item()
 
 

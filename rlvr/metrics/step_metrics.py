@@ -3,10 +3,9 @@
     @step_metric
     def my_metric(batch: RewardBatch) -> float | dict[str, float] | None: ...
 
-That is the whole change: the function is called on every generation batch (gathered over processes, G contiguous
-rows per prompt group), its value goes to the console, wandb and metrics.jsonl as `step/my_metric` (a dict as
-`step/my_metric/<key>`), and the plots draw every `step/*` series they find. Return None to log nothing this step.
-The same functions run on evaluation's samples (`rlvr.analysis.evaluate`), so train and eval report alike.
+is the whole change: called on every generation batch (gathered, G contiguous rows per group), its value is logged
+as `step/my_metric` (a dict as `step/my_metric/<key>`, None: nothing this step) and plotted. The same functions run
+on evaluation's samples (`rlvr.analysis.evaluate`), so train and eval report alike.
 """
 
 from __future__ import annotations
@@ -63,11 +62,9 @@ def full_credit_but_wrong(correctness: torch.Tensor, exact: torch.Tensor) -> tor
 
 @step_metric
 def false_full_credit(batch: RewardBatch) -> float | None:
-    """Reward-hack watch: the fraction of completions with full correctness but a wrong answer. spell_backward adds
-    1/n per matching letter and takes 0.2 off a wrong answer only when that sum equals 1.0; for n = 6, 7, 9, 10, 11
-    the float sum of n terms 1/n is not exactly 1.0, so the right word plus extra characters keeps ~1.0, exactly 1.0
-    in float32: full reward (and `binary` 1) for a wrong answer. `success` and `capped_correctness` do not pay it; this
-    curve shows whether a policy trained on `correctness` finds the route. Evaluation reports it by word length."""
+    """Reward-hack watch: the fraction of completions with full correctness but a wrong answer (the float32 route
+    `rlvr.rewards.functions.exact_answer` describes; `success` and `capped_correctness` do not pay it): whether a
+    policy trained on `correctness` finds it. Evaluation reports it by word length."""
     components = batch.components()
     if "correctness" not in components:
         return None
@@ -76,10 +73,8 @@ def false_full_credit(batch: RewardBatch) -> float | None:
 
 @step_metric
 def truncated(batch: RewardBatch) -> float | None:
-    """The share of completions cut off at `max_completion_length` (no EOS: `rlvr.metrics.reward_batch.is_truncated`).
-    A cut completion usually lacks `</answer>` and scores as wrong, so a run whose completions are cut reads like a
-    model that got worse; it is a length budget (raise `max_completion_length`). TRL's `completions/clipped_ratio`
-    is the same share; this one is also computed where TRL's is not (evaluation, the plain-TRL readings)."""
+    """The share of completions cut off at `max_completion_length` (`is_truncated`): a cut completion usually scores as
+    wrong, so a length budget reads like a worse model. TRL's `completions/clipped_ratio`, also where TRL has none."""
     if batch.truncated is None:
         return None
     return torch.tensor(batch.truncated, dtype=torch.float32).mean().item()

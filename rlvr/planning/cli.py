@@ -28,13 +28,10 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
         if value is not None and value <= 0:
             raise ConfigError(f"--{flag}", f"must be positive, got {value}")
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
-
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU
     # unless use_cpu is set. The planner loads and trains nothing either way.
-    # The recipe's `algorithm:` picks its config class (PPO's YAML parses with PPOConfig, etc.).
     recipe = validate(load_recipe(rest + ["--dry_run", "true"] + ([] if cuda else ["--use_cpu", "true"])))
-    processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
     free = opts.free_gib * GIB if opts.free_gib is not None else None
     total = opts.total_gib * GIB if opts.total_gib is not None else None
     if cuda and (free is None or total is None):

@@ -226,12 +226,9 @@ def plan_recipe(recipe, *, prompt_tokens=None, ppo=None, **workload_kwargs) -> M
 
 
 def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = False) -> MemoryPlan | None:
-    """Before any weights load: estimate this process's peak and compare it with its GPU's free memory.
-
-    Free memory is `torch.cuda.mem_get_info` on this process's device unless given. Over budget it prints the plan
-    and remedies, and with `stop` raises `ConfigError("memory_budget", ...)` so the run ends now, not at the OOM
-    minutes in. Returns the plan; None when there is nothing to compare (CPU run) or the model's shape is unknown.
-    """
+    """Before any weights load: this process's estimated peak against its GPU's free memory (`mem_get_info` unless
+    given). Over budget it prints the plan and remedies, and with `stop` ends the run now, not at the OOM minutes in.
+    Returns the plan; None when there is nothing to compare (CPU run) or the model's shape is unknown."""
     training = recipe.training
     total_bytes = None
     if free_bytes is None:

@@ -63,14 +63,10 @@ def shape_from_config(name: str, config: dict) -> ModelShape:
     config = config.get("text_config") or config
     heads = config["num_attention_heads"]
     return ModelShape(
-        name=name,
-        hidden=config["hidden_size"],
-        layers=config["num_hidden_layers"],
-        heads=heads,
-        kv_heads=config.get("num_key_value_heads") or heads,
+        name=name, hidden=config["hidden_size"], layers=config["num_hidden_layers"],
+        heads=heads, kv_heads=config.get("num_key_value_heads") or heads,
         head_dim=config.get("head_dim") or config["hidden_size"] // heads,
-        intermediate=config["intermediate_size"],
-        vocab=config["vocab_size"],
+        intermediate=config["intermediate_size"], vocab=config["vocab_size"],
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
         dtype=str(config.get("dtype") or config.get("torch_dtype") or "float32").replace("torch.", ""),
     )
@@ -93,11 +89,8 @@ def resolve_shape(name_or_path: str, build_tiny_model: bool = False) -> ModelSha
     try:
         return shape_from_config(name_or_path, AutoConfig.from_pretrained(name_or_path, local_files_only=True).to_dict())
     except (OSError, ValueError, KeyError):
-        raise ConfigError(
-            "model_name_or_path",
-            f"the memory planner needs the shape of {name_or_path!r}: give a local folder with config.json, "
-            f"a cached model, or one of {list(KNOWN_SHAPES)}",
-        ) from None
+        raise ConfigError("model_name_or_path", f"the memory planner needs the shape of {name_or_path!r}: give a "
+                          f"local folder with config.json, a cached model, or one of {list(KNOWN_SHAPES)}") from None
 
 
 def linear_shapes(s: ModelShape) -> dict[str, tuple[int, int]]:
@@ -194,32 +187,23 @@ def workload_from_config(training, model_args, shape: ModelShape, prompt_tokens:
     dtype = shape.dtype if model_args.dtype in (None, "auto") else str(model_args.dtype)
     half = training.bf16 or training.fp16
     weight_bytes = 2 if zero_stage and half else DTYPE_BYTES.get(dtype, 4)  # DeepSpeed casts to its 16-bit dtype
+    peft = model_args.use_peft
     return Workload(
-        shape=shape,
-        weight_bytes=weight_bytes,
-        act_bytes=2 if half or weight_bytes == 2 else 4,
-        micro_batch=training.per_device_train_batch_size,
-        prompt_tokens=prompt_tokens,
+        shape=shape, weight_bytes=weight_bytes, act_bytes=2 if half or weight_bytes == 2 else 4,
+        micro_batch=training.per_device_train_batch_size, prompt_tokens=prompt_tokens,
         completion_tokens=training.max_completion_length,
         generation_sequences=max(training.generation_batch_size // num_processes, 1),
-        num_generations=training.num_generations,
-        gradient_checkpointing=bool(training.gradient_checkpointing),
-        beta=training.beta,
-        lora_r=model_args.lora_r if model_args.use_peft else None,
-        lora_targets=lora_targets(model_args.lora_target_modules) if model_args.use_peft else (),
-        lora_dropout=model_args.lora_dropout if model_args.use_peft else 0.0,
+        num_generations=training.num_generations, gradient_checkpointing=bool(training.gradient_checkpointing),
+        beta=training.beta, lora_r=model_args.lora_r if peft else None,
+        lora_targets=lora_targets(model_args.lora_target_modules) if peft else (),
+        lora_dropout=model_args.lora_dropout if peft else 0.0,
         quant_bits=4 if model_args.load_in_4bit else 8 if model_args.load_in_8bit else None,
         double_quant=bool(model_args.load_in_4bit and model_args.use_bnb_nested_quant),
-        ppo=ppo,
-        num_processes=num_processes,
-        zero_stage=zero_stage,
-        use_vllm=training.use_vllm,
-        vllm_mode=training.vllm_mode,
-        vllm_utilization=training.vllm_gpu_memory_utilization,
-        vllm_sleep=training.vllm_enable_sleep_mode,
+        ppo=ppo, num_processes=num_processes, zero_stage=zero_stage,
+        use_vllm=training.use_vllm, vllm_mode=training.vllm_mode,
+        vllm_utilization=training.vllm_gpu_memory_utilization, vllm_sleep=training.vllm_enable_sleep_mode,
         ds3_gather_for_generation=training.ds3_gather_for_generation,
-        offloaded_cache=str(training.cache_implementation).startswith("offloaded"),
-        total_bytes=total_bytes,
+        offloaded_cache=str(training.cache_implementation).startswith("offloaded"), total_bytes=total_bytes,
     )
 
 
@@ -242,5 +226,3 @@ def estimate_prompt_tokens(prompts, model_path: str | None = None) -> int:
         return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
     messages = 1 if isinstance(longest, str) else len(longest) + 1
     return math.ceil(_prompt_chars(longest) / CHARS_PER_TOKEN) + TEMPLATE_TOKENS_PER_MESSAGE * messages
-
-

@@ -1,18 +1,11 @@
 """Which code trained a run: `<output_dir>/code.json`, so a sweep shares a finished run only where it would train it
 again to the same bits.
 
-Why: a sweep links a pending run to a finished one with the same parsed recipe instead of training it again
-(rlvr.analysis.shared_runs). The recipe alone does not make the run: after `copy_rows` changed the order a group's
-gradients are summed in, the same recipe and seed moved the main job by up to 10 points, and a re-run of the
-reward-hack sweep "after the fix" silently linked every run to the copies trained before it (docs/measurements/speed.md). So each
-run records a fingerprint of the sources that shape training (the trainer, metrics, rewards, data and recipe scripts;
-not the analysis or the planner; their code, not their comments or docstrings) and the versions of the libraries
-under them, and a run trained by other code, or resumed under other code, is trained afresh.
-
-Beside the code, `code.json` records the machine (`machine_identity`: the CPU model, the kernel set torch dispatches
-to, the cores, the GPU if any), because float results also move with the CPU: the same recipe and seed gave 68.8%
-on one 2-core machine and 58.8% on a fresh install on another. The machine is recorded, not compared: a sweep on a
-cluster of mixed CPUs may still share runs, and the record says where each one ran.
+Why: a sweep links a pending run to a finished one with the same parsed recipe (rlvr.analysis.shared_runs), but the
+recipe alone does not make the run: a change in the order a group's gradients are summed moved the main job by up to
+10 points on the same recipe and seed (docs/measurements/speed.md). So each run records a fingerprint of the code
+that shapes training and the library versions, and a run trained or resumed under other code is trained afresh.
+The machine is recorded too (float results move with the CPU), not compared: mixed-CPU clusters may still share.
 """
 
 from __future__ import annotations

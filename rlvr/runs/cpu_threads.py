@@ -1,10 +1,8 @@
 """How many intra-op threads a CPU run uses: the recipe field `cpu_threads` (`auto`, or a positive integer).
 
-The count is decided from the recipe and the machine's cores only, never from the machine's load: a thread count
-can change float results (a reduction split over two threads sums in another order), so a count that followed the
-load at launch would make one command give different runs on a quiet and on a busy machine. When other jobs hold
-the cores, the run says so in its `[threads]` line and keeps its count; the user decides (`cpu_threads: 1`).
-GPU runs are left alone.
+The count follows the recipe and the cores, never the machine's load: a thread count can change float results, so a
+count that followed the load would make one command give different runs on a quiet and on a busy machine. When other
+jobs hold the cores, the `[threads]` line says so and the count stays (docs/speed.md). GPU runs are left alone.
 """
 
 from __future__ import annotations
@@ -40,18 +38,9 @@ def parse_cpu_threads(value) -> int | None:
 
 
 def cpu_threads_for(value, cores: int | None = None, processes: int | None = None) -> int:
-    """Intra-op threads per training process for the recipe field `cpu_threads` (default `auto`).
-
-    auto   The cores this process may run on (`os.sched_getaffinity`, so taskset/cgroup limits count) divided by the
-           training processes on the machine (`local_processes`), at least 1. On a quiet 2-core machine the main
-           job's GRPO phase took 170 s at 1 thread and 103 s at 2 (docs/measurements/speed.md). This holds under a
-           plain `accelerate launch` too: it exports OMP_NUM_THREADS=1, which cannot be told apart from a user's own
-           setting, so the recipe field decides and OMP_NUM_THREADS is not read.
-    1      The crowded-machine setting: when other jobs keep the cores busy, every op of a multi-threaded torch waits
-           at the OpenMP barrier for a descheduled thread (with four other jobs on 2 cores a whole tiny step took 2.7 s
-           at 1 thread against 22 s at 2). Hidden cost: on a quiet machine it leaves cores idle.
-    N      Exactly N threads (e.g. to leave cores to a vLLM server or reward workers).
-    """
+    """Intra-op threads per training process for `cpu_threads`: N itself; `auto` the cores this process may run on
+    (`os.sched_getaffinity`: taskset and cgroup limits count) over the local training processes, at least 1.
+    OMP_NUM_THREADS is not read: `accelerate launch` exports 1, which cannot be told apart from a user's own."""
     fixed = parse_cpu_threads(value)
     if fixed is not None:
         return fixed
@@ -80,13 +69,8 @@ def threads_pay_off(threads: int, pairs: int = 15) -> tuple[float, float]:
 
 def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None:
     """Process-wide, before any model loads: the intra-op threads of a CPU run (returned); GPU runs are left alone.
-
-    Under `auto` with more than one thread, a short matmul probe (`threads_pay_off`) checks whether other jobs hold
-    the cores (N threads `CROWDED` times slower than one, or worse). If they do, the `[threads]` line says so and
-    names the fix; the count stays what the recipe and the cores give, so the run computes the same numbers as on a
-    quiet machine, only slower. Runs of several local processes skip the probe (their ranks would time each other).
-    `echo` prints the `[threads]` line.
-    """
+    Under `auto` with more than one thread, `threads_pay_off` probes for other jobs on the cores, and the `[threads]`
+    line (printed by `echo`) names the fix; several local processes skip the probe (they would time each other)."""
     if not use_cpu:
         return None
     threads = cpu_threads_for(value)

@@ -1,17 +1,9 @@
 """A full disk (or an exceeded quota) while a run writes: one line, the newest complete checkpoint named, exit 1.
 
-Why the previous checkpoint survives a failed save: transformers writes a checkpoint folder in a fixed order (weights,
-optimizer, scheduler, RNG states, then `trainer_state.json`) and only then rotates old checkpoints
-(`save_total_limit`). A write that fails part-way therefore raises before `trainer_state.json` exists and before any
-older checkpoint is deleted. The torn folder stays on disk; `rlvr.runs.checkpoints.last_complete_checkpoint`
-passes over it (no readable trainer_state.json), so `--resume_from_checkpoint true` resumes from the newest complete
-one and says which folders it skipped. Record files are trimmed to that checkpoint on resume.
-
-A full disk shows up under several names: `OSError(ENOSPC)` / `OSError(EDQUOT)` from Python's own writes, a
-`RuntimeError` "file write failed" from torch.save's C++ writer, a `SafetensorError` "StorageFull" from safetensors.
-`is_disk_full` recognises all of them, along the exception's cause/context chain.
-
-With several processes, the rank that fails exits with the line; torchrun then stops the other ranks.
+The previous checkpoint survives a failed save: transformers writes `trainer_state.json` last and rotates old
+checkpoints only after it, and `last_complete_checkpoint` passes over the torn folder (docs/reliability.md). A full
+disk shows up as `OSError(ENOSPC | EDQUOT)`, torch.save's RuntimeError "file write failed" or safetensors'
+"StorageFull": `is_disk_full` reads them all along the cause/context chain.
 """
 
 from __future__ import annotations

@@ -1,42 +1,15 @@
 """The shared prompt prefix attended once for all rows, in a forward written out over the model's own weights.
 
-Why: after the `shared_prefix` speed-up, a tiny-speller generation step (64 rows, one new token each) still cost
-~9 ms a token in TRL's `generate`, 20x its arithmetic floor (docs/measurements/speed.md). A profile of one call (64 rows, a 120
-token shared prefix, 40 new tokens) put the time in three places: SDPA's CPU kernel at one query over 64 copies of
-the same 120 prefix keys (23%), `torch.cat` growing the dynamic KV cache, copying those 64 copies again every token
-(17%), and ~750 tiny kernel launches per token (RMSNorm alone is six ops, run four times a layer) with the Python of
-`generate` and the modules around them.
+Why: after `shared_prefix`, a tiny-speller decoding step still cost ~20x its arithmetic floor in TRL's `generate`:
+SDPA over 64 copies of the same prefix keys, `torch.cat` growing the KV cache, and ~750 tiny kernel launches a token.
+Here, per layer, the prefix's keys and values stay at batch 1 and every row's queries meet them in ONE matmul, the
+row's own keys in a second, small one, one softmax over both (the same attention); the rows' keys go into a buffer
+allocated once; the arithmetic is ~27 fused ops a layer instead of ~190. The next token is drawn as `generate` draws
+it (its own logits processors, one `torch.multinomial` per token), so the random stream is consumed the same way.
+The log-prob passes stay on `shared_prefix`: this forward measured level there inside the training loop.
 
-What this does instead, per layer:
-- the prefix's keys and values stay at batch size 1 (kv heads x prefix x dim); every row's queries meet them in ONE
-  matmul (all rows' queries stacked as extra queries of the same kv head), and the row's own keys (the rest of its
-  prompt, then its completion so far) in a second, small batched matmul; one softmax runs over both blocks together,
-  so it is the same attention, not an approximation;
-- the rows' own keys and values go into a buffer allocated once for the whole completion (no cat);
-- the model's arithmetic in ~27 ops a layer instead of ~190: q/k/v as one matmul over the concatenated weights,
-  gate/up as one, `F.rms_norm`, RoPE as one roll and one fused multiply-add, the attention scale folded into the
-  q-norm weight (or the q weights).
-The next token is drawn as `generate`'s sampling loop draws it: its own logits processors (`_get_logits_processor`:
-temperature, top-k, top-p, min-p, repetition penalty), softmax, one `torch.multinomial` per token, finished rows
-padded, so the random stream is consumed the same way. `rlvr evaluate` samples through it too.
-
-Measured and not kept: the same forward for the log-prob passes (policy with gradient, reference, PPO's critic).
-It was exact (log-probs within 2.4e-5, gradients within 1.6e-3 of entries up to 3.4e3) and 5-10% faster alone, but
-inside the training loop the reference and policy phases came out level with `shared_prefix`'s path in three
-interleaved runs (-10% to +8%): no measured gain for a second description of the model in the gradient path, so
-those passes stay on `shared_prefix`.
-
-Same samples: tests/test_prefix_attention.py checks the logits against the model's own forward (within 1e-5) and the
-sampled tokens against `generate` with the same seed (identical).
-
-Where it applies (`reason_not`; TRL's path or `shared_prefix` runs otherwise): float32 weights of a decoder of the
-llama family (qwen3, qwen2, llama) whose layers are all full attention with SiLU MLPs and no dropout, no logit
-softcapping; in generation, sampling or greedy decoding with no beams, stop strings, constraints or minimum length.
-Hidden costs: it is a second description of these models' arithmetic (a family whose attention differs must not take
-it, and `reason_not` says no to each difference it knows); the buffer holds rows x (rest of prompt +
-max_completion_length) keys per layer even when every row stops early; the fused weights are concatenated once per
-call (a copy of the model's attention and MLP weights, small next to activations at these sizes); bf16 models and
-multi-process runs take the other paths (untested there).
+Where it applies (`reason_not`), its hidden costs and the measurements: docs/measurements/speed.md.
+tests/test_prefix_attention.py holds the logits to the model's forward (1e-5) and the samples to `generate`'s.
 """
 
 from __future__ import annotations
@@ -255,11 +228,9 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
            group_prompts: bool = False) -> torch.Tensor:
     """`generate`'s sampling loop on the restated forward: (B, new tokens) completion ids, finished rows padded.
 
-    Row i is prefix + rest[i]. Its own buffer holds [pad ... pad, rest[i]] right-aligned in the first `width`
-    columns, then one column per generated token; a token in column c sits at position P + c - (width - len(rest[i])),
-    the position `generate` gives it under TRL's left padding (the attention mask's cumulative sum).
-    Under `group_prompts` the prompt pass runs each distinct rest once and copies its keys and values to the rows
-    that share it (a GRPO group's G rows); the draws are untouched.
+    Row i is prefix + rest[i]; its buffer holds rest[i] right-aligned in the first `width` columns, then one column
+    per generated token, at the position `generate` gives it under TRL's left padding. Under `group_prompts` the
+    prompt pass runs each distinct rest once and copies its keys and values to the rows that share it.
     """
     generation_config = prepared(model, generation_config)
     net = Restated(model)

@@ -1,23 +1,13 @@
 """The shared prompt prefix computed once: `shared_prefix` and `group_prompts` (see rlvr/speedups/__init__.py).
 
-`SharedPrefixTrainer` sits right above TRL's GRPOTrainer in a trainer built by `with_speedups`, so the repo's own
-layers (time accounting, the KL estimator's capture of the policy log-probs) see its passes exactly as they see
-TRL's. It takes over two TRL passes where it is exact, and hands them back to TRL everywhere else:
-
-- log-prob passes (policy with gradient, reference, old policy; PPO's critic through `SharedPrefixCritic`): the
-  prompt prefix every row of the batch shares (system prompt, task preamble) runs once at batch size 1, the rows
-  only from there on, attending to the prefix's keys and values (`SuffixLayout`). Under `group_prompts`, rows that
-  share their whole prompt (a GRPO group's G completions) also run that prompt's rest once (`GroupLayout`).
-- generation (`_generate_single_turn`): the prefix is prefilled once and its KV cache repeated per row, or, under
-  `prefix_attention` where it applies, sampled by rlvr/speedups/prefix_attention.py's loop.
-
-Same math: causal attention over the same keys, RoPE relative positions (each row's left padding is dropped, which
-only shifts absolute positions). Used only where that is exact and simple: one process (no DDP, FSDP or DeepSpeed
-wrapper), no gradient checkpointing, text-only inputs, a RoPE model without softcapped or scaled logits, a prefix of
->= `MIN_SHARED_PREFIX` tokens. Hidden costs: per-row log-probs differ from TRL's fused-head pass by float rounding
-(~1e-6); the logits of the kept positions are materialised (B x completion x vocab), which TRL's fused head avoids,
-so the path steps aside above `MAX_LOGITS` elements; `group_prompts` adds a third forward call per pass and a copy
-of the prompt's keys per row (`copy_rows`).
+`SharedPrefixTrainer` takes over two TRL passes where it is exact and hands them back to TRL everywhere else:
+log-prob passes (policy, reference, old policy; PPO's critic through `SharedPrefixCritic`) run the prefix every row
+shares once at batch size 1 and the rows from there on (`SuffixLayout`; `GroupLayout` under `group_prompts`);
+generation (`_generate_single_turn`) prefills the prefix once and repeats its KV cache per row, or samples through
+rlvr/speedups/prefix_attention.py. Same math: causal attention over the same keys, RoPE positions are relative (each
+row's left padding is dropped, which only shifts absolute positions). Where it applies (`_shared_prefix_applies`,
+`MIN_SHARED_PREFIX`) and its hidden costs (float rounding ~1e-6; materialised logits, hence `MAX_LOGITS`; a third
+forward call and a per-row key copy under `group_prompts`): docs/measurements/speed.md.
 """
 
 from __future__ import annotations
@@ -51,12 +41,8 @@ def shared_prompt_prefix(rows) -> int:
 
 
 class SharedPrefixTrainer(GRPOTrainer):
-    """Generation and log-prob passes that compute the batch's shared prompt prefix once (see module doc).
-
-    Falls back to TRL's pass whenever the shortcut is not known to be exact; `speedups` (the set of names
-    `with_speedups` puts on the class) says which paths are on. `_shared_prefix_calls` counts the passes that took
-    the shortcut, `_prefix_attention_calls` the generations that ran prefix_attention's sampling loop.
-    """
+    """`speedups`: the names `with_speedups` puts on the class. `_shared_prefix_calls` counts the passes that took the
+    shortcut, `_prefix_attention_calls` the generations that ran prefix_attention's sampling loop."""
 
     speedups: frozenset[str] = frozenset()
     _shared_prefix_calls = 0
@@ -64,12 +50,12 @@ class SharedPrefixTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **multimodal):
-        plan = None
+        prefix_length = None
         if self.speedups & LOGPROB_SPEEDUPS and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
             vocab = model.get_output_embeddings().weight.size(0)
             if input_ids.numel() * vocab <= MAX_LOGITS:
-                plan = shared_prefix_plan(input_ids, attention_mask, logits_to_keep)
-        if plan is None:
+                prefix_length = shared_prefix_length(input_ids, attention_mask, logits_to_keep)
+        if prefix_length is None:
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
@@ -81,7 +67,7 @@ class SharedPrefixTrainer(GRPOTrainer):
             rows = slice(start, start + batch_size)
             with self.accelerator.autocast():
                 lp, ent = shared_prefix_logps(
-                    model, input_ids[rows], attention_mask[rows], logits_to_keep, plan.prefix_length,
+                    model, input_ids[rows], attention_mask[rows], logits_to_keep, prefix_length,
                     self.temperature, compute_entropy, "group_prompts" in self.speedups,
                 )
             logps.append(lp)
@@ -89,13 +75,8 @@ class SharedPrefixTrainer(GRPOTrainer):
         return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        """Generation with the shared prompt prefix prefilled once (batch 1) and its KV cache repeated per row.
-
-        Rows are laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by
-        the attention mask's cumsum, so every real token keeps the position it has under TRL's left padding. The
-        post-processing (cut at the first EOS) is TRL's regular-generation path, restated. Under `prefix_attention`
-        (where it applies) the prefix and each row's rest go to its own sampling loop instead.
-        """
+        """Rows laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by the
+        attention mask's cumsum, so every real token keeps the position it has under TRL's left padding."""
         prefix_length = 0
         if (self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
                 and images is None and not multimodal_fields and self.pad_to_multiple_of is None
@@ -168,31 +149,24 @@ class SharedPrefixTrainer(GRPOTrainer):
 
 
 class SharedPrefixCritic:
-    """PPO's critic on the shared-prefix layout (`shared_prefix_values`): the prompt prefix every row shares runs
-    once, as in the policy's log-prob passes. Goes in front of PPOTrainer, whose `_token_values` it takes over where
-    the layout applies (a token classifier with `.model`, `.dropout`, `.score`, and `_shared_prefix_applies`)."""
+    """PPO's critic on the shared-prefix layout (`shared_prefix_values`). Goes in front of PPOTrainer, whose
+    `_token_values` it takes over where the layout applies (a token classifier with `.model`, `.dropout`, `.score`)."""
 
     def _token_values(self, inputs) -> torch.Tensor:
-        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
-        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        completion_ids = inputs["completion_ids"]
+        input_ids, attention_mask = self._sequences(inputs)
         critic = self.value_model
         if (self.speedups & LOGPROB_SPEEDUPS and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
                 and self._shared_prefix_applies(critic, {})
-                and (plan := shared_prefix_plan(input_ids, attention_mask, completion_ids.shape[1])) is not None):
+                and (prefix_length := shared_prefix_length(input_ids, attention_mask, completion_ids.shape[1]))):
             self._shared_prefix_calls += 1
             with self.accelerator.autocast():
                 return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
-                                            plan.prefix_length, "group_prompts" in self.speedups)
+                                            prefix_length, "group_prompts" in self.speedups)
         return super()._token_values(inputs)
 
 
-class Plan:
-    def __init__(self, prefix_length: int):
-        self.prefix_length = prefix_length
-
-
-def shared_prefix_plan(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> Plan | None:
+def shared_prefix_length(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> int | None:
     """The shared prefix length if the batch is left-padded prompts + completions that share >= MIN tokens."""
     prompt_width = input_ids.size(1) - logits_to_keep
     prompt_mask = attention_mask[:, :prompt_width].bool()
@@ -204,7 +178,7 @@ def shared_prefix_plan(input_ids: torch.Tensor, attention_mask: torch.Tensor, lo
     length = shared_prompt_prefix(prompts)
     if length < MIN_SHARED_PREFIX or logits_to_keep == 0:
         return None
-    return Plan(length)
+    return length
 
 
 def prompt_layout(input_ids, attention_mask, logits_to_keep: int, prefix_length: int):
@@ -259,12 +233,10 @@ class SuffixLayout:
 class GroupLayout(SuffixLayout):
     """`group_prompts`: rows that share their whole prompt (a GRPO group's G completions) run the prompt's rest once.
 
-    Three passes instead of two: the shared prefix at batch 1; then each distinct prompt's rest except its last token
-    (U rows, right-padded to R - 1, on the prefix's cache repeated U times); then every row's [last rest token,
-    completion[:-1]] on that cache copied per row (`copy_rows`: gradients sum back over the group). The last pass's C
-    outputs are exactly the positions that predict the C completion tokens, so nothing is gathered; positions are
-    given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle. For the tiny speller
-    (8 prompts x 8 completions, rests of ~18 tokens) the main pass shrinks from 64 x (rest + C) to 64 x C tokens.
+    Three passes: the shared prefix at batch 1; each distinct prompt's rest but its last token (U rows, on the
+    prefix's cache repeated U times); every row's [last rest token, completion[:-1]] on that cache copied per row
+    (`copy_rows`). The last pass's C outputs are exactly the positions that predict the C completion tokens; positions
+    are given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle.
     """
 
     def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
@@ -319,14 +291,10 @@ class GroupLayout(SuffixLayout):
 def copy_rows(cache, index: torch.Tensor) -> None:
     """Row i of every layer's keys and values becomes row index[i], by `index_select`.
 
-    Not the cache's own `batch_select_indices`: that indexes (`keys[index]`), and the backward of indexing is
-    `index_put_` with accumulate=True, whose parallel adds into a prompt's row land in a different order from run to
-    run at 2 threads. The policy's gradients then differed in the last bits between two identical calls, and two
-    runs of one recipe with one seed drifted apart from their second step. TRL shuffles the generation batch before
-    the policy pass, so its groups' rows are never consecutive and this copy always runs there. `index_select`'s
-    backward (`index_add_`) adds in a fixed order, and it is faster: 0.5 against 3.2 ms (not interleaved) for the
-    tiny step's (8 -> 64) x 2 x 125 x 32 keys of one layer (docs/measurements/speed.md). `tests/test_speed.py` checks that
-    repeated calls give the same gradients to the bit.
+    Not the cache's own `batch_select_indices`: the backward of indexing is `index_put_` with accumulate=True, whose
+    parallel adds land in a different order from run to run at 2 threads, so two runs of one recipe with one seed
+    drifted apart from their second step. `index_select`'s backward (`index_add_`) adds in a fixed order, and it is
+    faster (docs/measurements/speed.md); `tests/test_speed.py` checks repeated calls give the same gradients to the bit.
     """
     for layer in cache.layers:
         layer.keys, layer.values = layer.keys.index_select(0, index), layer.values.index_select(0, index)
@@ -385,9 +353,9 @@ def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep:
 def with_speedups(trainer_class: type, speedups: frozenset[str]) -> type:
     """`trainer_class` itself when `speedups` is empty; else a subclass whose passes take the speed-ups.
 
-    `SharedPrefixTrainer` subclasses TRL's GRPOTrainer, so Python's MRO places it right above GRPOTrainer, below
-    every layer of the repo's trainer: time accounting and the KL estimator's log-prob capture see its passes as
-    they see TRL's. PPO's critic pass is PPO's own method, so its speed-up (`SharedPrefixCritic`) goes in front.
+    `SharedPrefixTrainer` subclasses TRL's GRPOTrainer, so the MRO places it right above GRPOTrainer, below every layer
+    of the repo's trainer (time accounting, the KL estimator's log-prob capture see its passes as they see TRL's).
+    PPO's critic pass is PPO's own method, so its speed-up (`SharedPrefixCritic`) goes in front.
     """
     if not speedups:
         return trainer_class

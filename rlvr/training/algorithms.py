@@ -2,17 +2,12 @@
 needs to train it (trainer class, config class, advantage estimator, loss form, the config it requires).
 
 Like rlhf-book's `loss:` field with one `compute_advantages` dispatch: an algorithm that differs from GRPO only in
-its advantage is one function above the registry plus one line in it (and a recipe YAML with `base:` + `algorithm:`).
-The variants TRL expresses with config alone (Dr. GRPO, GSPO, CISPO, SAPO) use TRL's own advantage and loss; their
-entry lists the fields that define them, so `algorithm: drgrpo` with `scale_rewards: group` fails up front instead
-of silently training GRPO.
+its advantage is one function here plus one registry line. The variants TRL expresses with config alone (Dr. GRPO,
+GSPO, CISPO, SAPO) use TRL's own advantage and loss; their entry lists the fields that define them, so
+`algorithm: drgrpo` with `scale_rewards: group` fails up front instead of silently training GRPO.
 
-    ratio=False: the loss is the plain policy gradient -A * log pi (no importance ratio, no clip), because each batch
-    is used for exactly the gradient it was sampled for (RLOO, REINFORCE and MaxRL as upstream writes them).
-
-The registry is a leaf: it imports no trainer and no config. An entry names its trainer and config classes by dotted
-path, and `trainer_class` / `config_class` import them when a run asks, so `trainer.py`, `dapo.py`, `ppo.py` and
-`config.py` can read the registry without an import circle (tests/test_import_graph.py keeps it so).
+The registry imports no trainer and no config (entries name them by dotted path), so `trainer.py`, `dapo.py`,
+`ppo.py` and `config.py` can read it without an import circle (tests/test_import_graph.py keeps it so).
 """
 
 from __future__ import annotations
@@ -27,23 +22,10 @@ from trl.trainer.utils import nanstd
 from rlvr.inputs import ConfigError
 from rlvr.metrics.reward_batch import flat_rows
 
-# ---- the advantage estimators
-# Advantage estimators over one generation batch, rows grouped by prompt (G contiguous rows per group).
-#
-# Each is `fn(rewards, num_generations) -> advantages` on the gathered (N,) reward column its algorithm names in the
-# registry (`rlvr/training/algorithms.py`; the total for most, the 0/1 `success` for MaxRL). A NaN reward marks an unscorable
-# completion (every reward function returned None): as in TRL's GRPO it is left out of its group's statistics and its
-# own advantage is 0 (the dispatch zeroes it), so one bad row never silences the rest of its group.
-#
-# GRPO and Dr. GRPO train with TRL's own computation (`scale_rewards: group` / `none`); `group_zscore` and
-# `group_mean_baseline` write that arithmetic out so the estimators can be read side by side and tested against TRL.
-
-
-def _grouped(rewards: torch.Tensor, num_generations: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(G-wide rows, valid mask, valid count per group) with NaN rows excluded."""
-    grouped = rewards.view(-1, num_generations)
-    valid = ~torch.isnan(grouped)
-    return grouped, valid, valid.sum(dim=1, keepdim=True)
+# Advantage estimators: `fn(rewards, num_generations) -> advantages` on the gathered (N,) reward column the registry
+# names, G contiguous rows per prompt. A NaN reward (unscorable completion) is left out of its group's statistics and
+# its own advantage is 0 (the dispatch zeroes it), as in TRL's GRPO. GRPO and Dr. GRPO train with TRL's own
+# computation; `group_zscore` and `group_mean_baseline` write it out to be read side by side and tested against TRL.
 
 
 def group_zscore(rewards: torch.Tensor, num_generations: int, eps: float = 1e-4) -> torch.Tensor:
@@ -64,7 +46,8 @@ def leave_one_out(rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
     rows; unbiased, unlike the plain group mean. A group with fewer than 2 scorable rows has no baseline: 0."""
     if num_generations < 2:
         raise ValueError("RLOO needs num_generations >= 2: the baseline is the mean of the other completions")
-    grouped, valid, count = _grouped(rewards, num_generations)
+    grouped = rewards.view(-1, num_generations)
+    count = (~torch.isnan(grouped)).sum(dim=1, keepdim=True)
     centred = grouped - torch.nanmean(grouped, dim=1, keepdim=True)
     scale = torch.where(count > 1, count / (count - 1).clamp(min=1), torch.zeros_like(count, dtype=grouped.dtype))
     return (centred * scale).view(-1)
@@ -98,7 +81,7 @@ class Algorithm:
     config: str = CONFIG  # dotted path of the config class (`config_class` imports it)
     advantage: Callable[[torch.Tensor, int], torch.Tensor] | None = None  # None: TRL's own (`scale_rewards`)
     advantage_reward: str = "total"  # the reward component the advantage is computed from
-    ratio: bool = True  # False: -A * log pi, no importance ratio
+    ratio: bool = True  # False: -A * log pi, no ratio or clip: each batch is used once (RLOO, REINFORCE, MaxRL)
     group_baseline: bool = True  # False: no group baseline (REINFORCE's raw reward, PPO's critic): flat groups keep theirs
     requires: dict = field(default_factory=dict)  # config values that define the algorithm
 

@@ -1,36 +1,15 @@
 """An online curriculum: each generation step's prompts are drawn by difficulty level, with level weights that follow
-the policy's measured pass rate per level.
+the policy's measured pass rate per level (docs/curriculum.md: levels, policies, fields, metrics).
 
-Why: a group whose G completions all score alike adds no gradient. On fixed data the groups go flat from both ends
-(solved words all correct, out-of-reach words all wrong). The curriculum turns the pass rate that predicts flatness,
-p^G + (1 - p)^G, into the choice of what to train on next.
+`CurriculumSpec` checks the recipe's `curriculum:` block; `Controller` keeps the running pass rates and turns them
+into level weights; `CurriculumSampler` is TRL's RepeatSampler layout with the prompts drawn by those weights;
+`CurriculumCallback` feeds the controller from the reward-batch hook, logs `curriculum/*` and is saved in checkpoints.
 
-Pieces, one concern each:
-  * `CurriculumSpec`: the recipe's `curriculum:` mapping, checked field by field (one line naming `curriculum.<field>`).
-  * `Controller`: running pass rate per level (the last `window` scored completions of that level) and the policy
-    that turns it into level weights:
-      - `threshold`: a current level that advances when its pass rate exceeds `advance_above` and falls back (never
-        below `start_level`) when it drops under `fall_back_below`, both judged on a full window measured since
-        arriving at the level; the mix is uniform over the levels reasoning_gym's RangeAttributeMode names
-        (`inclusive`: every level up to the current one, `upper_bound`: the current one only);
-      - `informative`: every level weighted by its predicted non-flat fraction 1 - p^G - (1 - p)^G, mixed with a
-        uniform `floor` so a level at p = 0 keeps being measured (transfer can lift it); an unmeasured level counts
-        as p = 0.5, the most informative.
-  * `CurriculumSampler`: replaces TRL's RepeatSampler with the same layout (each prompt index `mini_repeat_count`
-    = G times in a row, each chunk of `batch_size` prompts `repeat_count` = num_iterations x steps_per_generation
-    times), the prompts of chunk c drawn by level weights.
-  * `CurriculumCallback`: the reward-batch hook feeds the controller, logs `curriculum/*`, and saves the controller in
-    checkpoints (an ExportableState, like the rollout ledger).
-
-The lag, and why resume is exact. Accelerate's dataloader fetches one batch ahead, so the prompts of generation
-step c are drawn while step c - 1 is being generated, before its rewards exist. The lag is therefore made a rule
-rather than a timing: chunk c is drawn with the weights after observing steps 0..c-2 (`weights_for(c)`, one step of
-lag, kept as a short history; measured: chunk c is fetched when c - 1 steps have been scored, so with
-steps_per_generation x num_iterations = 1 the weights used are the newest ones), and with an RNG seeded by (seed, c)
-alone. A draw thus depends on nothing but the
-seed, c and saved controller state: when a resumed run's dataloader replays and skips the chunks already trained,
-those draws are discarded and change nothing, and chunk c after the resume is the one the uninterrupted run drew.
-Dataloader workers would fetch further ahead than one batch, so a curriculum requires dataloader_num_workers 0.
+Why resume is exact: accelerate's dataloader fetches one batch ahead, so step c's prompts are drawn before step c - 1
+is scored. The lag is therefore a rule, not a timing: chunk c is drawn with the weights after steps 0..c-2
+(`weights_for`, a short history) and an RNG seeded by (seed, c) alone, so a draw depends only on the seed, c and the
+saved controller; a resumed dataloader's replayed chunks change nothing. Dataloader workers would fetch further
+ahead, so a curriculum requires dataloader_num_workers 0.
 """
 
 from __future__ import annotations

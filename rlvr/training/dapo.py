@@ -1,23 +1,12 @@
 """DAPO's dynamic sampling on top of GRPOTrainer (TRL has no such option).
 
-A group whose filter reward (correctness by default) is the same for all G completions has zero advantage under a
-group baseline and adds nothing to the gradient, yet costs a full generation. DAPO drops such groups and generates
-more prompts until the batch is full again, up to `max_resample_rounds` extra rounds; if the cap is reached the batch
-is topped up with dropped groups, so every step keeps its shape. The filter reads correctness only, never the shaped
-total (format or length would otherwise keep groups that carry no task signal).
-
-`dynamic_sampling_filter` says which groups count as flat:
-  * `zero_variance` (default): every group whose G values are equal, whatever the common value: the same
-    exact test (max == min over the scorable rows) as the logged `zero_std_frac/*` and the advantage
-    (`rlvr.metrics.reward_batch.flat_groups`; TRL's `isclose(std, 0)` misses flat groups at values such as 0.2). Correctness has
-    partial credit, so a group scoring 0.75 eight times is as flat as one scoring 0 eight times.
-  * `all_min_or_max`: upstream DAPO's rule, groups all at 0 or all at 1. With partial credit it keeps groups flat
-    at a value in between, which carry no advantage.
-
-Logged per step: `dapo/groups_generated`, `dapo/groups_kept` (informative groups found), `dapo/oversampling`
-(generated / kept: how many times more samples DAPO paid for the batch), `dapo/rounds`, `dapo/groups_topped_up`,
-and `dapo/groups_flat_partial`: generated groups flat at a value strictly inside (0, 1), the ones only
-`zero_variance` drops (under `all_min_or_max` they are counted too, and kept).
+A group whose filter reward (correctness by default, never the shaped total) is the same for all G completions adds
+nothing to the gradient under a group baseline, yet costs a full generation. DAPO drops such groups and generates more
+prompts, up to `max_resample_rounds` extra rounds, then tops the batch up with dropped groups so every step keeps its
+shape. Flat means (`dynamic_sampling_filter`): `zero_variance`, all G values equal, the exact test of the logged
+`zero_std_frac/*` and the advantage (`flat_groups`; TRL's `isclose(std, 0)` misses groups flat at 0.2), or
+`all_min_or_max`, upstream DAPO's all 0 or all 1, which keeps groups flat at partial credit (docs/algorithms.md).
+`dapo/groups_flat_partial` counts the generated groups flat strictly inside (0, 1): the ones only `zero_variance` drops.
 """
 
 from __future__ import annotations

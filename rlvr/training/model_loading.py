@@ -1,10 +1,8 @@
 """How a recipe's model is loaded, in one place for training and evaluation: TRL's own arguments, QLoRA included.
 
-`trl/scripts/grpo.py` builds `model_init_kwargs` from `ModelConfig` (revision, trust_remote_code, attention, dtype)
-and passes `quantization_config=get_quantization_config(model_args)` to the trainer, which puts it into
-`from_pretrained`. Doing the same here is what makes `load_in_4bit: true` (QLoRA) reach the model instead of being
-parsed and dropped. TRL 1.16 has no `get_kbit_device_map` any more: its `create_model_from_path` picks
-`device_map="auto"` on a GPU (None under DDP/DeepSpeed, where bitsandbytes places the weights on the process's GPU).
+Doing what `trl/scripts/grpo.py` does (`model_init_kwargs` from `ModelConfig`, `quantization_config` from
+`get_quantization_config`) is what makes `load_in_4bit: true` (QLoRA) reach the model instead of being parsed and
+dropped (docs/memory-and-gpu.md).
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ def check_quantization(model_args, training, dry_run: bool = False) -> None:
         return
     if training.use_cpu:
         raise ConfigError(flag, "bitsandbytes quantization needs a CUDA GPU, and this recipe sets use_cpu: true")
-
     if not torch.cuda.is_available():
         raise ConfigError(flag, "bitsandbytes quantization needs a CUDA GPU, and torch sees none here")
     if importlib.util.find_spec("bitsandbytes") is None:

@@ -1,19 +1,10 @@
 """PPO with a learned value model, on the same generation, rewards, callbacks and metrics as the GRPO family.
 
-TRL 1.16 no longer ships a PPOTrainer (the experimental one, which scored with a reward *model*, was removed), so PPO
-extends this repo's GRPOTrainer subclass: TRL still samples, scores with our reward functions, computes old and
-reference log-probs and the clipped surrogate (it accepts per-token advantages); this module adds only what PPO
-needs beyond that:
-
-  * a value model: the policy architecture with a scalar head (`AutoModelForTokenClassification`, num_labels=1),
-    initialised from the policy weights, with its own optimizer (its own LoRA adapter under `use_peft`);
-  * token rewards: the sequence reward on the last completion token, minus beta * KL(policy || reference) on every
-    token when beta > 0 (the KL is a reward penalty here, not GRPO's loss term);
-  * GAE over tokens (gamma, lambda) for advantages and value targets;
-  * the clipped value loss, added as vf_coef * L_V to TRL's clipped policy loss.
-
-The critic runs without dropout by default (`disable_dropout`, TRL's PPO default). Under the `shared_prefix`
-speed-up (rlvr/speedups) its body computes the prompt prefix the batch shares once, as the policy's passes do.
+TRL 1.16 no longer ships a PPOTrainer, so PPO extends this repo's GRPOTrainer subclass: TRL still samples, scores,
+computes old and reference log-probs and the clipped surrogate (it accepts per-token advantages); this module adds a
+value model (the policy with a scalar head, its own optimizer and LoRA adapter), token rewards (the sequence reward
+on the last token, minus beta * KL on every token: a reward penalty here, not GRPO's loss term), GAE, and the clipped
+value loss added as vf_coef * L_V (docs/algorithms.md).
 """
 
 from __future__ import annotations
@@ -118,22 +109,28 @@ class PPOTrainer(RLVRTrainer):
         optimizer = torch.optim.AdamW(trainable, lr=self.args.value_learning_rate or self.args.learning_rate)
         return value_model, optimizer
 
+    @staticmethod
+    def _sequences(inputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input_ids, attention_mask) of the prompts followed by their completions."""
+        return (torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1),
+                torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1))
+
     def _token_values(self, inputs) -> torch.Tensor:
         """V for each completion token: the critic's output at the position just before that token."""
-        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
-        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        input_ids, attention_mask = self._sequences(inputs)
         scores = self.value_model(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1).float()
-        start = prompt_ids.shape[1] - 1
-        return scores[:, start : start + completion_ids.shape[1]]
+        start = inputs["prompt_ids"].shape[1] - 1
+        return scores[:, start : start + inputs["completion_ids"].shape[1]]
+
+    def _log_mean(self, key: str, value: torch.Tensor, mode: str = "train") -> None:
+        self._metrics[mode][key].append(self.accelerator.gather(value.detach()).mean().item())
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
         mask = output["completion_mask"].float()
         with torch.no_grad():
             if output.get("old_per_token_logps") is None:  # PPO always needs the sampling-time log-probs
-                ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
-                attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+                ids, attention = self._sequences(output)
                 output["old_per_token_logps"] = self._get_per_token_logps_and_entropies(
                     self.model, ids, attention, output["completion_ids"].shape[1]
                 )[0]
@@ -145,7 +142,7 @@ class PPOTrainer(RLVRTrainer):
         if self.beta != 0.0 and "ref_per_token_logps" in output:
             kl = (output["old_per_token_logps"] - output["ref_per_token_logps"]) * mask
             token_rewards = token_rewards - self.beta * kl
-            self._metrics["train"]["ppo/kl_penalty"].append(self.accelerator.gather(masked_mean(kl, mask)).mean().item())
+            self._log_mean("ppo/kl_penalty", masked_mean(kl, mask))
         advantages, returns = generalized_advantages(token_rewards, values, mask, self.args.gamma, self.args.lam)
         self._log_advantage_by_position(advantages, mask)
         if self.args.whiten_advantages:
@@ -160,9 +157,8 @@ class PPOTrainer(RLVRTrainer):
         length = mask.sum(dim=1, keepdim=True).clamp(min=1.0)
         position = torch.arange(mask.shape[1], device=mask.device).unsqueeze(0) / length
         early, late = mask * (position < 0.25), mask * (position >= 0.75)
-        metrics = self._metrics["train"]
-        metrics["ppo/advantage_early"].append(self.accelerator.gather(masked_mean(advantages, early)).mean().item())
-        metrics["ppo/advantage_late"].append(self.accelerator.gather(masked_mean(advantages, late)).mean().item())
+        self._log_mean("ppo/advantage_early", masked_mean(advantages, early))
+        self._log_mean("ppo/advantage_late", masked_mean(advantages, late))
 
     def _compute_loss(self, model, inputs):
         beta, self.beta = self.beta, 0.0  # KL is already in the reward: no GRPO-style KL term in the loss
@@ -184,11 +180,9 @@ class PPOTrainer(RLVRTrainer):
         mode = "train" if self.model.training else "eval"
         residual_variance = masked_mean((returns - values - masked_mean(returns - values, mask)) ** 2, mask)
         return_variance = masked_mean((returns - masked_mean(returns, mask)) ** 2, mask)
-        metrics = self._metrics[mode]
-        metrics["ppo/value_loss"].append(self.accelerator.gather(value_loss.detach()).mean().item())
-        metrics["ppo/value_clipfrac"].append(self.accelerator.gather(masked_mean(value_clipped.float(), mask)).mean().item())
-        explained = 1 - residual_variance / return_variance.clamp(min=1e-8)
-        metrics["ppo/explained_variance"].append(self.accelerator.gather(explained.detach()).mean().item())
+        self._log_mean("ppo/value_loss", value_loss, mode)
+        self._log_mean("ppo/value_clipfrac", masked_mean(value_clipped.float(), mask), mode)
+        self._log_mean("ppo/explained_variance", 1 - residual_variance / return_variance.clamp(min=1e-8), mode)
 
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)  # backward reached the critic too
