@@ -96,12 +96,10 @@ def test_evaluate_loads_the_recipes_dtype_on_its_device(tmp_path, tiny_model_dir
 
 
 def test_load_policy_passes_the_trainers_from_pretrained_arguments(tmp_path, tiny_model_dir, monkeypatch):
-    import trl.trainer.utils
-
     from rlvr.training.config import load_recipe, validate
 
     calls = []
-    monkeypatch.setattr(trl.trainer.utils, "create_model_from_path", lambda path, **kw: calls.append(kw) or torch.nn.Linear(1, 1))
+    monkeypatch.setattr(ev, "create_model_from_path", lambda path, **kw: calls.append(kw) or torch.nn.Linear(1, 1))
     recipe = validate(load_recipe(["--config", recipe_file(tmp_path, tiny_model_dir, attn_implementation="eager")]))
     ev.load_policy(tiny_model_dir, recipe, "cpu")
     assert calls[0]["dtype"] == "float32" and calls[0]["attn_implementation"] == "eager"

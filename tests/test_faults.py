@@ -21,6 +21,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import torch
+from safetensors.torch import save_file
+
 from conftest import FAST_RECIPE, REPO
 
 DRIVER = '''
@@ -148,13 +151,16 @@ def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(
 
     assert resume_checkpoint("true", str(tmp_path / "empty")) is None
     assert "no complete checkpoint" in capsys.readouterr().out
-    for step, files in ((2, {"trainer_state.json": '{"global_step": 2}', "model.safetensors": "w"}),
-                        (4, {"trainer_state.json": '{"global_st', "model.safetensors": "w"}),
-                        (6, {"model.safetensors": "w"}),
+    weights = tmp_path / "whole.safetensors"  # weights whole as far as the weights check reads (header and bytes)
+    save_file({"w": torch.zeros(4)}, str(weights))
+    for step, files in ((2, {"trainer_state.json": '{"global_step": 2}', "model.safetensors": weights}),
+                        (4, {"trainer_state.json": '{"global_st', "model.safetensors": weights}),
+                        (6, {"model.safetensors": weights}),
                         (8, {"trainer_state.json": '{"global_step": 8}'})):
         (tmp_path / f"checkpoint-{step}").mkdir()
         for name, text in files.items():
-            (tmp_path / f"checkpoint-{step}" / name).write_text(text)
+            target = tmp_path / f"checkpoint-{step}" / name
+            target.write_bytes(text.read_bytes()) if isinstance(text, Path) else target.write_text(text)
     checkpoint, torn = last_complete_checkpoint(tmp_path)
     assert checkpoint == str(tmp_path / "checkpoint-2")
     assert [(Path(p).name, why) for p, why in torn] == [

@@ -223,11 +223,11 @@ def test_sft_probe_stops_at_the_first_probe_that_reaches_its_target(monkeypatch,
     from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 
-    import rlvr.analysis.evaluate as evaluation
+    import rlvr.recipes.tiny.sft as sft
 
     _, settings = heldout(RECIPE)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(SPELLER), AutoTokenizer.from_pretrained(SPELLER)
-    monkeypatch.setattr(evaluation, "hf_sampler", scripted_sampler(tokenizer, exact_per_prompt=2))
+    monkeypatch.setattr(sft, "hf_sampler", scripted_sampler(tokenizer, exact_per_prompt=2))
     stop = ExactMatchStop(PROBE_ROWS, tokenizer, settings, every=2, samples=4, target=target, seed=0)
     state, control = TrainerState(), TrainerControl()
     for step in (1, 2):
