@@ -127,7 +127,7 @@ def test_plain_trl_folder_reads_the_newest_checkpoint_and_trl_keys(tmp_path):
     titles = [f.what for f in diagnosis.problems]
     assert any(t.startswith("truncation: 95%") and "completions/clipped_ratio" in t for t in titles)
     idle = next(t for t in titles if t.startswith("idle groups"))
-    assert "frac_reward_zero_std (TRL's isclose(std, 0) count" in idle and "all truncated" in idle
+    assert "frac_reward_zero_std (TRL's isclose(std, 0) count" in idle and "side not logged" in idle  # not guessed
     assert "1000 tokens/s" in diagnosis.findings[-1].what  # the bill from num_tokens and train_runtime
 
 
@@ -136,6 +136,47 @@ def test_plain_trl_nan_is_read_as_divergence(tmp_path):
     (tmp_path / "trainer_state.json").write_text(json.dumps(trl_state(rows)))  # json writes NaN as NaN
     [finding] = [f for f in problems(tmp_path) if "divergence" in f.what]
     assert finding.step == 4 and math.isnan(float(finding.what.split("grad_norm is ")[1].split()[0]))
+
+
+def test_a_grad_norm_after_flat_steps_is_no_spike(tmp_path):
+    """Steps whose groups were all flat have grad norm exactly 0: the first step with contrast is not a spike."""
+    rows = [{**r, "grad_norm": 0.0 if r["step"] <= 10 else r["grad_norm"]} for r in healthy_rows()]
+    assert problems(write_run(tmp_path / "run", rows)) == []
+
+
+def test_format_flat_and_low_is_not_saturated(tmp_path):
+    rows = [{**r, "avg_success": 0.1, "avg_format": 0.0} for r in healthy_rows()]  # flat on format at 0: never found
+    assert problems(write_run(tmp_path / "run", rows)) == []
+
+
+def plain_trl(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
+    return folder
+
+
+def test_plain_trl_constant_reward_is_named_not_a_side(tmp_path):
+    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.0, "reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0,
+             "rewards/accuracy_reward/mean": 0.0} for s in range(1, 21)]
+    [idle] = [f for f in problems(plain_trl(tmp_path / "run", rows)) if f.what.startswith("idle groups")]
+    assert "the reward is constant: reward_std 0" in idle.what and "all wrong" not in idle.what
+    assert "reward functions" in idle.remedy
+
+
+def test_plain_trl_reward_up_while_correctness_falls_is_a_hack(tmp_path):
+    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.5, "reward": 0.5 + s / 20, "reward_std": 0.3,
+             "rewards/accuracy_reward/mean": 0.6 - s / 50} for s in range(1, 21)]
+    [hack] = problems(plain_trl(tmp_path / "run", rows))
+    assert hack.what.startswith("reward hack: reward rose") and "rewards/accuracy_reward/mean fell" in hack.what
+    assert hack.step == 6 and "gate the other rewards" in hack.remedy  # window from step 6: 0.42 <= 0.54 - 0.1
+
+
+def test_symptoms_after_a_divergence_take_its_remedy(tmp_path):
+    rows = from_step(from_step(healthy_rows(), 7, loss=None), 16, entropy=0.01)
+    nan, entropy = problems(write_run(tmp_path / "run", rows, temperature=0.05))
+    assert nan.step == 7 and "lower learning_rate" in nan.remedy
+    assert entropy.what.startswith("entropy collapse") and "raise temperature" not in entropy.remedy
+    assert entropy.remedy.startswith("follows the divergence at step 7 (finding 1)")
 
 
 def run_cli(*argv) -> int:

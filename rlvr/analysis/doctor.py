@@ -34,6 +34,7 @@ import yaml
 from rlvr import run_layout as layout
 from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
 from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.metrics.keys import zero_std_side_key
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
 
@@ -55,6 +56,8 @@ THRESHOLDS = {
                                         "teach, and paying it is a constant offset"),
     "format_std_flat": Threshold(0.01, "std of a plain TRL run's format reward over the batch below which format "
                                        "counts as flat everywhere (TRL logs no per-group count)"),
+    "format_high": Threshold(0.9, "mean format reward (of its full 1.0) a format flat across groups must reach to "
+                                  "count as saturated: flat and low is a format the policy never finds"),
     "format_early": Threshold(0.25, "fraction of the run by which format saturated, counted as early"),
     "unsolved": Threshold(0.5, "exact success (else correctness) over the last steps below which the task counts "
                                "as not learned"),
@@ -66,11 +69,15 @@ THRESHOLDS = {
                                          "scorer's hole): one in twenty is a route the policy can climb"),
     "hollow_format": Threshold(0.05, "share of completions paid full format for hollow tags (empty or unrelated "
                                      "think/answer): the format reward is being farmed"),
+    "hack_margin": Threshold(0.1, "rise of the reward and fall of success (else correctness), first window to last, "
+                                  "that together name a hack: twice `stalled`, beyond a window's sampling noise"),
     "spike_factor": Threshold(10.0, "a grad norm (or |loss|) this many times the median of the previous up to 20 "
                                     "steps is a spike: one update that far out of scale can undo what was learned"),
     "spike_history": Threshold(5, "previous logged steps needed before spikes are judged"),
     "loss_floor": Threshold(0.5, "|loss| below which no loss spike is called: GRPO's loss hovers near 0, and its "
                                  "ratio to a near-0 median means nothing"),
+    "constant_reward": Threshold(1e-6, "TRL's reward_std (std of the total reward over the whole batch) at or below "
+                                       "which every completion scored the same: no group can have contrast"),
     "kl_blowup": Threshold(1.0, "mean KL to the reference, nats per token: the sampled tokens are then on average "
                                 "e times less likely under the reference; the anchor no longer holds the policy"),
     "kl_still": Threshold(1e-4, "mean KL to the reference, nats per token, below which the policy has not moved"),
@@ -86,6 +93,7 @@ READINGS = {
     "truncated": ("step/truncated", "completions/clipped_ratio"),
     "truncated_wrong": ("step/truncated_wrong",),
     "reward": ("avg_total", "reward"),
+    "reward_std": ("reward_std",),
     "success": ("avg_success", "rewards/success/mean"),
     "correctness": ("avg_correctness", "rewards/correctness/mean", "rewards/*correct*/mean", "rewards/*accuracy*/mean"),
     "format": ("avg_format", "rewards/format/mean", "rewards/*format*/mean"),
@@ -104,7 +112,6 @@ ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "identical": "identical completions (collapsed entropy)",
 }
 NON_FINITE_READINGS = ("loss", "grad_norm", "kl", "reward")
-TASK_REWARDS = ("correctness", "success", "binary", "capped_correctness")  # rewards that score the task itself
 
 
 @dataclass
@@ -288,14 +295,16 @@ def check_non_finite(run, settings, keys):
 
 def spikes(series, floor: float = 0.0) -> list[tuple[int, float, float]]:
     """(step, value, previous median) of each point beyond `spike_factor` times the median |value| of the previous
-    up to 20 points (at least `spike_history` of them), ignoring |value| <= floor."""
+    up to 20 points that are not 0 (at least `spike_history` of them), ignoring |value| <= floor."""
     factor, history = THRESHOLDS["spike_factor"].value, int(THRESHOLDS["spike_history"].value)
     found = []
     for i in range(history, len(series)):
-        median = statistics.median(abs(v) for _, v in series[max(0, i - 20):i])
+        # exact zeros are steps whose groups were all flat (no gradient), not a scale: a median of 0 makes any step
+        # with contrast an "infinite" spike, so the median is over the previous non-zero values
+        previous = [abs(v) for _, v in series[max(0, i - 20):i] if v != 0]
         step, value = series[i]
-        if abs(value) > floor and abs(value) > factor * median:
-            found.append((step, value, median))
+        if len(previous) >= history and abs(value) > max(floor, factor * statistics.median(previous)):
+            found.append((step, value, statistics.median(previous)))
     return found
 
 
@@ -395,10 +404,9 @@ def check_entropy(run, settings, keys):
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
-    """(which side the flat groups are on, the remedy for it): from `zero_std_side/*` when the run logged them,
-    else inferred from truncation, entropy and the mean success (said so)."""
-    sides = {side: mean_from(run, f"zero_std_side/{side}", step) for side in ZERO_STD_SIDES}
-    sides = {side: value for side, value in sides.items() if value is not None}
+    """(which side the flat groups are on, the remedy for it): a reward constant over whole batches (TRL's
+    `reward_std`, the batch's std, 0) is named as such; else the sides from `zero_std_side/*`; a run without those
+    keys gets no side guessed from means (a mean success of 0.5 fits any mix of all-wrong and all-correct groups)."""
     g = settings.get("num_generations")
     small_g = isinstance(g, int) and g <= 2
     remedies = {
@@ -408,28 +416,25 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
                      "sampling to buy contrast back",
         "all_correct": "harder prompts (longer words): these are solved and cost generation for no gradient",
     }
+    sides = {side: mean_from(run, zero_std_side_key(side), step) for side in ZERO_STD_SIDES}
+    sides = {side: value for side, value in sides.items() if value is not None}
+    spread = mean_from(run, keys.get("reward_std"), step)
+    if spread is not None and spread <= THRESHOLDS["constant_reward"].value:
+        return (f"the reward is constant: {keys['reward_std']} {spread:.2g} over the batches, every completion "
+                f"scored {mean_from(run, keys.get('reward'), step) or 0:.3g}",
+                "the reward functions give every completion the same score: call them on a few completions of the "
+                "run (a column they do not receive, a format they do not parse: conversational completions are "
+                "lists of messages) before training further")
     if sides:
         named = ", ".join(f"{ZERO_STD_SIDES[s]} {v:.0%}" for s, v in sides.items())
         # a cut-off or a collapsed group is also all wrong or all correct: the specific cause wins when it is half
         specific = [s for s in ("all_truncated", "identical") if sides.get(s, 0) >= 0.5 * max(sides.values())]
         cause = specific[0] if specific else max(("all_wrong", "all_correct"), key=lambda s: sides.get(s, 0))
-        text = f"groups by side: {named}"
+        text, remedy = f"groups by side: {named}", remedies[cause]
     else:
-        truncated, entropy = (mean_from(run, keys.get(reading), step) for reading in ("truncated", "entropy"))
-        solved = keys.get("success") or keys.get("correctness")
-        rate = mean_from(run, solved, step)
-        if truncated is not None and truncated >= THRESHOLDS["truncated"].value:
-            cause = "all_truncated"
-        elif entropy is not None and entropy < THRESHOLDS["entropy_floor"].value:
-            cause = "identical"
-        else:
-            cause = "all_correct" if rate is not None and rate >= 0.5 else "all_wrong"
-        text = f"side inferred from the means (no zero_std_side/* keys): {ZERO_STD_SIDES[cause]}"
-        trained = settings.get("reward_funcs")
-        if cause in ("all_wrong", "all_correct") and isinstance(trained, list) and not any(
-                str(name).rsplit(".", 1)[-1] in TASK_REWARDS for name in trained):
-            text += f" by {solved}, while this run trains on none of {', '.join(TASK_REWARDS)}"
-    remedy = remedies[cause]
+        text = "side not logged (no zero_std_side/* keys)"
+        remedy = ("log the sides (`rlvr.metrics.readings.with_readings(trainer)` on a plain TRL trainer): all wrong "
+                  "wants easier prompts, all correct harder ones; more samples per prompt buy contrast on either")
     if small_g:
         text += f"; num_generations {g}: G independent 0/1 outcomes are all equal with probability p^G + (1-p)^G >= 1/2"
         remedy = "raise num_generations to 8 or more; then " + remedy
@@ -455,6 +460,9 @@ def check_format(run, settings, keys):
     solved = keys.get("success") or keys.get("correctness")
     saturated = found[1] if found else None
     if not saturated or not solved or len(run.rows) < THRESHOLDS["format_min_steps"].value:
+        return []
+    level = mean_from(run, keys.get("format"), saturated[0])  # flat at 0 is a format never found, not one learned
+    if level is None or level < THRESHOLDS["format_high"].value:
         return []
     steps = [int(row["step"]) for row in run.rows]
     early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
@@ -486,6 +494,25 @@ def check_hacks(run, settings, keys):
                 f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
                 f"(peak window {max(v for _, v in windows(series)):.1%}; limit {limit:.0%})", remedy))
     return findings
+
+
+def check_task_vs_reward(run, settings, keys):
+    """The reward rises while the task's own reward falls: the reward pays for something other than the task. Read
+    from the means alone, so a plain TRL run (no hack watches) is named too."""
+    task, reward = keys.get("success") or keys.get("correctness"), keys.get("reward")
+    if not task or not reward:
+        return []
+    margin = THRESHOLDS["hack_margin"].value
+    rewards, solved = list(windows(points(run, reward))), list(windows(points(run, task)))
+    (_, reward_start), (_, reward_end) = rewards[0], rewards[-1]
+    if len(solved) < WINDOW or reward_end - reward_start < margin or solved[0][1] - solved[-1][1] < margin:
+        return []
+    onset = next(step for step, value in solved if value <= solved[0][1] - margin)
+    return [Finding("problem", onset,
+                    f"reward hack: {reward} rose {reward_start:.3g} -> {reward_end:.3g} while {task} fell "
+                    f"{solved[0][1]:.3g} -> {solved[-1][1]:.3g} (first and last {WINDOW} steps)",
+                    "the reward pays for something besides the task: read rollouts from the fall on, then gate the "
+                    "other rewards on the answer (`success`, `binary`) or lower their weights")]
 
 
 def check_compute(run, settings, keys):
@@ -525,20 +552,32 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_idle_groups, ("zero_std",)),
     (check_format, ("format_flat", "format_std")),
     (check_hacks, ("false_full_credit", "hollow_format")),
+    (check_task_vs_reward, ("reward",)),
     (check_compute, ()),
 )
+
+
+DIVERGED = ("divergence:", "learning rate too high")  # the titles of findings that break the policy itself
+SYMPTOMS = (check_truncation, check_entropy, check_idle_groups, check_format)  # what a divergence also causes
 
 
 def diagnose(path, loaded: Run | None = None) -> Diagnosis:
     """Every check on the run in `path` (see `read_run` for `loaded`)."""
     run, source, settings = read_run(path, loaded)
     keys = {reading: key_for(run, reading) for reading in READINGS}
-    findings, skipped = [], []
+    findings, skipped, follow_on = [], [], []
     for check, needs in CHECKS:
         if needs and not any(keys.get(n) for n in needs):
             skipped.append(check.__name__.removeprefix("check_"))
             continue
-        findings += check(run, settings, keys)
+        found = check(run, settings, keys)
+        findings += found
+        follow_on += found if check in SYMPTOMS else []
+    diverged = [(f.step, i) for i, f in enumerate(findings, 1) if f.what.startswith(DIVERGED) and f.step is not None]
+    for finding in follow_on:  # a diverged policy rambles, collapses, flattens groups: its remedy is the divergence's
+        if diverged and finding.step is not None and finding.step >= min(diverged)[0]:
+            finding.remedy = (f"follows the divergence at step {min(diverged)[0]} (finding {min(diverged)[1]}): fix "
+                              "that first; this is its symptom, not a separate cause")
     parts = (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation"))
     for reading, check in parts:
         if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it
