@@ -34,7 +34,7 @@ import yaml
 from rlvr import run_layout as layout
 from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
 from rlvr.cli import ArgumentParser, ConfigError, cli
-from rlvr.metrics.keys import zero_std_side_key
+from rlvr.metrics.keys import CLIP_RATIO, IS_RATIO, LOGP_DIFF, TOKEN_RATES, zero_std_side_key
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
 
@@ -83,6 +83,16 @@ THRESHOLDS = {
     "kl_still": Threshold(1e-4, "mean KL to the reference, nats per token, below which the policy has not moved"),
     "reward_drop": Threshold(0.25, "fall of the windowed mean reward from its peak, as a share of the peak: "
                                    "learning undone, the classic sign of a learning rate too high"),
+    "is_ratio_low": Threshold(0.9, "mean of TRL's vLLM importance-sampling ratio below which its correction scales "
+                                   "the loss down by over a tenth: engines that agree read within 1% of 1; top_p 0.95 "
+                                   "alone multiplies every token's ratio by 0.95 (huggingface/trl#6789)"),
+    "is_drift": Threshold(math.log(3.0), "|trainer - vLLM| log-prob per token x mean completion length, nats, at or "
+                                         "above which the typical sequence ratio leaves TRL's sequence_mask window: "
+                                         "log of its vllm_importance_sampling_clip_max (default 3.0, the run's own "
+                                         "when set); such completions are dropped from the loss"),
+    "clip_fraction": Threshold(0.1, "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
+                                    "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
+                                    "on its second pass; a tenth means the step, not the data, sets the update"),
     "generation_heavy": Threshold(0.6, "share of step time spent generating above which sampling (vLLM, shorter "
                                        "completions), not the optimizer, is the lever for speed"),
 }
@@ -106,6 +116,9 @@ READINGS = {
     "false_full_credit": ("step/false_full_credit",),
     "hollow_format": ("step/hollow_format",),
     "mean_length": ("completions/mean_length",),
+    "is_ratio": (f"{IS_RATIO}mean",),
+    "logp_diff": (f"{LOGP_DIFF}mean",),
+    "clip": (CLIP_RATIO,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
@@ -515,12 +528,62 @@ def check_task_vs_reward(run, settings, keys):
                     "other rewards on the answer (`success`, `binary`) or lower their weights")]
 
 
+def check_vllm_mismatch(run, settings, keys):
+    """TRL's correction of the vLLM/trainer mismatch (on by default with use_vllm): a ratio mean far below 1 is the
+    correction scaling the gradient down, by truncated sampling's kept mass (top_p/top_k) or a real mismatch; a
+    per-token gap that compounds past log(clip_max) over a completion gets it masked (huggingface/trl#4772)."""
+    mode = setting(settings, "vllm_importance_sampling_mode", "sequence_mask")
+    cuts = [f"{name} {v}" for name, v, off in (("top_p", settings.get("top_p"), 1), ("top_k", settings.get("top_k"), 0))
+            if isinstance(v, (int, float)) and (v < off if name == "top_p" else v > off)]
+    if found := sustained(run, keys, "is_ratio", "is_ratio_low", below=True):
+        (series, hit), ratio = found, keys["is_ratio"]
+        remedy = (f"{' and '.join(cuts)} truncate vLLM's sampling: its log-probs are renormalised over the kept "
+                  "tokens, the trainer's are not, so each token's ratio is the kept mass (huggingface/trl#6789), "
+                  f"compounded over the completion under {mode}: train with top_p 1.0 and top_k 0" if cuts else
+                  "vLLM and the trainer disagree beyond rounding: run vLLM in the trainer's dtype, or "
+                  "vllm_importance_sampling_mode token_truncate (per token, capped: nothing compounds or is dropped)")
+        return [Finding("problem", hit[0], f"vLLM mismatch: importance-sampling ratio mean {from_step(series, hit[0]):.3g}"
+                        f" from step {hit[0]} on ({ratio}; 1 = no correction; min {mean_from(run, IS_RATIO + 'min', hit[0]) or 0:.3g}"
+                        f", masked sequences count as 0): the gradient is scaled down as much", remedy)]
+    clip = setting(settings, "vllm_importance_sampling_clip_max", 3.0)
+    length = keys.get("mean_length")
+    if not keys.get("logp_diff") or not length or not mode.startswith("sequence") or not finite(clip) or clip <= 1:
+        return []
+    lengths = dict(points(run, length))
+    drift = [(s, v * lengths[s]) for s, v in points(run, keys["logp_diff"]) if s in lengths]
+    if not (hit := first_sustained(drift, lambda v: v >= math.log(clip))):
+        return []
+    return [Finding("problem", hit[0], f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
+                    f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: {mode} drops the "
+                    "typical completion from the loss",
+                    "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
+                    "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)")]
+
+
+def check_clip(run, settings, keys):
+    """PPO's clip on a reused batch: the first update of a batch clips nothing by construction (the ratio is 1), so
+    this is a per-step event, read when it first happens, not a windowed mean."""
+    limit = THRESHOLDS["clip_fraction"].value
+    over = [(step, value) for step, value in points(run, keys["clip"]) if value >= limit]
+    if not over:
+        return []
+    return [Finding("problem", over[0][0],
+                    f"off-policy steps: {keys['clip']} {over[0][1]:.0%} of tokens clipped at step {over[0][0]} "
+                    f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
+                    f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
+                    f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
+                    "over the batch moves the policy further from where it sampled, and clipped tokens add no gradient")]
+
+
 def check_compute(run, settings, keys):
     """The bill, as a note: where step time goes and how fast samples come."""
-    parts, step = [], int(run.rows[-1]["step"])
-    share = time_totals(run)["generation_share"]
+    parts, step, totals = [], int(run.rows[-1]["step"]), time_totals(run)
+    share = totals["generation_share"]
     if share is not None:
         parts.append(f"generation {share:.0%} of step time")
+    if all(totals[key] for key in TOKEN_RATES):
+        parts.append("generated tokens/s: " + ", ".join(f"{totals[key]:.0f} of {phase} time"
+                                                        for key, phase in TOKEN_RATES.items()))
     # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
     seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
     samples = run.rows[-1].get("generated_samples")
@@ -553,11 +616,13 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_format, ("format_flat", "format_std")),
     (check_hacks, ("false_full_credit", "hollow_format")),
     (check_task_vs_reward, ("reward",)),
+    (check_vllm_mismatch, ("is_ratio", "logp_diff")),
+    (check_clip, ("clip",)),
     (check_compute, ()),
 )
 
 
-DIVERGED = ("divergence:", "learning rate too high")  # the titles of findings that break the policy itself
+DIVERGED = ("divergence:", "learning rate too high", "off-policy steps:")  # the titles of findings that break the policy itself
 SYMPTOMS = (check_truncation, check_entropy, check_idle_groups, check_format)  # what a divergence also causes
 
 

@@ -6,7 +6,8 @@ Each figure is drawn against optimizer step and against cumulative generated sam
 run labelled with its directory name, except `zero_std_prediction_by_<x>.png`: one panel per run, the zero-std
 fraction of exact match observed against its closed-form prediction from pass rates (`run_records.zero_std_prediction`).
 Runs with a curriculum also get `curriculum_by_<x>.png`: the level, the level mix and the pass rate per level.
-`sampling_by_<x>.png` draws TRL's sampling entropy, mean completion length and clipped (truncated) share.
+`sampling_by_<x>.png` draws TRL's sampling entropy, mean completion length and clipped (truncated) share;
+`throughput_by_<x>.png` generated tokens per second and, where logged, TRL's off-policy readings (`keys.IS_RATIO`, ...).
 Each series is drawn raw and faint, with a smoothed line over it (`smoothed`, as trackers draw them); panels that
 are constant by construction (`by_construction`: the penalty component of a run without the overlong penalty) are
 left out. The same series print as a plain-text table for terminals.
@@ -39,8 +40,11 @@ from rlvr.analysis.records import (
 )
 from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import (
+    CLIP_RATIO,
     CURRICULUM_PREFIX,
+    OFF_POLICY_SERIES,
     TIME_PHASES,
+    TOKEN_RATES,
     ZERO_STD_PREFIX,
     ZERO_STD_SIDE_PREFIX,
     ZERO_STD_SIDES,
@@ -71,7 +75,7 @@ def save(fig, path) -> None:
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
 UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES,  # fixed 0..1 axis,
                  "completions/clipped_ratio", "step/truncated", "step/truncated_wrong", "step/hollow_format",
-                 "step/false_full_credit")  # with zero_std_frac/* and zero_std_side/*
+                 "step/false_full_credit", CLIP_RATIO)  # with zero_std_frac/* and zero_std_side/*
 SAMPLING_SERIES = ("entropy", "completions/mean_length", "completions/clipped_ratio")  # TRL's own keys
 SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
 MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
@@ -232,6 +236,8 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
         written.append(panel_figure(runs, SAMPLING_SERIES, x, out / f"sampling_by_{x}.png",
                                     "sampling: entropy (collapse: near 0), length, clipped share"))
         written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
+        written.append(panel_figure(runs, (*TOKEN_RATES, *OFF_POLICY_SERIES), x, out / f"throughput_by_{x}.png",
+                                    "generated tokens/s; with vLLM: importance ratio, log-prob gap; reused batches: clip"))
         written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
         written.append(panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise
             runs, curriculum_series(runs), x, out / f"curriculum_by_{x}.png",

@@ -21,6 +21,7 @@ from rlvr.metrics.keys import (
     REWARD_PREFIX,
     STEP_PREFIX,
     TIME_PHASES,
+    TOKEN_RATES,
     components_in,
     ordered,
     reward_key,
@@ -340,10 +341,14 @@ def normalized_auc(xs, ys, x_end: float | None = None) -> float | None:
 
 
 def time_totals(run: Run) -> dict[str, float]:
-    """Seconds per phase summed over the run, the total, and generation's share of it."""
+    """Seconds per phase summed over the run, the total, generation's share of it, and generated tokens per second
+    of each (`TOKEN_RATES`)."""
     totals = {phase: sum(run.values(f"time/{phase}_s")) for phase in TIME_PHASES}
     totals["total"] = sum(run.values("time/total_s"))
     totals["generation_share"] = totals["generation"] / totals["total"] if totals["total"] else None
+    tokens = last(run, "generated_tokens")
+    totals.update({key: tokens / totals[phase] if tokens and totals[phase] else None
+                   for key, phase in TOKEN_RATES.items()})
     return totals
 
 

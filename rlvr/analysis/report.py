@@ -23,6 +23,7 @@ from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, lo
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.records import (
     TIME_PHASES,
+    TOKEN_RATES,
     REACH_CORRECTNESS,
     Run,
     aggregate,
@@ -130,12 +131,12 @@ def zero_std_reading(run: Run, last_k: int = 5) -> str:
 
 def time_table(runs: list[Run]) -> tuple[list[str], list[list]]:
     headers = ["run", *(f"{phase}_s" for phase in TIME_PHASES), "step_total_s", "generation_share", "wall_time_s",
-               "s_per_step"]
+               "s_per_step", *TOKEN_RATES]
     rows = []
     for run in runs:
         totals, steps = time_totals(run), count(last(run, "step"))
         rows.append([run.label, *(totals[p] for p in TIME_PHASES), totals["total"], totals["generation_share"],
-                     wall_time(run), totals["total"] / steps if steps else None])
+                     wall_time(run), totals["total"] / steps if steps else None, *(totals[k] for k in TOKEN_RATES)])
     return headers, rows
 
 

@@ -1,11 +1,12 @@
 """The console of a training run: one compact line per logging step, where TRL/transformers print a ~60-key dict.
 
-    step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | cut 0.06 | 3.42 s/step
+    step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | cut 0.06 | tok/s generation 812 step 240 | 3.42 s/step
 
 Every key of the row still goes to `metrics.jsonl` (`MetricsJsonlCallback`); the console shows the numbers a person
 watches while a run trains: how far it is (step, generated samples), the reward components, the fraction of prompt
 groups with no contrast (zero-std groups teach GRPO nothing), the share of completions cut off at
-`max_completion_length` (`step/truncated`: a cut completion is usually scored wrong), and the wall time per step. An evaluation row gets
+`max_completion_length` (`step/truncated`: a cut completion is usually scored wrong), generated tokens per second of
+generation and of step time (`tokens_per_s/*`), and the wall time per step. An evaluation row gets
 its own short line, and the closing row says how long the run took.
 
 `quiet_console(trainer)` swaps transformers' `ProgressCallback` (progress bar + dict per log) for the same bar without
@@ -18,7 +19,7 @@ import time
 
 from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
 
-from rlvr.metrics.keys import KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, reward_key, zero_std_key
+from rlvr.metrics.keys import KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, TOKEN_RATES, reward_key, zero_std_key
 
 MAX_WIDTH = 200  # one terminal line, even with custom reward components
 SHOWN = ("correctness", "format", "success", "total")  # the components every line shows, when the run has them
@@ -53,6 +54,8 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     truncated = row.get(prefix + f"{STEP_PREFIX}truncated")
     if truncated is not None:
         parts.append(f"cut {truncated:.2f}")
+    if rates := {key.rsplit("/", 1)[1]: row[key] for key in TOKEN_RATES if key in row}:
+        parts.append("tok/s " + " ".join(f"{name} {value:.0f}" for name, value in rates.items()))
     if seconds_per_step is not None:
         parts.append(f"{seconds_per_step:.2f} s/step")
     line = " | ".join(parts)

@@ -27,6 +27,17 @@ KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = ("generation_step", "generated_samples", "generated_tokens")
 TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
+# Generated completion tokens per second of a log window's generation time and of its whole step time (time/total_s)
+TOKEN_RATES = {"tokens_per_s/generation": "generation", "tokens_per_s/step": "total"}  # rate key -> its time/<phase>_s
+
+# TRL's own readings of off-policy training, read (not written) here. With use_vllm, TRL corrects the vLLM/trainer
+# mismatch by default (vllm_importance_sampling_correction, sequence_mask, clip 3.0) and logs the ratio (min, mean,
+# max; per sequence in the sequence modes, masked ones as 0) and |trainer - vLLM| log-prob per token (mean, max).
+# When a batch is reused (num_iterations > 1) the PPO clip acts: the share of tokens it clipped, per direction.
+IS_RATIO = "sampling/importance_sampling_ratio/"
+LOGP_DIFF = "sampling/sampling_logp_difference/"
+CLIP_RATIO = "clip_ratio/region_mean"  # beside clip_ratio/{low_mean,high_mean,low_min,high_max}
+OFF_POLICY_SERIES = (f"{IS_RATIO}mean", f"{IS_RATIO}min", f"{LOGP_DIFF}mean", f"{LOGP_DIFF}max", CLIP_RATIO)
 
 
 def reward_key(component: str) -> str:
