@@ -83,11 +83,11 @@ def main(argv: list[str] | None = None) -> dict:
     total_s = time.perf_counter() - start
     split = grpo_time_split(out / "grpo")
 
-    k = f"pass@{args.num_samples}"
+    k, maj = f"pass@{args.num_samples}", f"maj@{args.num_samples}"
     report = {
         "wall_s": {"total": total_s, "eval_before": before["wall_s"], "grpo": grpo_s, "eval_after": after["wall_s"]},
-        "before": {key: before["overall"][key] for key in ("exact_match", "mean_correctness", k)},
-        "after": {key: after["overall"][key] for key in ("exact_match", "mean_correctness", k)},
+        "before": {key: before["overall"][key] for key in ("exact_match", "mean_correctness", k, maj)},
+        "after": {key: after["overall"][key] for key in ("exact_match", "mean_correctness", k, maj)},
         "generated_samples": split["generated_samples"],
         "samples_per_s": split["generated_samples"] / grpo_s,
         "grpo_seconds": split["seconds"],
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("before", "after"):
         r = report[name]
         print(f"held-out {name:6s}: exact match {r['exact_match']:.3f}  mean correctness {r['mean_correctness']:.3f}  "
-              f"{k} {r[k]:.3f}")
+              f"{k} {r[k]:.3f}  {maj} {r[maj]:.3f}")
     print(f"GRPO: {split['generated_samples']} samples generated, {report['samples_per_s']:.1f} samples/s of wall time")
     print("GRPO wall-time share: " + "  ".join(f"{p} {seconds[p] / grpo_s:.0%}" for p in PHASES)
           + f"  other {1 - seconds['total'] / grpo_s:.0%} (start-up, logging, saving)")

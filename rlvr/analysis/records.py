@@ -18,6 +18,7 @@ from rlvr import run_layout as layout
 from rlvr.cli import ConfigError
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
+    PER_K,
     REWARD_PREFIX,
     STEP_PREFIX,
     TIME_PHASES,
@@ -435,11 +436,11 @@ def evaluations_in(run_dir) -> list[tuple[Path, dict]]:
 
 
 def held_out_columns(run: Run) -> dict:
-    """Held-out exact match, mean correctness and pass@k before -> after, when the sweep evaluated the run."""
+    """Held-out exact match, mean correctness, pass@k and maj@k before -> after, when the sweep evaluated the run."""
     columns = {}
     for name in ("before", "after"):
         block = run.held_out(name)
-        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith("pass@"))):
+        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith(PER_K))):
             if key in block:
                 columns[f"heldout_{key}_{name}"] = block[key]
     return columns

@@ -21,6 +21,7 @@ from rlvr.analysis import before_after, doctor
 from rlvr import run_layout as layout
 from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
 from rlvr.analysis.plots import plot_runs
+from rlvr.metrics.keys import PER_K
 from rlvr.analysis.records import (
     TIME_PHASES,
     TOKEN_RATES,
@@ -184,7 +185,7 @@ def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | N
 
 
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
-                   "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
+                   "heldout_pass@8_after", "heldout_maj@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
                    "mean_zero_std_correctness", REFERENCE_REACH, "generated_samples", "wall_time_s")
 
 
@@ -321,9 +322,9 @@ def main_job_benchmark_line(run: Run, report_dir: Path) -> str:
     if not path.exists():
         return ""
     bench = json.loads(path.read_text())
-    wall, k = bench.get("wall_s", {}), next((key for key in bench.get("after", {}) if key.startswith("pass@")), None)
-    scores = " · ".join(f"{key} {bench['before'][key]:.3f} -> {bench['after'][key]:.3f}"
-                        for key in ("exact_match", "mean_correctness", k) if key and key in bench.get("after", {}))
+    wall, after = bench.get("wall_s", {}), bench.get("after", {})
+    scores = " · ".join(f"{key} {bench['before'][key]:.3f} -> {after[key]:.3f}" for key in after
+                        if key in ("exact_match", "mean_correctness") or key.startswith(PER_K))
     return (f"From [{path.name}]({link(path, report_dir)}) (`python benchmarks/tiny_main_job.py`): held-out "
             f"{scores}; GRPO {wall.get('grpo', 0):.0f} s of {wall.get('total', 0):.0f} s wall, "
             f"{bench.get('samples_per_s', 0):.1f} generated samples/s.")

@@ -24,6 +24,10 @@ STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics
 CURRICULUM_PREFIX = "curriculum/"  # curriculum/{level, weight/<v>, pass_rate/<v>}: rlvr/training/curriculum.py
 KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")  # how the built-in components are listed
 
+# Held-out metrics per k in an evaluation summary (rlvr.analysis.evaluate): pass@<k>, maj@<k>; every table of pass@k
+# shows maj@k beside it
+PER_K = ("pass@", "maj@")
+
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = ("generation_step", "generated_samples", "generated_tokens")
 TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
