@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
-from rlvr.analysis.records import markdown_table, text_table
+from rlvr.analysis.tables import markdown_table, text_table
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import PER_K
+from rlvr.runs import layout
 
 OUT_SUBDIR = layout.BEFORE_AFTER_DIR
 SIDES = ("before", "after")

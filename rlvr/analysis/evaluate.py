@@ -27,10 +27,10 @@ from pathlib import Path
 
 from rich.progress import ProgressColumn
 
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
 from rlvr.metrics.keys import PER_K
-from rlvr.rewards.text import extract_last_answer
+from rlvr.rewards.functions import extract_last_answer
+from rlvr.runs import layout
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -260,13 +260,12 @@ def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: i
 def score(rows: list[dict], completions: list[list[str]], rewards, completion_ids=None, stop_ids=None) -> list[dict]:
     """One record per rollout with every component of the recipe's own reward set (custom rewards included), called
     as GRPOTrainer calls them (prompts, completions, completion_ids and every dataset column), plus `total` and
-    `binary` from `rlvr.metrics.components.reward_components`, the trainer's single source for derived components.
+    `binary` from `rlvr.metrics.reward_batch.reward_components`, the trainer's single source for derived components.
     With the ids and the tokenizer's stop ids (EOS, padding), each record says whether the completion was cut off
     (`rlvr.metrics.reward_batch.is_truncated`, the trainer's test) and how many tokens it has."""
     import torch
 
-    from rlvr.metrics.components import reward_components
-    from rlvr.metrics.reward_batch import is_truncated
+    from rlvr.metrics.reward_batch import is_truncated, reward_components
     from rlvr.rewards.functions import exact_answer
 
     flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))

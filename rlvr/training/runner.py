@@ -13,31 +13,30 @@ import contextlib
 import os
 import sys
 
+from rlvr.inputs import ConfigError, cli
+from rlvr.runs import layout
 from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, cli
 
 
 def callbacks_for(recipe: Recipe) -> list:
-    from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
-    from rlvr.metrics.console import ConsoleLineCallback
-    from rlvr.training.budget import SampleBudgetCallback
+    from rlvr.metrics.callbacks import ConsoleLineCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
+    from rlvr.metrics.readings import ReadingsCallback
+    from rlvr.runs.resume import RunIdentityCallback
+    from rlvr.runs.stopping import DivergenceGuard, PreemptionCallback
     from rlvr.training.curriculum import curriculum_callback_for
-    from rlvr.training.divergence import DivergenceGuard
-    from rlvr.training.preemption import PreemptionCallback
-    from rlvr.training.run_folder import RunIdentityCallback
+    from rlvr.training.trainer import SampleBudgetCallback
 
     args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
     return [
-        GroupStatsCallback(),
+        ReadingsCallback(),
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         MetricsJsonlCallback(recipe.args.metrics_path),
         *([curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)] if recipe.curriculum else []),
-        PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/preemption.py)
+        PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/runs/stopping.py)
         DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
                         args.min_mean_reward_patience),  # after PreemptionCallback: it sees (and may cancel) its save
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
@@ -49,10 +48,10 @@ def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     from trl import get_peft_config
 
-    from rlvr.rewards.guard import guard_rewards
+    from rlvr.metrics.callbacks import quiet_console
     from rlvr.recipes.tiny.model import ensure_tiny_model
-    from rlvr.metrics.console import quiet_console
-    from rlvr.training.cpu_threads import apply_cpu_threads
+    from rlvr.rewards.guard import guard_rewards
+    from rlvr.runs.cpu_threads import apply_cpu_threads
     from rlvr.training.model_loading import model_init_kwargs, quantization_config
     from rlvr.training.trainer import trainer_for
 
@@ -100,10 +99,10 @@ def write_run_config(recipe: Recipe) -> None:
 
 
 def resume_checkpoint(value, output_dir: str) -> str | None:
-    """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.training.run_files`): torn
+    """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.runs.checkpoints`): torn
     folders from a crash mid-save are skipped, and either case is said in one line. Whose checkpoint it is, and what
-    the recipe changes, is `rlvr.training.run_folder.check_resume`'s."""
-    from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
+    the recipe changes, is `rlvr.runs.folder.check_resume`'s."""
+    from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 
     if value in (None, "", False, "false", "False"):
         return None
@@ -122,10 +121,11 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
 
 
 def hold_run_folder(recipe: Recipe):
-    """One run per folder (`rlvr/training/run_folder.py`), read-only part: the folder is not another live run's, the
+    """One run per folder (`rlvr/runs/folder.py`), read-only part: the folder is not another live run's, the
     checkpoint is this folder's run's, and the recipe changes only what a resume may change. Returns the checks'
     outcome for `claim_run_folder`."""
-    from rlvr.training.run_folder import check_model_outside, check_resume
+    from rlvr.runs.folder import check_model_outside
+    from rlvr.runs.resume import check_resume
 
     training = recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
@@ -138,7 +138,7 @@ def hold_run_folder(recipe: Recipe):
 
 def claim_run_folder(recipe: Recipe, resume) -> None:
     """Lock the folder for this run's lifetime, move an earlier run aside on a fresh start, record the run id."""
-    from rlvr.training.run_folder import claim
+    from rlvr.runs.folder import claim
 
     recipe.run_folder = claim(recipe, resume, recipe.training.world_size)
 
@@ -147,9 +147,9 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run.
 
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
-    from rlvr.training.code_record import record_code
-    from rlvr.training.run_folder import refuse_if_in_use
-    from rlvr.training.tracking import configure_trackers
+    from rlvr.runs.code_record import record_code
+    from rlvr.runs.folder import refuse_if_in_use
+    from rlvr.runs.tracking import configure_trackers
 
     # 1. Parse YAML + CLI and validate everything that can be checked without a model; a folder another live run
     #    holds is refused first, and a resume must continue this folder's run with the same recipe.
@@ -186,8 +186,8 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
             record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
 
         # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can
-        #    act on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
-        from rlvr.metrics.console import silence_known_warnings
+        #    act on are silenced by message first (rlvr/metrics/callbacks.py says which, and why each is harmless).
+        from rlvr.metrics.callbacks import silence_known_warnings
 
         silence_known_warnings()
         return recipe, build_trainer(recipe), checkpoint
@@ -203,9 +203,9 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
         return None
     # 4. Train (resuming if requested), then save the final policy beside the checkpoints. A run stopped early
     #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
-    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/training/disk.py).
-    from rlvr.training.disk import disk_full_exits
-    from rlvr.training.preemption import early_stop
+    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/runs/disk.py).
+    from rlvr.runs.disk import disk_full_exits
+    from rlvr.runs.stopping import early_stop
 
     with disk_full_exits(recipe.training.output_dir), released(recipe.run_folder):
         trainer.train(resume_from_checkpoint=checkpoint)

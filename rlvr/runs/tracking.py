@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 REACH_TIMEOUT_S = 5.0
 DEFAULT_HOST = "https://api.wandb.ai"
