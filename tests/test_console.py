@@ -21,7 +21,8 @@ def test_a_line_is_short_and_says_what_matters():
     assert "success 1.000" in format_line({**row, "avg_success": 1.0}, 12, 200, None)
     assert "| zero_std 0.25 | cut 0.06 | 3.42 s/step" in format_line({**row, "step/truncated": 0.0625}, 12, 200, 3.417)
     rates = {"tokens_per_s/generation": 812.4, "tokens_per_s/step": 240.2}
-    assert "| zero_std 0.25 | tok/s generation 812 step 240 | 3.42 s/step" in format_line({**row, **rates}, 12, 200, 3.417)
+    line = format_line({**row, **rates}, 12, 200, 3.417)
+    assert "| zero_std 0.25 | tok/s generation 812 step 240 | 3.42 s/step" in line
     crowded = {**row, **{f"avg_my_reward_number_{i}": 0.5 for i in range(30)}}
     assert len(format_line(crowded, 12, 200, 1.0)) <= MAX_WIDTH
     assert format_line({"eval_avg_total": 0.5}, 4, 10, None, prefix="eval_") == "eval step 4/10 | total 0.500"

@@ -82,10 +82,9 @@ THRESHOLDS = {
     "is_ratio_low": Threshold(0.9, "mean of TRL's vLLM importance-sampling ratio below which its correction scales "
                                    "the loss down by over a tenth: engines that agree read within 1% of 1; top_p 0.95 "
                                    "alone multiplies every token's ratio by 0.95 (huggingface/trl#6789)"),
-    "is_drift": Threshold(math.log(3.0), "|trainer - vLLM| log-prob per token x mean completion length, nats, at or "
-                                         "above which the typical sequence ratio leaves TRL's sequence_mask window: "
-                                         "log of its vllm_importance_sampling_clip_max (default 3.0, the run's own "
-                                         "when set); such completions are dropped from the loss"),
+    "vllm_clip_max": Threshold(3.0, "TRL's default vllm_importance_sampling_clip_max (a run's own when it records "
+                                    "one): past log(3.0) = 1.10 nats of |trainer - vLLM| log-prob per token x mean "
+                                    "length, the typical completion's ratio leaves sequence_mask's window: dropped"),
     "clip_fraction": Threshold(0.1, "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
                                     "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
                                     "on its second pass; a tenth means the step, not the data, sets the update"),
@@ -483,8 +482,8 @@ def check_vllm_mismatch(run, settings, keys):
     correction scaling the gradient down, by truncated sampling's kept mass (top_p/top_k) or a real mismatch; a
     per-token gap that compounds past log(clip_max) over a completion gets it masked (huggingface/trl#4772)."""
     mode = setting(settings, "vllm_importance_sampling_mode", "sequence_mask")
-    cuts = [f"{name} {v}" for name, v, off in (("top_p", settings.get("top_p"), 1), ("top_k", settings.get("top_k"), 0))
-            if isinstance(v, (int, float)) and (v < off if name == "top_p" else v > off)]
+    top_p, top_k = settings.get("top_p"), settings.get("top_k")
+    cuts = [f"top_p {top_p}"] * (finite(top_p) and top_p < 1) + [f"top_k {top_k}"] * (finite(top_k) and top_k > 0)
     if found := sustained(run, keys, "is_ratio", "is_ratio_low", below=True):
         (series, hit), ratio = found, keys["is_ratio"]
         remedy = (f"{' and '.join(cuts)} truncate vLLM's sampling: its log-probs are renormalised over the kept "
@@ -492,10 +491,11 @@ def check_vllm_mismatch(run, settings, keys):
                   f"compounded over the completion under {mode}: train with top_p 1.0 and top_k 0" if cuts else
                   "vLLM and the trainer disagree beyond rounding: run vLLM in the trainer's dtype, or "
                   "vllm_importance_sampling_mode token_truncate (per token, capped: nothing compounds or is dropped)")
-        return [Finding("problem", hit[0], f"vLLM mismatch: importance-sampling ratio mean {from_step(series, hit[0]):.3g}"
-                        f" from step {hit[0]} on ({ratio}; 1 = no correction; min {mean_from(run, IS_RATIO + 'min', hit[0]) or 0:.3g}"
-                        f", masked sequences count as 0): the gradient is scaled down as much", remedy)]
-    clip = setting(settings, "vllm_importance_sampling_clip_max", 3.0)
+        low = mean_from(run, IS_RATIO + "min", hit[0]) or 0
+        return [Finding("problem", hit[0], f"vLLM mismatch: importance-sampling ratio mean "
+                        f"{from_step(series, hit[0]):.3g} from step {hit[0]} on ({ratio}; 1 = no correction; min "
+                        f"{low:.3g}, masked sequences count as 0): the gradient is scaled down as much", remedy)]
+    clip = settings.get("vllm_importance_sampling_clip_max", THRESHOLDS["vllm_clip_max"].value)  # None: no upper bound
     length = keys.get("mean_length")
     if not keys.get("logp_diff") or not length or not mode.startswith("sequence") or not finite(clip) or clip <= 1:
         return []
@@ -522,7 +522,7 @@ def check_clip(run, settings, keys):
                     f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
                     f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
                     f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
-                    "over the batch moves the policy further from where it sampled, and clipped tokens add no gradient")]
+                    "over the batch moves the policy further from where it sampled; clipped tokens add no gradient")]
 
 
 def check_compute(run, settings, keys):
@@ -572,7 +572,7 @@ CHECKS = (  # causes first: a diverged run explains everything after it
 )
 
 
-DIVERGED = ("divergence:", "learning rate too high", "off-policy steps:")  # the titles of findings that break the policy itself
+DIVERGED = ("divergence:", "learning rate too high", "off-policy steps:")  # titles of findings that break the policy
 SYMPTOMS = (check_truncation, check_entropy, check_idle_groups, check_format)  # what a divergence also causes
 
 

@@ -236,7 +236,7 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
                                     "sampling: entropy (collapse: near 0), length, clipped share"))
         written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
         written.append(panel_figure(runs, (*TOKEN_RATES, *OFF_POLICY_SERIES), x, out / f"throughput_by_{x}.png",
-                                    "generated tokens/s; with vLLM: importance ratio, log-prob gap; reused batches: clip"))
+                                    "generated tokens/s; vLLM: importance ratio, log-prob gap; reused batches: clip"))
         written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
         written.append(panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise
             runs, curriculum_series(runs), x, out / f"curriculum_by_{x}.png",

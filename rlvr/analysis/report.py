@@ -183,7 +183,8 @@ def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | N
 
 
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
-                   "heldout_pass@8_after", "heldout_maj@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
+                   "heldout_pass@8_after", "heldout_maj@8_after", "final_correctness", "auc_correctness",
+                   f"samples_to_{REACH_CORRECTNESS}",
                    "mean_zero_std_correctness", REFERENCE_REACH, "generated_samples", "wall_time_s")
 
 

@@ -137,7 +137,7 @@ def _finite(value):
 # ---- the console line
 # The console of a training run: one compact line per logging step, where TRL/transformers print a ~60-key dict.
 #
-#     step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | cut 0.06 | tok/s generation 812 step 240 | 3.42 s/step
+#     step 12/200 | samples 192 | total 0.688 | zero_std 0.25 | cut 0.06 | tok/s generation 812 step 240 | 3.42 s/step
 #
 # Every key of the row still goes to `metrics.jsonl` (`MetricsJsonlCallback`); the console shows the numbers a person
 # watches while a run trains: how far it is (step, generated samples), the reward components, the fraction of prompt
