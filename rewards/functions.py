@@ -96,10 +96,17 @@ def capped_correctness(completions, answer, metadata=None, **kwargs) -> list[flo
     return [s if exact_answer(t, a) else min(s, CAPPED_BELOW_EXACT) for s, t, a in zip(scores, texts, answer)]
 
 
+def binary_of(correctness, format):  # noqa: A002 - the component's name
+    """THE definition of `binary`: correctness * (format == 1), as the course homework defines it: partial credit, not
+    0/1 (see `success`). Floats or tensors alike: the reward function below and the trainer's derived component
+    (`rlvr.metrics.reward_batch.reward_components`) both compute it here."""
+    return correctness * (format == 1.0)
+
+
 def binary(completions, answer, metadata=None, **kwargs) -> list[float]:
-    """correctness * (format == 1), as the course homework defines it: partial credit, not 0/1 (see `success`)."""
+    """`binary_of` per completion, as a reward function (a dotted-path reward: `rewards.functions.binary`)."""
     scores = correctness(completions, answer, metadata)
-    return [s * (format_score(completion_text(c)) == 1.0) for s, c in zip(scores, completions)]
+    return [float(binary_of(s, format_score(completion_text(c)))) for s, c in zip(scores, completions)]
 
 
 def overlong_penalty(max_length: int, cache_length: int):

@@ -8,7 +8,7 @@ from conftest import FAST_RECIPE, read_jsonl
 
 from rlvr.inputs import ConfigError
 from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
-from rlvr.speedups import SPEEDUPS, parse_speedups
+from rlvr.speedups.registry import SPEEDUPS, parse_speedups
 from rlvr.speedups.shared_prefix import common_prefix_length, shared_prefix_plan
 from rlvr.training.runner import main
 
@@ -19,8 +19,6 @@ def test_speedups_field_parses_all_none_and_lists():
     assert parse_speedups(" shared_prefix , ") == {"shared_prefix"}
     with pytest.raises(ValueError, match="bogus"):
         parse_speedups("shared_prefix,bogus")
-    with pytest.raises(ValueError, match="cpu_threads"):  # the old name points at its replacement
-        parse_speedups("threads")
 
 
 def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):

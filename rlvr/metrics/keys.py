@@ -56,6 +56,10 @@ def zero_std_side_key(side: str) -> str:
     return f"{ZERO_STD_SIDE_PREFIX}{side}"
 
 
+def step_key(name: str) -> str:
+    return f"{STEP_PREFIX}{name}"
+
+
 def ordered(components) -> list[str]:
     """Built-in components first in their usual order, then any others (custom rewards) as they came."""
     components = list(dict.fromkeys(components))

@@ -14,7 +14,7 @@ import torch
 from transformers import TrainerCallback
 
 from rlvr.metrics.keys import reward_key, zero_std_key
-from rlvr.rewards.functions import exact_answer, success
+from rlvr.rewards.functions import binary_of, exact_answer, success
 
 
 def is_truncated(ids, stop_ids) -> bool:
@@ -42,6 +42,21 @@ class RewardBatch:
     _components: dict | None = field(default=None, init=False, repr=False, compare=False)
     _exact: torch.Tensor | None = field(default=None, init=False, repr=False, compare=False)
     _solved: torch.Tensor | None = field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def from_records(cls, records: list[dict], names, weights, num_generations: int) -> RewardBatch:
+        """A batch from rollout records (evaluation's, rollouts.jsonl's rows): each carries its reward columns
+        (`names`; None is unscorable), `completion`, `completion_tokens` and `truncated`. The one builder from
+        records, so evaluation's readings are the trainer's functions on the same kind of batch."""
+        cut = [r.get("truncated") for r in records]
+        scores = [[float("nan") if r.get(name) is None else r[name] for name in names] for r in records]
+        return cls(
+            rewards_per_func=torch.tensor(scores, dtype=torch.float32).reshape(len(records), len(names)),
+            names=list(names), weights=torch.tensor(list(weights), dtype=torch.float32),
+            num_generations=num_generations, completions=[r.get("completion") or "" for r in records], rows=records,
+            completion_lengths=[r.get("completion_tokens") or 0 for r in records],
+            truncated=None if None in cut else cut, mode="eval",
+        )
 
     @property
     def size(self) -> int:
@@ -123,7 +138,7 @@ def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights:
     columns[TOTAL] = total
     columns.setdefault(PENALTY, torch.zeros_like(total))
     if "correctness" in columns and "format" in columns:
-        columns[BINARY] = columns["correctness"] * (columns["format"] == 1.0).float()
+        columns[BINARY] = binary_of(columns["correctness"], columns["format"])
     return columns
 
 

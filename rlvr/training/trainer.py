@@ -32,7 +32,6 @@ from trl import GRPOTrainer
 from rlvr.metrics.keys import COUNTERS, TOKEN_RATES
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
-from rlvr.speedups import with_speedups
 from rlvr.training import algorithms
 from rlvr.training.algorithms import compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.config import KL_ESTIMATORS
@@ -462,4 +461,8 @@ def trainer_for(recipe) -> type:
     trainer = trainer_class(recipe.training.algorithm)
     if recipe.curriculum:
         trainer = with_curriculum(trainer)
-    return with_speedups(trainer, recipe.speedups)
+    if recipe.speedups:  # opt-in layers, imported only when named: a recipe without them imports no rlvr/speedups
+        from rlvr.speedups.shared_prefix import with_speedups
+
+        trainer = with_speedups(trainer, recipe.speedups)
+    return trainer
