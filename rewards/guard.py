@@ -41,6 +41,8 @@ import sys
 import threading
 from pathlib import Path
 
+from transformers import TrainerState
+
 from rlvr.inputs import ConfigError
 from rlvr.runs import layout
 
@@ -101,8 +103,6 @@ def probe_texts(answer) -> list[str]:
 def call_kwargs(rows: list[dict], texts: list[str]) -> dict:
     """Arguments exactly as TRL's `_calculate_rewards` passes them: prompts, completions, completion_ids, every dataset
     column but prompt as a list, the trainer state and the two logging hooks."""
-    from transformers import TrainerState
-
     conversational = isinstance(rows[0].get("prompt"), list)
     keys = [key for key in rows[0] if key not in ("prompt", "completion", "completion_ids")]
     return {

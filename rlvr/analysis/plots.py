@@ -20,7 +20,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on servers and CI
+import io
+
 import matplotlib.pyplot as plt
+from PIL import Image
 
 from rlvr.analysis.loaders import (
     X_AXES,
@@ -62,10 +65,6 @@ PALETTE_COLOURS = 64  # line plots on white: 64 palette entries keep every line 
 
 def save(fig, path) -> None:
     """The figure as a palette PNG: matplotlib renders it, Pillow (matplotlib's own dependency) quantizes it."""
-    import io
-
-    from PIL import Image
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
     image = Image.open(buffer).convert("RGB")

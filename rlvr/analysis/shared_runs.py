@@ -11,6 +11,7 @@ was deleted is cleared when the sweep next trains.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,15 +25,12 @@ from rlvr.analysis.sweep_spec import EVAL_DIR, SWEEP_RECIPE_NAME, Spec, Variant,
 from rlvr.inputs import ConfigError
 from rlvr.runs import layout
 from rlvr.runs.code_record import code_identity, other_code
+from rlvr.training.config import load_recipe
 
 
 def parsed_fields(config: dict) -> list[dict]:
     """The recipe as its script parses it: (recipe, training, model) arguments as dicts, every default filled in, where
     the run writes left out."""
-    import dataclasses
-
-    from rlvr.training.config import load_recipe
-
     loaded = load_recipe(["--dry_run", "true"], config={**config, "output_dir": "RUN"}, source="a sweep run's recipe")
     parsed = (loaded.args, loaded.training, loaded.model)
     fields = [a.to_dict() if hasattr(a, "to_dict") else dataclasses.asdict(a) for a in parsed]

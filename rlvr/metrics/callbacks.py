@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
+import warnings
 from pathlib import Path
 
+from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
@@ -155,8 +158,6 @@ HIDDEN = ("binary", "penalty")  # derived ones the line leaves to metrics.jsonl 
 
 
 def _write(line: str) -> None:
-    from tqdm.auto import tqdm
-
     tqdm.write(line)  # above a live progress bar instead of through it
 
 
@@ -241,9 +242,6 @@ def silence_known_warnings() -> None:
     * transformers 5: "`is_gradient_checkpointing` is deprecated" (FutureWarning), which TRL 1.16 reads at every
       generation: TRL's call, not ours, and the attribute still works.
     """
-    import logging
-    import warnings
-
     logging.getLogger("DeepSpeed").addFilter(_DropMessage("Setting accelerator to CPU."))
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 

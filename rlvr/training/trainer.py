@@ -26,9 +26,11 @@ from collections import defaultdict
 from functools import partial
 
 import torch
-from transformers import TrainerCallback
+from torch.optim.lr_scheduler import LambdaLR
+from transformers import TrainerCallback, get_scheduler
 from trl import GRPOTrainer
 
+from rlvr.metrics.callbacks import RolloutLedger
 from rlvr.metrics.keys import COUNTERS, TOKEN_RATES
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
@@ -163,8 +165,6 @@ class KLEstimatorMixin:
 #   samples and `max_steps` is the budget's step count, this is the step schedule exactly (step k = k x samples/step).
 
 def find_ledger(callbacks):
-    from rlvr.metrics.callbacks import RolloutLedger
-
     return next((cb for cb in callbacks if isinstance(cb, RolloutLedger)), None)
 
 
@@ -191,8 +191,6 @@ class SampleScheduleMixin:
         ledger = find_ledger(self.callback_handler.callbacks)
         if not budget or ledger is None or self.lr_scheduler is not None:
             return super().create_scheduler(num_training_steps, optimizer)
-        from torch.optim.lr_scheduler import LambdaLR
-        from transformers import get_scheduler
 
         optimizer = self.optimizer if optimizer is None else optimizer
         steps_schedule = get_scheduler(self.args.lr_scheduler_type, optimizer=optimizer,
