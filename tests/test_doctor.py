@@ -263,4 +263,4 @@ def test_real_run_with_reused_batches_and_a_learning_rate_too_high(tmp_path):
     assert clip.step == 2 and "num_iterations 2" in clip.what
     first, second = diagnosis.run.rows  # the second pass generates nothing: no rate on its row
     assert first["tokens_per_s/generation"] > first["tokens_per_s/step"] > 0 and "tokens_per_s/step" not in second
-    assert "generated tokens/s: " in diagnosis.findings[-1].what
+    assert "generated tokens/s: " in diagnosis.findings[-1].what and "samples/s" in diagnosis.findings[-1].what

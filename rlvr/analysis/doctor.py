@@ -28,7 +28,7 @@ import statistics
 from dataclasses import dataclass
 
 from rlvr.analysis.loaders import Run, load_any_run
-from rlvr.analysis.summaries import mean, time_totals, wall_time
+from rlvr.analysis.summaries import last, mean, time_totals, wall_time
 from rlvr.inputs import ArgumentParser, ConfigError, cli
 from rlvr.metrics.keys import CLIP_RATIO, IS_RATIO, LOGP_DIFF, TOKEN_RATES, zero_std_side_key
 
@@ -536,7 +536,7 @@ def check_compute(run, settings, keys):
                                                         for key, phase in TOKEN_RATES.items()))
     # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
     seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
-    samples = run.rows[-1].get("generated_samples")
+    samples = last(run, "generated_samples")  # a row that only reused a batch has none
     if seconds and finite(samples):
         parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
     elif seconds:
@@ -560,6 +560,7 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_spikes, ("grad_norm", "loss")),
     (check_kl, ("kl",)),
     (check_learning_rate, ("reward", "kl")),
+    (check_clip, ("clip",)),
     (check_truncation, ("truncated",)),
     (check_entropy, ("entropy",)),
     (check_idle_groups, ("zero_std",)),
@@ -567,7 +568,6 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_hacks, ("false_full_credit", "hollow_format")),
     (check_task_vs_reward, ("reward",)),
     (check_vllm_mismatch, ("is_ratio", "logp_diff")),
-    (check_clip, ("clip",)),
     (check_compute, ()),
 )
 
