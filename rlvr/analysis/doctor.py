@@ -84,7 +84,8 @@ THRESHOLDS = {
                                    "alone multiplies every token's ratio by 0.95 (huggingface/trl#6789)"),
     "vllm_clip_max": Threshold(3.0, "TRL's default vllm_importance_sampling_clip_max (a run's own when it records "
                                     "one): past log(3.0) = 1.10 nats of |trainer - vLLM| log-prob per token x mean "
-                                    "length, the typical completion's ratio leaves sequence_mask's window: dropped"),
+                                    "length, a completion whose gaps share a sign has a ratio past 3 (sequence_mask "
+                                    "drops it) or under 1/3 (a third of its gradient or less)"),
     "clip_fraction": Threshold(0.1, "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
                                     "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
                                     "on its second pass; a tenth means the step, not the data, sets the update"),
@@ -504,8 +505,8 @@ def check_vllm_mismatch(run, settings, keys):
     if not (hit := first_sustained(drift, lambda v: v >= math.log(clip))):
         return []
     return [Finding("problem", hit[0], f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
-                    f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: {mode} drops the "
-                    "typical completion from the loss",
+                    f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: completions whose "
+                    f"gaps share a sign get ratios past {clip:g} ({mode} drops them) or under 1/{clip:g}",
                     "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
                     "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)")]
 
