@@ -31,7 +31,7 @@ from transformers import TrainerCallback, get_scheduler
 from trl import GRPOTrainer
 
 from rlvr.metrics.callbacks import RolloutLedger
-from rlvr.metrics.keys import COUNTERS, TOKEN_RATES
+from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, TOKEN_RATES, time_key
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training import algorithms
@@ -286,16 +286,17 @@ class RewardHooksMixin:
         tokens, seconds = spent.get("generated_tokens", 0.0), {"generation": generation, "total": total}
         # a window that only reused a batch generated nothing: no rate (the whole run's is the bill's, rlvr doctor)
         rates = {key: tokens / seconds[phase] for key, phase in TOKEN_RATES.items() if tokens and seconds[phase] > 0}
-        return {**rates,
-            "time/generation_s": generation,
-            "time/scoring_s": scoring,
-            "time/logprobs_s": max(rollout - generation - scoring, 0.0),
-            "time/reference_s": spent.get("reference", 0.0),
-            "time/old_policy_s": spent.get("old_policy", 0.0),
-            "time/optimization_s": max(total - rollout, 0.0),
-            "time/optimizer_s": spent.get("optimizer", 0.0),
-            "time/total_s": total,
-            "time/generation_share": generation / total,
+        return {
+            **rates,
+            time_key("generation"): generation,
+            time_key("scoring"): scoring,
+            time_key("logprobs"): max(rollout - generation - scoring, 0.0),
+            time_key("reference"): spent.get("reference", 0.0),
+            time_key("old_policy"): spent.get("old_policy", 0.0),
+            time_key("optimization"): max(total - rollout, 0.0),
+            time_key("optimizer"): spent.get("optimizer", 0.0),
+            TIME_TOTAL: total,
+            GENERATION_SHARE: generation / total,
         }
 
     def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
