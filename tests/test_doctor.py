@@ -198,6 +198,10 @@ def test_vllm_readings(tmp_path):
     [drift] = problems(write_run(tmp_path / "drift", vllm_rows(1.0, 0.012)))
     assert "= 1.2 nats per completion" in drift.what and "past log(3) = 1.10" in drift.what
     assert problems(write_run(tmp_path / "short", vllm_rows(1.0, 0.012, length=80.0))) == []  # 0.96 < log 3
+    trl_rows = [{"step": s, "loss": 0.0, "reward": 0.5, "sampling/importance_sampling_ratio/mean": 0.6,
+                 "clip_ratio/region_mean": 0.3 * (s % 2 == 0)} for s in range(1, 11)]  # a plain TRL folder reads alike
+    titles = [f.what.split(":")[0] for f in problems(plain_trl(tmp_path / "trl", trl_rows))]
+    assert titles == ["off-policy steps", "vLLM mismatch"]
 
 
 def test_clip_fraction_on_reused_batches(tmp_path):
