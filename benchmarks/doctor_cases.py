@@ -52,6 +52,8 @@ CASES = [
     Case("hollow", "a reward paying the four tags more the emptier they are (benchmarks/doctor_rewards.py)",
          {"reward_funcs": ["benchmarks.doctor_rewards.hollow_tags"], "reward_weights": [1.0]},
          "format saturated early|reward hack: step/hollow_format", steps=30),
+    Case("reused", "num_iterations 2 (each batch trained on twice) at learning_rate 3e-2 (30x the recipe's)",
+         {"num_iterations": 2, "learning_rate": 3.0e-2}, "off-policy steps:", steps=8),
 ]
 PLAIN_TRL = Case("plain-trl", "a bare trl.GRPOTrainer, max_completion_length 12, checkpoints only (no metrics.jsonl)",
                  {"max_completion_length": 12}, "truncation:", steps=6)

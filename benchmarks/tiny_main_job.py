@@ -86,11 +86,11 @@ def main(argv: list[str] | None = None) -> dict:
     total_s = time.perf_counter() - start
     split = grpo_time_split(out / "grpo")
 
-    k = f"pass@{args.num_samples}"
+    k, maj = f"pass@{args.num_samples}", f"maj@{args.num_samples}"
     report = {
         "wall_s": {"total": total_s, "eval_before": before["wall_s"], "grpo": grpo_s, "eval_after": after["wall_s"]},
-        "before": {key: before["overall"][key] for key in ("exact_match", "mean_correctness", k)},
-        "after": {key: after["overall"][key] for key in ("exact_match", "mean_correctness", k)},
+        "before": {key: before["overall"][key] for key in ("exact_match", "mean_correctness", k, maj)},
+        "after": {key: after["overall"][key] for key in ("exact_match", "mean_correctness", k, maj)},
         "generated_samples": split["generated_samples"],
         "samples_per_s": split["generated_samples"] / grpo_s,
         "grpo_seconds": split["seconds"],
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("before", "after"):
         r = report[name]
         print(f"held-out {name:6s}: exact match {r['exact_match']:.3f}  mean correctness {r['mean_correctness']:.3f}  "
-              f"{k} {r[k]:.3f}")
+              f"{k} {r[k]:.3f}  {maj} {r[maj]:.3f}")
     print(f"GRPO: {split['generated_samples']} samples generated, {report['samples_per_s']:.1f} samples/s of wall time")
     print("GRPO wall-time share: " + "  ".join(f"{p} {seconds[p] / grpo_s:.0%}" for p in PHASES)
           + f"  other {1 - seconds['total'] / grpo_s:.0%} (start-up, logging, saving)")
@@ -125,9 +125,8 @@ def write_comparison(out: Path, config: str, report: dict) -> dict:
     folder's `before_after/` (where `rlvr report` reads a comparison), with the job's own measurement as its note."""
     summaries = {side: json.loads((out / f"eval_{side}.json").read_text()) for side in before_after.SIDES}
     rollouts = [read_jsonl(layout.rollouts_beside(out / f"eval_{side}.json")) for side in before_after.SIDES]
-    wall, k = report["wall_s"], next(key for key in report["after"] if key.startswith("pass@"))
-    scores = " · ".join(f"{key} {report['before'][key]:.3f} -> {report['after'][key]:.3f}"
-                        for key in ("exact_match", "mean_correctness", k))
+    wall = report["wall_s"]
+    scores = " · ".join(f"{key} {report['before'][key]:.3f} -> {value:.3f}" for key, value in report["after"].items())
     note = (f"From `benchmark.json` (`python benchmarks/tiny_main_job.py`): held-out {scores}; GRPO "
             f"{wall['grpo']:.0f} s of {wall['total']:.0f} s wall, {report['samples_per_s']:.1f} generated samples/s.")
     comparison = {"config": config, "models": {side: summaries[side].get("model") for side in before_after.SIDES},

@@ -20,6 +20,9 @@ def test_a_line_is_short_and_says_what_matters():
     assert line == "step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | 3.42 s/step"
     assert "success 1.000" in format_line({**row, "avg_success": 1.0}, 12, 200, None)
     assert "| zero_std 0.25 | cut 0.06 | 3.42 s/step" in format_line({**row, "step/truncated": 0.0625}, 12, 200, 3.417)
+    rates = {"tokens_per_s/generation": 812.4, "tokens_per_s/step": 240.2}
+    line = format_line({**row, **rates}, 12, 200, 3.417)
+    assert "| zero_std 0.25 | tok/s generation 812 step 240 | 3.42 s/step" in line
     crowded = {**row, **{f"avg_my_reward_number_{i}": 0.5 for i in range(30)}}
     assert len(format_line(crowded, 12, 200, 1.0)) <= MAX_WIDTH
     assert format_line({"eval_avg_total": 0.5}, 4, 10, None, prefix="eval_") == "eval step 4/10 | total 0.500"
@@ -37,7 +40,7 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     printed = capsys.readouterr().out.splitlines()
     steps = [line for line in printed if line.startswith("step ")]
     assert [line.split(" | ")[0] for line in steps] == ["step 1/2", "step 2/2"]
-    assert all(len(line) <= MAX_WIDTH and "samples" in line and "s/step" in line for line in steps)
+    assert all(len(line) <= MAX_WIDTH and "samples" in line and "tok/s generation" in line for line in steps)
     assert not any(line.lstrip().startswith("{'") for line in printed)  # no dict of the logged row
     assert any(line.startswith(f"[run] writing to {out}/") for line in printed)
     assert any(line.startswith(f"[run] saved the final model to {out}/") for line in printed)

@@ -127,7 +127,7 @@ def test_plain_trl_folder_reads_the_newest_checkpoint_and_trl_keys(tmp_path):
     titles = [f.what for f in diagnosis.problems]
     assert any(t.startswith("truncation: 95%") and "completions/clipped_ratio" in t for t in titles)
     idle = next(t for t in titles if t.startswith("idle groups"))
-    assert "frac_reward_zero_std (TRL's isclose(std, 0) count" in idle and "all truncated" in idle
+    assert "frac_reward_zero_std (TRL's isclose(std, 0) count" in idle and "side not logged" in idle  # not guessed
     assert "1000 tokens/s" in diagnosis.findings[-1].what  # the bill from num_tokens and train_runtime
 
 
@@ -136,6 +136,87 @@ def test_plain_trl_nan_is_read_as_divergence(tmp_path):
     (tmp_path / "trainer_state.json").write_text(json.dumps(trl_state(rows)))  # json writes NaN as NaN
     [finding] = [f for f in problems(tmp_path) if "divergence" in f.what]
     assert finding.step == 4 and math.isnan(float(finding.what.split("grad_norm is ")[1].split()[0]))
+
+
+def test_a_grad_norm_after_flat_steps_is_no_spike(tmp_path):
+    """Steps whose groups were all flat have grad norm exactly 0: the first step with contrast is not a spike."""
+    rows = [{**r, "grad_norm": 0.0 if r["step"] <= 10 else r["grad_norm"]} for r in healthy_rows()]
+    assert problems(write_run(tmp_path / "run", rows)) == []
+
+
+def test_format_flat_and_low_is_not_saturated(tmp_path):
+    rows = [{**r, "avg_success": 0.1, "avg_format": 0.0} for r in healthy_rows()]  # flat on format at 0: never found
+    assert problems(write_run(tmp_path / "run", rows)) == []
+
+
+def plain_trl(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
+    return folder
+
+
+def test_plain_trl_constant_reward_is_named_not_a_side(tmp_path):
+    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.0, "reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0,
+             "rewards/accuracy_reward/mean": 0.0} for s in range(1, 21)]
+    [idle] = [f for f in problems(plain_trl(tmp_path / "run", rows)) if f.what.startswith("idle groups")]
+    assert "the reward is constant: reward_std 0" in idle.what and "all wrong" not in idle.what
+    assert "reward functions" in idle.remedy
+
+
+def test_plain_trl_reward_up_while_correctness_falls_is_a_hack(tmp_path):
+    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.5, "reward": 0.5 + s / 20, "reward_std": 0.3,
+             "rewards/accuracy_reward/mean": 0.6 - s / 50} for s in range(1, 21)]
+    [hack] = problems(plain_trl(tmp_path / "run", rows))
+    assert hack.what.startswith("reward hack: reward rose") and "rewards/accuracy_reward/mean fell" in hack.what
+    assert hack.step == 6 and "gate the other rewards" in hack.remedy  # window from step 6: 0.42 <= 0.54 - 0.1
+
+
+def test_symptoms_after_a_divergence_take_its_remedy(tmp_path):
+    rows = from_step(from_step(healthy_rows(), 7, loss=None), 16, entropy=0.01)
+    nan, entropy = problems(write_run(tmp_path / "run", rows, temperature=0.05))
+    assert nan.step == 7 and "lower learning_rate" in nan.remedy
+    assert entropy.what.startswith("entropy collapse") and "raise temperature" not in entropy.remedy
+    assert entropy.remedy.startswith("follows the divergence at step 7 (finding 1)")
+
+
+def vllm_rows(ratio: float, gap: float, length: float = 100.0) -> list[dict]:
+    """A healthy run as TRL logs it with use_vllm: its importance-sampling ratio and log-prob gap per token."""
+    return [{**r, "sampling/importance_sampling_ratio/mean": ratio, "sampling/importance_sampling_ratio/min": 0.0,
+             "sampling/sampling_logp_difference/mean": gap, "sampling/sampling_logp_difference/max": 0.5,
+             "completions/mean_length": length} for r in healthy_rows()]
+
+
+def test_vllm_readings(tmp_path):
+    """TRL's defaults: sequence_mask, clip 3.0. A ratio mean of 0.6 under top_p/top_k is their kept mass; without
+    them, a real mismatch; 0.012 nats/token x 100 tokens = 1.2 > log 3 masks the typical completion."""
+    assert problems(write_run(tmp_path / "healthy", vllm_rows(0.99, 0.002))) == []
+    [cut] = problems(write_run(tmp_path / "cut", vllm_rows(0.6, 0.002), top_p=0.95, top_k=20))
+    assert cut.what.startswith("vLLM mismatch: importance-sampling ratio mean 0.6 from step 1")
+    assert cut.remedy.startswith("top_p 0.95 and top_k 20 truncate") and "trl#6789" in cut.remedy
+    [real] = problems(write_run(tmp_path / "real", vllm_rows(0.6, 0.002), top_p=1.0, top_k=0))
+    assert "dtype" in real.remedy
+    [drift] = problems(write_run(tmp_path / "drift", vllm_rows(1.0, 0.012)))
+    assert "= 1.2 nats per completion" in drift.what and "past log(3) = 1.10" in drift.what
+    assert problems(write_run(tmp_path / "short", vllm_rows(1.0, 0.012, length=80.0))) == []  # 0.96 < log 3
+    trl_rows = [{"step": s, "loss": 0.0, "reward": 0.5, "sampling/importance_sampling_ratio/mean": 0.6,
+                 "clip_ratio/region_mean": 0.3 * (s % 2 == 0)} for s in range(1, 11)]  # a plain TRL folder reads alike
+    titles = [f.what.split(":")[0] for f in problems(plain_trl(tmp_path / "trl", trl_rows))]
+    assert titles == ["off-policy steps", "vLLM mismatch"]
+
+
+def test_clip_fraction_on_reused_batches(tmp_path):
+    """num_iterations 2: odd steps are a batch's first pass (clip 0 by construction), even steps its reuse."""
+    rows = [{**r, "clip_ratio/region_mean": 0.0 if r["step"] % 2 else (0.15 if r["step"] >= 8 else 0.05)}
+            for r in healthy_rows()]
+    [clip] = problems(write_run(tmp_path / "run", rows, num_iterations=2))
+    assert clip.step == 8 and "15% of tokens clipped at step 8 (12 logged step(s)" in clip.what
+    assert "num_iterations 2" in clip.what and "lower learning_rate (now 0.001)" in clip.remedy
+
+
+def test_the_bill_has_generated_tokens_per_second(tmp_path):
+    rows = [{**r, "generated_tokens": 1000.0 * r["step"]} for r in healthy_rows()]
+    [note] = doctor.diagnose(write_run(tmp_path / "run", rows)).findings
+    assert "generated tokens/s: 3333 of generation time, 1000 of total time" in note.what  # 30k tokens, 9 s, 30 s
 
 
 def run_cli(*argv) -> int:
@@ -169,3 +250,21 @@ def test_real_short_run(run_recipe):
     diagnosis = doctor.diagnose(out)
     [truncation] = [f for f in diagnosis.problems if f.what.startswith("truncation:")]
     assert truncation.step == 1 and "max_completion_length 32" in truncation.what
+
+
+def test_real_run_with_reused_batches_and_a_learning_rate_too_high(tmp_path):
+    """The warm-started speller, num_iterations 2 at 30x the main job's learning rate: step 1's update moves the
+    policy so far that step 2, the same batch's second pass, clips ~20% of its tokens (the main job's 1e-3 clips
+    <= 7%); the doctor names it at step 2, and the bill has the run's generated tokens per second."""
+    from rlvr.training.runner import main
+
+    out = tmp_path / "run"
+    main(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(REPO / "models/tiny-speller"),
+          "--output_dir", str(out), "--max_steps", "2", "--num_iterations", "2", "--learning_rate", "3e-2",
+          "--report_to", "none", "--print_rollouts", "false"])
+    diagnosis = doctor.diagnose(out)
+    [clip] = [f for f in diagnosis.problems if f.what.startswith("off-policy steps:")]
+    assert clip.step == 2 and "num_iterations 2" in clip.what
+    first, second = diagnosis.run.rows  # the second pass generates nothing: no rate on its row
+    assert first["tokens_per_s/generation"] > first["tokens_per_s/step"] > 0 and "tokens_per_s/step" not in second
+    assert "generated tokens/s: " in diagnosis.findings[-1].what and "samples/s" in diagnosis.findings[-1].what

@@ -44,14 +44,15 @@ def test_main_job_report_shows_its_before_after_and_the_doctor(tmp_path):
     write_evaluations(bench, "runs/bench-tiny/grpo")
     main_job().write_comparison(bench, "recipes/tiny/grpo.yaml", {
         "wall_s": {"total": 200.0, "grpo": 170.0}, "samples_per_s": 52.0,
-        "before": {"exact_match": 0.0, "mean_correctness": 0.5, "pass@2": 0.0},
-        "after": {"exact_match": 1.0, "mean_correctness": 1.0, "pass@2": 1.0}})
+        "before": {"exact_match": 0.0, "mean_correctness": 0.5, "pass@2": 0.0, "maj@2": 0.0},
+        "after": {"exact_match": 1.0, "mean_correctness": 1.0, "pass@2": 1.0, "maj@2": 1.0}})
 
     report = build_report(run).read_text()
     before_after = report.split("## Before / after training")[1].split("## Time accounting")[0]
     assert "Not run yet" not in before_after
     assert "**1 improved, 0 regressed, 0 unchanged**" in before_after
     assert "held-out exact_match 0.000 -> 1.000" in before_after and "52.0 generated samples/s" in before_after
+    assert "pass@2 0.000 -> 1.000 · maj@2 0.000 -> 1.000" in before_after
     doctor = report.split("## Doctor")[1].split("## ")[0]
     assert "1. [problem] step 11: truncation: 90%" in doctor and "**1 problem(s) found.**" in doctor
 

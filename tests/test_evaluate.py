@@ -197,3 +197,25 @@ def test_load_in_4bit_reaches_from_pretrained(run_recipe, monkeypatch):
     quant = kwargs["quantization_config"]
     assert quant.load_in_4bit and quant.bnb_4bit_use_double_quant and quant.bnb_4bit_quant_type == "nf4"
     assert quant.bnb_4bit_compute_dtype == torch.float32 and kwargs["dtype"] == "float32"
+
+
+# --- maj@k ----------------------------------------------------------------------------------------------------------
+
+def test_maj_at_k_against_a_hand_count():
+    """Three prompts x 4 samples (None: no <answer>, no vote). Hand count, majority of the first k, ties to the answer
+    seen first: prompt 0 (tac): k=1 cat, k=2 cat|tac tie -> cat, k=4 tac 2-1: right at 4 only. Prompt 1 (god): GOD
+    counts as god; k=4 god 2, dog 2 -> god, seen first: right at every k. Prompt 2 (olleh): never. So maj@1 = 1/3,
+    maj@2 = 1/3, maj@4 = 2/3, and by length 3: 1/2, 1/2, 1."""
+    samples = {0: ("tac", 3, ["cat", "tac", "tac", None]), 1: ("god", 3, ["GOD", "dog", "dog", "god"]),
+               2: ("olleh", 5, [None, None, "hello", "hello"])}
+    records = [{"prompt_id": p, "sample": i, "answer": answer, "difficulty": length, "correctness": 0.0,
+                "completion": "<think>x</think>" + ("" if a is None else f"<answer>{a}</answer>"),
+                "exact": a is not None and a.lower() == answer}
+               for p, (answer, length, given) in samples.items() for i, a in enumerate(given)]
+    summary = ev.summarize(records, 4, [1, 2, 4], components=())
+    overall, three = summary["overall"], summary["by_length"]["3"]
+    assert (overall["maj@1"], overall["maj@2"], overall["maj@4"]) == pytest.approx((1 / 3, 1 / 3, 2 / 3))
+    assert (three["maj@1"], three["maj@2"], three["maj@4"]) == (0.5, 0.5, 1.0)
+    assert ev.majority_answer(["<answer>b</answer>", "<answer>a</answer>"]) == "b"  # a tie: the first seen
+    assert ev.majority_answer(["no answer"]) is None
+    assert "maj@4" in ev.format_table(summary).splitlines()[0]

@@ -140,6 +140,14 @@ def test_plots_cli_writes_pngs_and_prints_the_series_table(run_dir, tmp_path, ca
     assert "0.250" in printed and "known-run" in printed
 
 
+def test_throughput_and_off_policy_readings_get_a_figure_when_logged(run_dir, tmp_path):
+    gpu = {"tokens_per_s/generation": 50.0, "sampling/importance_sampling_ratio/mean": 0.97, "clip_ratio/region_mean": 0.1}
+    logged = write_run(tmp_path / "gpu", [{**r, **gpu} if "loss" in r else r for r in metric_rows()])
+    for folder, drawn in ((run_dir, False), (logged, True)):
+        paths = plots.plot_runs(load_runs([folder]), tmp_path / folder.name, ("step",))
+        assert ("throughput_by_step.png" in {p.name for p in paths}) == drawn
+
+
 def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir):
     path = report.build_report(run_dir, last_k=2)
     text = path.read_text()
@@ -150,7 +158,8 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     assert "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.125 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |" in text
     assert "On average 25% of prompt groups had zero reward spread" in text
     assert "50% of the last steps' groups were all wrong and 25% all correct" in text
-    assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 |" in text  # time table
+    # time table, with generated tokens/s of generation and of step time: 400 tokens / 8 s, / 16 s
+    assert "| known-run | 8.000 | 2.000 | 2.000 | 4.000 | 16.000 | 0.500 | 12.500 | 4.000 | 50.000 | 25.000 |" in text
     assert "Not run yet: `python -m rlvr.analysis.before_after" in text
     for image in ("rewards_by_step", "rewards_by_samples", "zero_std_by_step", "zero_std_by_samples", "time_accounting"):
         assert f"![{image}](plots/{image}.png)" in text

@@ -195,3 +195,20 @@ def test_the_restated_forward_finds_the_modules_it_reads():
                if not hasattr(parts[part], name)]
     assert not missing, f"the restated forward reads {missing}"
     assert hasattr(model.model.norm, "variance_epsilon") and model.get_output_embeddings() is not None
+
+
+def test_the_off_policy_keys_and_defaults_the_doctor_reads():
+    """The doctor reads TRL's vLLM correction and clip keys by name and argues its thresholds from TRL's defaults:
+    a TRL that renames a key or moves a default fails here, not silently in `rlvr doctor`."""
+    from trl import GRPOConfig
+
+    from rlvr.analysis.doctor import THRESHOLDS
+    from rlvr.metrics.keys import OFF_POLICY_SERIES
+
+    source = inspect.getsource(inspect.getmodule(GRPOTrainer))
+    assert [key for key in OFF_POLICY_SERIES if f'"{key}"' not in source] == []
+    defaults = GRPOConfig.__dataclass_fields__
+    assert defaults["vllm_importance_sampling_correction"].default is True
+    assert defaults["vllm_importance_sampling_mode"].default == "sequence_mask"
+    assert defaults["vllm_importance_sampling_clip_max"].default == THRESHOLDS["vllm_clip_max"].value
+    assert defaults["vllm_importance_sampling_clip_min"].default is None and defaults["epsilon"].default == 0.2

@@ -15,6 +15,7 @@ from pathlib import Path
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.tables import markdown_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.metrics.keys import PER_K
 from rlvr.runs import layout
 from rlvr.training.validation import MODEL_FILES, flag_type
 
@@ -77,7 +78,7 @@ def changes(pairs: list[dict]) -> dict[str, int]:
 def pass_at_k_table(comparison: dict) -> tuple[list[str], list[list]]:
     """Rows per word length (and all): prompts, then each metric before -> after."""
     before, after = (comparison["summaries"][side] for side in SIDES)
-    metrics = [key for key in before["overall"] if key.startswith("pass@")] + ["mean_format"]
+    metrics = [key for key in before["overall"] if key.startswith(PER_K)] + ["mean_format"]
     headers = ["length", "prompts", *(f"{m} {side}" for m in metrics for side in SIDES)]
     blocks = [*((length, before["by_length"][length], after["by_length"].get(length, {})) for length in before["by_length"]),
               ("all", before["overall"], after["overall"])]
@@ -110,7 +111,8 @@ def render_markdown(comparison: dict, show: int = 12) -> str:
          f"prompts x {n} samples, the recipe's sampling settings (`{comparison['config']}`)."),
         (f"Per prompt (mean correctness over its samples): **{counts['improved']} improved, {counts['regressed']} "
          f"regressed, {counts['unchanged']} unchanged**."),
-        "pass@k (unbiased) and mean format reward by word length, before and after:",
+        "pass@k (unbiased), maj@k (majority answer of the first k samples) and mean format reward by word length, "
+        "before and after:",
         markdown_table(*pass_at_k_table(comparison)),
         f"The first sample of each prompt (first {min(show, len(comparison['prompts']))}), scored correctness/format:",
         markdown_table(*rollout_rows(comparison, show, code=True)),

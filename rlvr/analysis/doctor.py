@@ -28,22 +28,28 @@ import statistics
 from dataclasses import dataclass
 
 from rlvr.analysis.loaders import Run, load_any_run
-from rlvr.analysis.summaries import mean, time_totals, wall_time
+from rlvr.analysis.summaries import last, mean, time_totals, wall_time
 from rlvr.inputs import ArgumentParser, ConfigError, cli
 from rlvr.metrics.keys import (
+    CLIP_RATIO,
     CLIPPED_RATIO,
     ENTROPY,
     GENERATED_SAMPLES,
     GRAD_NORM,
+    IS_RATIO,
     KL,
     LEARNING_RATE,
+    LOGP_DIFF,
     LOSS,
     MEAN_LENGTH,
     REWARD,
+    REWARD_STD,
+    TOKEN_RATES,
     TRL_ZERO_STD,
     reward_key,
     step_key,
     zero_std_key,
+    zero_std_side_key,
 )
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
@@ -66,6 +72,8 @@ THRESHOLDS = {
                                         "teach, and paying it is a constant offset"),
     "format_std_flat": Threshold(0.01, "std of a plain TRL run's format reward over the batch below which format "
                                        "counts as flat everywhere (TRL logs no per-group count)"),
+    "format_high": Threshold(0.9, "mean format reward (of its full 1.0) a format flat across groups must reach to "
+                                  "count as saturated: flat and low is a format the policy never finds"),
     "format_early": Threshold(0.25, "fraction of the run by which format saturated, counted as early"),
     "unsolved": Threshold(0.5, "exact success (else correctness) over the last steps below which the task counts "
                                "as not learned"),
@@ -77,16 +85,30 @@ THRESHOLDS = {
                                          "scorer's hole): one in twenty is a route the policy can climb"),
     "hollow_format": Threshold(0.05, "share of completions paid full format for hollow tags (empty or unrelated "
                                      "think/answer): the format reward is being farmed"),
+    "hack_margin": Threshold(0.1, "rise of the reward and fall of success (else correctness), first window to last, "
+                                  "that together name a hack: twice `stalled`, beyond a window's sampling noise"),
     "spike_factor": Threshold(10.0, "a grad norm (or |loss|) this many times the median of the previous up to 20 "
                                     "steps is a spike: one update that far out of scale can undo what was learned"),
     "spike_history": Threshold(5, "previous logged steps needed before spikes are judged"),
     "loss_floor": Threshold(0.5, "|loss| below which no loss spike is called: GRPO's loss hovers near 0, and its "
                                  "ratio to a near-0 median means nothing"),
+    "constant_reward": Threshold(1e-6, "TRL's reward_std (std of the total reward over the whole batch) at or below "
+                                       "which every completion scored the same: no group can have contrast"),
     "kl_blowup": Threshold(1.0, "mean KL to the reference, nats per token: the sampled tokens are then on average "
                                 "e times less likely under the reference; the anchor no longer holds the policy"),
     "kl_still": Threshold(1e-4, "mean KL to the reference, nats per token, below which the policy has not moved"),
     "reward_drop": Threshold(0.25, "fall of the windowed mean reward from its peak, as a share of the peak: "
                                    "learning undone, the classic sign of a learning rate too high"),
+    "is_ratio_low": Threshold(0.9, "mean of TRL's vLLM importance-sampling ratio below which its correction scales "
+                                   "the loss down by over a tenth: engines that agree read within 1% of 1; top_p 0.95 "
+                                   "alone multiplies every token's ratio by 0.95 (huggingface/trl#6789)"),
+    "vllm_clip_max": Threshold(3.0, "TRL's default vllm_importance_sampling_clip_max (a run's own when it records "
+                                    "one): past log(3.0) = 1.10 nats of |trainer - vLLM| log-prob per token x mean "
+                                    "length, a completion whose gaps share a sign has a ratio past 3 (sequence_mask "
+                                    "drops it) or under 1/3 (a third of its gradient or less)"),
+    "clip_fraction": Threshold(0.1, "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
+                                    "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
+                                    "on its second pass; a tenth means the step, not the data, sets the update"),
     "generation_heavy": Threshold(0.6, "share of step time spent generating above which sampling (vLLM, shorter "
                                        "completions), not the optimizer, is the lever for speed"),
 }
@@ -97,6 +119,7 @@ READINGS = {
     "truncated": (step_key("truncated"), CLIPPED_RATIO),
     "truncated_wrong": (step_key("truncated_wrong"),),
     "reward": (reward_key("total"), REWARD),
+    "reward_std": (REWARD_STD,),
     "success": (reward_key("success"), "rewards/success/mean"),
     "correctness": (reward_key("correctness"), "rewards/correctness/mean", "rewards/*correct*/mean", "rewards/*accuracy*/mean"),
     "format": (reward_key("format"), "rewards/format/mean", "rewards/*format*/mean"),
@@ -109,13 +132,15 @@ READINGS = {
     "false_full_credit": (step_key("false_full_credit"),),
     "hollow_format": (step_key("hollow_format"),),
     "mean_length": (MEAN_LENGTH,),
+    "is_ratio": (f"{IS_RATIO}mean",),
+    "logp_diff": (f"{LOGP_DIFF}mean",),
+    "clip": (CLIP_RATIO,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
     "identical": "identical completions (collapsed entropy)",
 }
 NON_FINITE_READINGS = ("loss", "grad_norm", "kl", "reward")
-TASK_REWARDS = ("correctness", "success", "binary", "capped_correctness")  # rewards that score the task itself
 
 
 @dataclass
@@ -253,14 +278,16 @@ def check_non_finite(run, settings, keys):
 
 def spikes(series, floor: float = 0.0) -> list[tuple[int, float, float]]:
     """(step, value, previous median) of each point beyond `spike_factor` times the median |value| of the previous
-    up to 20 points (at least `spike_history` of them), ignoring |value| <= floor."""
+    up to 20 points that are not 0 (at least `spike_history` of them), ignoring |value| <= floor."""
     factor, history = THRESHOLDS["spike_factor"].value, int(THRESHOLDS["spike_history"].value)
     found = []
     for i in range(history, len(series)):
-        median = statistics.median(abs(v) for _, v in series[max(0, i - 20):i])
+        # exact zeros are steps whose groups were all flat (no gradient), not a scale: a median of 0 makes any step
+        # with contrast an "infinite" spike, so the median is over the previous non-zero values
+        previous = [abs(v) for _, v in series[max(0, i - 20):i] if v != 0]
         step, value = series[i]
-        if abs(value) > floor and abs(value) > factor * median:
-            found.append((step, value, median))
+        if len(previous) >= history and abs(value) > max(floor, factor * statistics.median(previous)):
+            found.append((step, value, statistics.median(previous)))
     return found
 
 
@@ -360,10 +387,9 @@ def check_entropy(run, settings, keys):
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
-    """(which side the flat groups are on, the remedy for it): from `zero_std_side/*` when the run logged them,
-    else inferred from truncation, entropy and the mean success (said so)."""
-    sides = {side: mean_from(run, f"zero_std_side/{side}", step) for side in ZERO_STD_SIDES}
-    sides = {side: value for side, value in sides.items() if value is not None}
+    """(which side the flat groups are on, the remedy for it): a reward constant over whole batches (TRL's
+    `reward_std`, the batch's std, 0) is named as such; else the sides from `zero_std_side/*`; a run without those
+    keys gets no side guessed from means (a mean success of 0.5 fits any mix of all-wrong and all-correct groups)."""
     g = settings.get("num_generations")
     small_g = isinstance(g, int) and g <= 2
     remedies = {
@@ -373,28 +399,25 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
                      "sampling to buy contrast back",
         "all_correct": "harder prompts (longer words): these are solved and cost generation for no gradient",
     }
+    sides = {side: mean_from(run, zero_std_side_key(side), step) for side in ZERO_STD_SIDES}
+    sides = {side: value for side, value in sides.items() if value is not None}
+    spread = mean_from(run, keys.get("reward_std"), step)
+    if spread is not None and spread <= THRESHOLDS["constant_reward"].value:
+        return (f"the reward is constant: {keys['reward_std']} {spread:.2g} over the batches, every completion "
+                f"scored {mean_from(run, keys.get('reward'), step) or 0:.3g}",
+                "the reward functions give every completion the same score: call them on a few completions of the "
+                "run (a column they do not receive, a format they do not parse: conversational completions are "
+                "lists of messages) before training further")
     if sides:
         named = ", ".join(f"{ZERO_STD_SIDES[s]} {v:.0%}" for s, v in sides.items())
         # a cut-off or a collapsed group is also all wrong or all correct: the specific cause wins when it is half
         specific = [s for s in ("all_truncated", "identical") if sides.get(s, 0) >= 0.5 * max(sides.values())]
         cause = specific[0] if specific else max(("all_wrong", "all_correct"), key=lambda s: sides.get(s, 0))
-        text = f"groups by side: {named}"
+        text, remedy = f"groups by side: {named}", remedies[cause]
     else:
-        truncated, entropy = (mean_from(run, keys.get(reading), step) for reading in ("truncated", "entropy"))
-        solved = keys.get("success") or keys.get("correctness")
-        rate = mean_from(run, solved, step)
-        if truncated is not None and truncated >= THRESHOLDS["truncated"].value:
-            cause = "all_truncated"
-        elif entropy is not None and entropy < THRESHOLDS["entropy_floor"].value:
-            cause = "identical"
-        else:
-            cause = "all_correct" if rate is not None and rate >= 0.5 else "all_wrong"
-        text = f"side inferred from the means (no zero_std_side/* keys): {ZERO_STD_SIDES[cause]}"
-        trained = settings.get("reward_funcs")
-        if cause in ("all_wrong", "all_correct") and isinstance(trained, list) and not any(
-                str(name).rsplit(".", 1)[-1] in TASK_REWARDS for name in trained):
-            text += f" by {solved}, while this run trains on none of {', '.join(TASK_REWARDS)}"
-    remedy = remedies[cause]
+        text = "side not logged (no zero_std_side/* keys)"
+        remedy = ("log the sides (`rlvr.metrics.readings.with_readings(trainer)` on a plain TRL trainer): all wrong "
+                  "wants easier prompts, all correct harder ones; more samples per prompt buy contrast on either")
     if small_g:
         text += f"; num_generations {g}: G independent 0/1 outcomes are all equal with probability p^G + (1-p)^G >= 1/2"
         remedy = "raise num_generations to 8 or more; then " + remedy
@@ -420,6 +443,9 @@ def check_format(run, settings, keys):
     solved = keys.get("success") or keys.get("correctness")
     saturated = found[1] if found else None
     if not saturated or not solved or len(run.rows) < THRESHOLDS["format_min_steps"].value:
+        return []
+    level = mean_from(run, keys.get("format"), saturated[0])  # flat at 0 is a format never found, not one learned
+    if level is None or level < THRESHOLDS["format_high"].value:
         return []
     steps = [int(row["step"]) for row in run.rows]
     early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
@@ -453,15 +479,85 @@ def check_hacks(run, settings, keys):
     return findings
 
 
+def check_task_vs_reward(run, settings, keys):
+    """The reward rises while the task's own reward falls: the reward pays for something other than the task. Read
+    from the means alone, so a plain TRL run (no hack watches) is named too."""
+    task, reward = keys.get("success") or keys.get("correctness"), keys.get("reward")
+    if not task or not reward:
+        return []
+    margin = THRESHOLDS["hack_margin"].value
+    rewards, solved = list(windows(points(run, reward))), list(windows(points(run, task)))
+    (_, reward_start), (_, reward_end) = rewards[0], rewards[-1]
+    if len(solved) < WINDOW or reward_end - reward_start < margin or solved[0][1] - solved[-1][1] < margin:
+        return []
+    onset = next(step for step, value in solved if value <= solved[0][1] - margin)
+    return [Finding("problem", onset,
+                    f"reward hack: {reward} rose {reward_start:.3g} -> {reward_end:.3g} while {task} fell "
+                    f"{solved[0][1]:.3g} -> {solved[-1][1]:.3g} (first and last {WINDOW} steps)",
+                    "the reward pays for something besides the task: read rollouts from the fall on, then gate the "
+                    "other rewards on the answer (`success`, `binary`) or lower their weights")]
+
+
+def check_vllm_mismatch(run, settings, keys):
+    """TRL's correction of the vLLM/trainer mismatch (on by default with use_vllm): a ratio mean far below 1 is the
+    correction scaling the gradient down, by truncated sampling's kept mass (top_p/top_k) or a real mismatch; a
+    per-token gap that compounds past log(clip_max) over a completion gets it masked (huggingface/trl#4772)."""
+    mode = setting(settings, "vllm_importance_sampling_mode", "sequence_mask")
+    top_p, top_k = settings.get("top_p"), settings.get("top_k")
+    cuts = [f"top_p {top_p}"] * (finite(top_p) and top_p < 1) + [f"top_k {top_k}"] * (finite(top_k) and top_k > 0)
+    if found := sustained(run, keys, "is_ratio", "is_ratio_low", below=True):
+        (series, hit), ratio = found, keys["is_ratio"]
+        remedy = (f"{' and '.join(cuts)} truncate vLLM's sampling: its log-probs are renormalised over the kept "
+                  "tokens, the trainer's are not, so each token's ratio is the kept mass (huggingface/trl#6789), "
+                  f"compounded over the completion under {mode}: train with top_p 1.0 and top_k 0" if cuts else
+                  "vLLM and the trainer disagree beyond rounding: run vLLM in the trainer's dtype, or "
+                  "vllm_importance_sampling_mode token_truncate (per token, capped: nothing compounds or is dropped)")
+        low = mean_from(run, IS_RATIO + "min", hit[0]) or 0
+        return [Finding("problem", hit[0], f"vLLM mismatch: importance-sampling ratio mean "
+                        f"{from_step(series, hit[0]):.3g} from step {hit[0]} on ({ratio}; 1 = no correction; min "
+                        f"{low:.3g}, masked sequences count as 0): the gradient is scaled down as much", remedy)]
+    clip = settings.get("vllm_importance_sampling_clip_max", THRESHOLDS["vllm_clip_max"].value)  # None: no upper bound
+    length = keys.get("mean_length")
+    if not keys.get("logp_diff") or not length or not mode.startswith("sequence") or not finite(clip) or clip <= 1:
+        return []
+    lengths = dict(points(run, length))
+    drift = [(s, v * lengths[s]) for s, v in points(run, keys["logp_diff"]) if s in lengths]
+    if not (hit := first_sustained(drift, lambda v: v >= math.log(clip))):
+        return []
+    return [Finding("problem", hit[0], f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
+                    f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: completions whose "
+                    f"gaps share a sign get ratios past {clip:g} ({mode} drops them) or under 1/{clip:g}",
+                    "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
+                    "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)")]
+
+
+def check_clip(run, settings, keys):
+    """PPO's clip on a reused batch: the first update of a batch clips nothing by construction (the ratio is 1), so
+    this is a per-step event, read when it first happens, not a windowed mean."""
+    limit = THRESHOLDS["clip_fraction"].value
+    over = [(step, value) for step, value in points(run, keys["clip"]) if value >= limit]
+    if not over:
+        return []
+    return [Finding("problem", over[0][0],
+                    f"off-policy steps: {keys['clip']} {over[0][1]:.0%} of tokens clipped at step {over[0][0]} "
+                    f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
+                    f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
+                    f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
+                    "over the batch moves the policy further from where it sampled; clipped tokens add no gradient")]
+
+
 def check_compute(run, settings, keys):
     """The bill, as a note: where step time goes and how fast samples come."""
-    parts, step = [], int(run.rows[-1]["step"])
-    share = time_totals(run)["generation_share"]
+    parts, step, totals = [], int(run.rows[-1]["step"]), time_totals(run)
+    share = totals["generation_share"]
     if share is not None:
         parts.append(f"generation {share:.0%} of step time")
+    if all(totals[key] for key in TOKEN_RATES):
+        parts.append("generated tokens/s: " + ", ".join(f"{totals[key]:.0f} of {phase} time"
+                                                        for key, phase in TOKEN_RATES.items()))
     # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
     seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
-    samples = run.rows[-1].get(GENERATED_SAMPLES)
+    samples = last(run, GENERATED_SAMPLES)  # a row that only reused a batch has none
     if seconds and finite(samples):
         parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
     elif seconds:
@@ -485,25 +581,39 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_spikes, ("grad_norm", "loss")),
     (check_kl, ("kl",)),
     (check_learning_rate, ("reward", "kl")),
+    (check_clip, ("clip",)),
     (check_truncation, ("truncated",)),
     (check_entropy, ("entropy",)),
     (check_idle_groups, ("zero_std",)),
     (check_format, ("format_flat", "format_std")),
     (check_hacks, ("false_full_credit", "hollow_format")),
+    (check_task_vs_reward, ("reward",)),
+    (check_vllm_mismatch, ("is_ratio", "logp_diff")),
     (check_compute, ()),
 )
+
+
+DIVERGED = ("divergence:", "learning rate too high", "off-policy steps:")  # titles of findings that break the policy
+SYMPTOMS = (check_truncation, check_entropy, check_idle_groups, check_format)  # what a divergence also causes
 
 
 def diagnose(path, loaded: Run | None = None) -> Diagnosis:
     """Every check on the run in `path` (see `load_any_run` for `loaded`)."""
     run, source, settings = load_any_run(path, loaded)
     keys = {reading: key_for(run, reading) for reading in READINGS}
-    findings, skipped = [], []
+    findings, skipped, follow_on = [], [], []
     for check, needs in CHECKS:
         if needs and not any(keys.get(n) for n in needs):
             skipped.append(check.__name__.removeprefix("check_"))
             continue
-        findings += check(run, settings, keys)
+        found = check(run, settings, keys)
+        findings += found
+        follow_on += found if check in SYMPTOMS else []
+    diverged = [(f.step, i) for i, f in enumerate(findings, 1) if f.what.startswith(DIVERGED) and f.step is not None]
+    for finding in follow_on:  # a diverged policy rambles, collapses, flattens groups: its remedy is the divergence's
+        if diverged and finding.step is not None and finding.step >= min(diverged)[0]:
+            finding.remedy = (f"follows the divergence at step {min(diverged)[0]} (finding {min(diverged)[1]}): fix "
+                              "that first; this is its symptom, not a separate cause")
     parts = (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation"))
     for reading, check in parts:
         if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it

@@ -1,4 +1,4 @@
-"""Evaluate any checkpoint on a recipe's held-out prompts: pass@k, exact match and mean reward, by word length.
+"""Evaluate any checkpoint on a recipe's held-out prompts: pass@k, maj@k, exact match and mean reward, by word length.
 
     python -m rlvr.analysis.evaluate --model models/tiny-speller --config recipes/tiny/grpo.yaml --k 1 4 8 --output eval.json
 
@@ -12,6 +12,9 @@ recipe's own reward set (custom dotted-path rewards included, `success` always) 
 derives them. Exact match is the extracted answer equal to the expected one (`rlvr.rewards.functions.exact_answer`),
 not correctness == 1.0, which a wrong answer can reach (`step/false_full_credit`, reported per word length too).
 pass@k uses the unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(n, k); pass@1 equals exact match.
+maj@k is the share of prompts whose majority answer over their first k samples is the expected one (`majority_answer`:
+the extracted answers vote, compared as exact match compares them; the first k of n independent samples are a random
+k of them); maj@1 is the first sample's exact match.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import importlib.util
 import json
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import torch
@@ -32,11 +35,11 @@ from transformers import AutoTokenizer, GenerationConfig
 from trl.trainer.utils import create_model_from_path
 
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
-from rlvr.metrics.keys import step_key
+from rlvr.metrics.keys import PER_K, step_key
 from rlvr.metrics.reward_batch import RewardBatch, is_truncated, reward_components
 from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.planning import generation_batch_for, shape_from_config
-from rlvr.rewards.functions import exact_answer
+from rlvr.rewards.functions import exact_answer, extract_last_answer
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
@@ -52,6 +55,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def majority_answer(texts: list[str]) -> str | None:
+    """The answer most of `texts` give: their last <answer> contents, lower-cased as exact match compares them;
+    a text without one does not vote. A tie goes to the tied answer seen first (the lowest sample index); None when
+    no text has an answer."""
+    votes = Counter(answer.lower() for text in texts if (answer := extract_last_answer(text)) is not None)
+    return max(votes, key=votes.get) if votes else None  # max keeps the first of equal counts, in first-seen order
 
 
 def sampling_settings(training, overrides: dict) -> dict:
@@ -284,7 +295,7 @@ def watches(rollouts: list[dict]) -> dict[str, float]:
 
 def summarize(records: list[dict], num_samples: int, ks: list[int],
               components=("correctness", "format", "success", "binary")) -> dict:
-    """Exact match, the mean of every reward component, pass@k and the `watches` (false full credit, truncation,
+    """Exact match, the mean of every reward component, pass@k, maj@k and the `watches` (false full credit, truncation,
     hollow format), overall and per difficulty (word length)."""
     by_prompt = defaultdict(list)
     for record in records:
@@ -299,6 +310,9 @@ def summarize(records: list[dict], num_samples: int, ks: list[int],
             out[f"mean_{key}"] = sum(r[key] for r in rollouts) / len(rollouts)
         for k in ks:
             out[f"pass@{k}"] = sum(pass_at_k(num_samples, c, k) for c in correct) / len(correct)
+        for k in ks:
+            out[f"maj@{k}"] = sum(majority_answer([r["completion"] for r in by_prompt[p][:k]])
+                                  == str(by_prompt[p][0]["answer"]).lower() for p in prompt_ids) / len(prompt_ids)
         out.update(watches(rollouts))
         return out
 
@@ -318,10 +332,10 @@ def _length_order(item) -> tuple:
 
 
 def format_table(summary: dict) -> str:
-    """Per word length: prompts, exact match, the mean of every reward component, pass@k, then the watches."""
+    """Per word length: prompts, exact match, the mean of every reward component, pass@k, maj@k, then the watches."""
     overall = summary["overall"]
     means = [key for key in overall if key.startswith("mean_")]
-    ks = [key for key in overall if key.startswith("pass@")]
+    ks = [key for key in overall if key.startswith(PER_K)]
     watch = [key for key in WATCHES if key in overall]
     headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks, *watch]
     columns = ["prompts", "exact_match", *means, *ks, *watch]  # a block missing one (an older file) shows "-"

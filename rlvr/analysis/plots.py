@@ -6,7 +6,8 @@ Each figure is drawn against optimizer step and against cumulative generated sam
 run labelled with its directory name, except `zero_std_prediction_by_<x>.png`: one panel per run, the zero-std
 fraction of exact match observed against its closed-form prediction from pass rates (`run_records.zero_std_prediction`).
 Runs with a curriculum also get `curriculum_by_<x>.png`: the level, the level mix and the pass rate per level.
-`sampling_by_<x>.png` draws TRL's sampling entropy, mean completion length and clipped (truncated) share.
+`sampling_by_<x>.png` draws TRL's sampling entropy, mean completion length and clipped (truncated) share;
+`throughput_by_<x>.png` generated tokens per second and, where logged, TRL's off-policy readings (`keys.IS_RATIO`, ...).
 Each series is drawn raw and faint, with a smoothed line over it (`smoothed`, as trackers draw them); panels that
 are constant by construction (`by_construction`: the penalty component of a run without the overlong penalty) are
 left out. The same series print as a plain-text table for terminals.
@@ -38,6 +39,7 @@ from rlvr.analysis.summaries import seed_group, time_totals
 from rlvr.analysis.tables import series_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.metrics.keys import (
+    CLIP_RATIO,
     CLIPPED_RATIO,
     CURRICULUM_PREFIX,
     ENTROPY,
@@ -45,7 +47,9 @@ from rlvr.metrics.keys import (
     GENERATION_SHARE,
     GROUP_SERIES,
     MEAN_LENGTH,
+    OFF_POLICY_SERIES,
     TIME_PHASES,
+    TOKEN_RATES,
     ZERO_STD_PREFIX,
     ZERO_STD_SIDE_PREFIX,
     ZERO_STD_SIDES,
@@ -77,7 +81,7 @@ def save(fig, path) -> None:
 
 UNIT_INTERVAL = (*map(reward_key, ("correctness", "format", "success", "binary")), *GROUP_SERIES,  # fixed 0..1 axis,
                  CLIPPED_RATIO, step_key("truncated"), step_key("truncated_wrong"), step_key("hollow_format"),
-                 step_key("false_full_credit"))  # with zero_std_frac/* and zero_std_side/*
+                 step_key("false_full_credit"), CLIP_RATIO)  # with zero_std_frac/* and zero_std_side/*
 SAMPLING_SERIES = (ENTROPY, MEAN_LENGTH, CLIPPED_RATIO)  # TRL's own keys
 SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
 MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
@@ -238,6 +242,8 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
         written.append(panel_figure(runs, SAMPLING_SERIES, x, out / f"sampling_by_{x}.png",
                                     "sampling: entropy (collapse: near 0), length, clipped share"))
         written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
+        written.append(panel_figure(runs, (*TOKEN_RATES, *OFF_POLICY_SERIES), x, out / f"throughput_by_{x}.png",
+                                    "generated tokens/s; vLLM: importance ratio, log-prob gap; reused batches: clip"))
         written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
         written.append(panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise
             runs, curriculum_series(runs), x, out / f"curriculum_by_{x}.png",

@@ -44,7 +44,7 @@ from rlvr.analysis.summaries import (
 )
 from rlvr.analysis.tables import markdown_table, series_table, summary_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
-from rlvr.metrics.keys import GENERATED_SAMPLES, GENERATED_TOKENS, TIME_PHASES, group_key, zero_std_key
+from rlvr.metrics.keys import GENERATED_SAMPLES, GENERATED_TOKENS, TIME_PHASES, TOKEN_RATES, group_key, zero_std_key
 from rlvr.runs import layout
 from rlvr.training.config import check_model_reachable
 
@@ -129,12 +129,12 @@ def zero_std_reading(run: Run, last_k: int = 5) -> str:
 
 def time_table(runs: list[Run]) -> tuple[list[str], list[list]]:
     headers = ["run", *(f"{phase}_s" for phase in TIME_PHASES), "step_total_s", "generation_share", "wall_time_s",
-               "s_per_step"]
+               "s_per_step", *TOKEN_RATES]
     rows = []
     for run in runs:
         totals, steps = time_totals(run), count(last(run, "step"))
         rows.append([run.label, *(totals[p] for p in TIME_PHASES), totals["total"], totals["generation_share"],
-                     wall_time(run), totals["total"] / steps if steps else None])
+                     wall_time(run), totals["total"] / steps if steps else None, *(totals[k] for k in TOKEN_RATES)])
     return headers, rows
 
 
@@ -182,7 +182,8 @@ def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | N
 
 
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
-                   "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
+                   "heldout_pass@8_after", "heldout_maj@8_after", "final_correctness", "auc_correctness",
+                   f"samples_to_{REACH_CORRECTNESS}",
                    "mean_zero_std_correctness", REFERENCE_REACH, GENERATED_SAMPLES, "wall_time_s")
 
 

@@ -10,8 +10,10 @@ from rlvr.analysis.loaders import Run, count
 from rlvr.metrics.keys import (
     GENERATED_SAMPLES,
     GENERATED_TOKENS,
+    PER_K,
     TIME_PHASES,
     TIME_TOTAL,
+    TOKEN_RATES,
     TRAIN_RUNTIME,
     reward_key,
     time_key,
@@ -52,10 +54,14 @@ def normalized_auc(xs, ys, x_end: float | None = None) -> float | None:
 
 
 def time_totals(run: Run) -> dict[str, float]:
-    """Seconds per phase summed over the run, the total, and generation's share of it."""
+    """Seconds per phase summed over the run, the total, generation's share of it, and generated tokens per second
+    of each (`TOKEN_RATES`)."""
     totals = {phase: sum(run.values(time_key(phase))) for phase in TIME_PHASES}
     totals["total"] = sum(run.values(TIME_TOTAL))
     totals["generation_share"] = totals["generation"] / totals["total"] if totals["total"] else None
+    tokens = last(run, GENERATED_TOKENS)
+    totals.update({key: tokens / totals[phase] if tokens and totals[phase] else None
+                   for key, phase in TOKEN_RATES.items()})
     return totals
 
 
@@ -121,11 +127,11 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
 
 
 def held_out_columns(run: Run) -> dict:
-    """Held-out exact match, mean correctness and pass@k before -> after, when the sweep evaluated the run."""
+    """Held-out exact match, mean correctness, pass@k and maj@k before -> after, when the sweep evaluated the run."""
     columns = {}
     for name in ("before", "after"):
         block = run.held_out(name)
-        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith("pass@"))):
+        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith(PER_K))):
             if key in block:
                 columns[f"heldout_{key}_{name}"] = block[key]
     return columns

@@ -13,7 +13,9 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
-from rlvr.metrics.keys import COUNTERS, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, ordered, reward_key, zero_std_key
+from rlvr.metrics.keys import (
+    COUNTERS, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, TOKEN_RATES, ordered, reward_key, zero_std_key,
+)
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
 
@@ -136,9 +138,10 @@ def _finite(value):
 
 
 # ---- the console line: one compact line per logging step where TRL/transformers print a ~60-key dict (the row
-# still goes whole to metrics.jsonl): step, generated samples, the reward components, zero_std, the cut-off share and
-# the time per step, e.g. `step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 |
-# cut 0.06 | 3.42 s/step`. `quiet_console` keeps transformers' progress bar and drops its dict printing.
+# still goes whole to metrics.jsonl): step, generated samples, the reward components, zero_std, the cut-off share,
+# generated tokens per second of generation and of step time, and the time per step, e.g. `step 12/200 | samples 192 |
+# correctness 0.312 total 0.688 | zero_std 0.25 | cut 0.06 | tok/s generation 812 step 240 | 3.42 s/step`.
+# `quiet_console` keeps transformers' progress bar and drops its dict printing.
 
 MAX_WIDTH = 200  # one terminal line, even with custom reward components
 SHOWN = ("correctness", "format", "success", "total")  # the components every line shows, when the run has them
@@ -171,6 +174,8 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     truncated = row.get(prefix + f"{STEP_PREFIX}truncated")
     if truncated is not None:
         parts.append(f"cut {truncated:.2f}")
+    if rates := {key.rsplit("/", 1)[1]: row[key] for key in TOKEN_RATES if key in row}:
+        parts.append("tok/s " + " ".join(f"{name} {value:.0f}" for name, value in rates.items()))
     if seconds_per_step is not None:
         parts.append(f"{seconds_per_step:.2f} s/step")
     line = " | ".join(parts)

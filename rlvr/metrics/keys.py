@@ -27,6 +27,10 @@ STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics
 CURRICULUM_PREFIX = "curriculum/"  # curriculum/{level, weight/<v>, pass_rate/<v>}: rlvr/training/curriculum.py
 KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")  # how the built-in components are listed
 
+# Held-out metrics per k in an evaluation summary (rlvr.analysis.evaluate): pass@<k>, maj@<k>; every table of pass@k
+# shows maj@k beside it
+PER_K = ("pass@", "maj@")
+
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = ("generation_step", "generated_samples",
                                                                    "generated_tokens")
@@ -38,6 +42,19 @@ LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE, REWARD = "loss", "kl", "entropy", "
 CLIPPED_RATIO, MEAN_LENGTH = "completions/clipped_ratio", "completions/mean_length"
 TRL_ZERO_STD = "frac_reward_zero_std"  # isclose(std, 0) on the total: see above
 TRAIN_RUNTIME = "train_runtime"  # the closing row's
+REWARD_STD = "reward_std"  # std of the total reward over the whole batch (not per group)
+
+# Generated completion tokens per second of a log window's generation time and of its whole step time (time/total_s)
+TOKEN_RATES = {"tokens_per_s/generation": "generation", "tokens_per_s/step": "total"}  # rate key -> its time/<phase>_s
+
+# TRL's own readings of off-policy training, read (not written) here. With use_vllm, TRL corrects the vLLM/trainer
+# mismatch by default (vllm_importance_sampling_correction, sequence_mask, clip 3.0) and logs the ratio (min, mean,
+# max; per sequence in the sequence modes, masked ones as 0) and |trainer - vLLM| log-prob per token (mean, max).
+# When a batch is reused (num_iterations > 1) the PPO clip acts: the share of tokens it clipped, per direction.
+IS_RATIO = "sampling/importance_sampling_ratio/"
+LOGP_DIFF = "sampling/sampling_logp_difference/"
+CLIP_RATIO = "clip_ratio/region_mean"  # beside clip_ratio/{low_mean,high_mean,low_min,high_max}
+OFF_POLICY_SERIES = (f"{IS_RATIO}mean", f"{IS_RATIO}min", f"{LOGP_DIFF}mean", f"{LOGP_DIFF}max", CLIP_RATIO)
 
 
 def time_key(phase: str) -> str:

@@ -31,7 +31,7 @@ from transformers import TrainerCallback, get_scheduler
 from trl import GRPOTrainer
 
 from rlvr.metrics.callbacks import RolloutLedger
-from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, time_key
+from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, TOKEN_RATES, time_key
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training import algorithms
@@ -195,7 +195,8 @@ class RewardHooksMixin:
     step. Finer accounts inside those: `reference` and `old_policy` split the log-prob passes by model (a PEFT
     run's reference is the policy with its adapter off, so it counts as `old_policy`), and `optimizer` is
     `optimizer.step()` alone (timed by hooks on the optimizer). `total` is the training step plus the optimizer step
-    (not logging nor callbacks); `time/generation_share` is generation's share of it.
+    (not logging nor callbacks); `time/generation_share` is generation's share of it. `tokens_per_s/*` divide the
+    window's generated completion tokens by its generation and its total seconds (`keys.TOKEN_RATES`).
     """
 
     def __init__(self, *args, **kwargs):
@@ -255,7 +256,11 @@ class RewardHooksMixin:
         if step == 0.0:
             return {}
         total = step + spent.get("optimizer", 0.0)
+        tokens, seconds = spent.get("generated_tokens", 0.0), {"generation": generation, "total": total}
+        # a window that only reused a batch generated nothing: no rate (the whole run's is the bill's, rlvr doctor)
+        rates = {key: tokens / seconds[phase] for key, phase in TOKEN_RATES.items() if tokens and seconds[phase] > 0}
         return {
+            **rates,
             time_key("generation"): generation,
             time_key("scoring"): scoring,
             time_key("logprobs"): max(rollout - generation - scoring, 0.0),
@@ -272,6 +277,9 @@ class RewardHooksMixin:
         round, read by the reward callbacks."""
         batch.round = getattr(self, "_sampling_round", 0)
         self._reward_batch = batch
+        if batch.mode == "train":  # counted in the time accounts' window, for tokens_per_s/* (all processes' tokens)
+            self._time_accounts = getattr(self, "_time_accounts", None) or defaultdict(float)
+            self._time_accounts["generated_tokens"] += sum(batch.completion_lengths)
         self._readings.dispatch(batch, kwargs, log=lambda name, value: self._metrics[batch.mode][name].append(value))
 
     def log(self, logs, start_time=None):
