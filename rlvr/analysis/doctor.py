@@ -32,8 +32,9 @@ from pathlib import Path
 import yaml
 
 from rlvr import run_layout as layout
-from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
+from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time, with_evaluations
 from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.metrics.keys import EVAL_EXACT
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
 
@@ -76,6 +77,10 @@ THRESHOLDS = {
     "kl_still": Threshold(1e-4, "mean KL to the reference, nats per token, below which the policy has not moved"),
     "reward_drop": Threshold(0.25, "fall of the windowed mean reward from its peak, as a share of the peak: "
                                    "learning undone, the classic sign of a learning rate too high"),
+    "proxy_rise": Threshold(0.05, "rise of the mean training reward from the first to the last third of the evaluated "
+                                  "steps above which the reward counts as rising (in the reward's units)"),
+    "truth_flat": Threshold(0.02, "gain of held-out exact match over the same thirds at or below which it counts as "
+                                  "flat: 2 points, under the noise of a few dozen held-out prompts"),
     "generation_heavy": Threshold(0.6, "share of step time spent generating above which sampling (vLLM, shorter "
                                        "completions), not the optimizer, is the lever for speed"),
 }
@@ -98,6 +103,7 @@ READINGS = {
     "false_full_credit": ("step/false_full_credit",),
     "hollow_format": ("step/hollow_format",),
     "mean_length": ("completions/mean_length",),
+    "held_out": (EVAL_EXACT,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
@@ -164,8 +170,7 @@ def load_trl_run(path: Path, state_file: Path) -> Run:
         raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
     if not isinstance(history, list):
         raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
-    rows = [row for row in history if isinstance(row, dict) and "train_runtime" not in row
-            and ("loss" in row or "reward" in row)]
+    rows = with_evaluations([row for row in history if isinstance(row, dict) and "train_runtime" not in row])
     final = next((row for row in history if isinstance(row, dict) and "train_runtime" in row), {})
     return Run(path, path.name, rows, final)
 
@@ -488,6 +493,33 @@ def check_hacks(run, settings, keys):
     return findings
 
 
+# ---- proxy vs truth: the training reward against held-out exact match during training (rlvr/metrics/held_out.py) ----
+
+def check_held_out(run, settings, keys):
+    """The training reward rose while held-out exact match did not: the reward pays for something the task's
+    truth does not measure (partial credit, format, a scorer's hole). Compared over thirds of the evaluated steps:
+    the first and last third of the evaluations (at least one each) against the training reward logged in them."""
+    held_out = points(run, keys["held_out"])
+    if len(held_out) < 3 or not keys.get("reward"):
+        return []
+    third = len(held_out) // 3
+    first_until, last_after = held_out[third - 1][0], held_out[-third - 1][0]  # the training steps of each third
+    reward = points(run, keys["reward"])
+    start, end = mean([v for s, v in reward if s <= first_until]), mean([v for s, v in reward if s > last_after])
+    gain = mean([v for _, v in held_out[-third:]]) - mean([v for _, v in held_out[:third]])
+    if start is None or end is None or end - start < THRESHOLDS["proxy_rise"].value or gain > THRESHOLDS["truth_flat"].value:
+        return []
+    rise = end - start
+    best_step, best = max(held_out, key=lambda point: point[1])
+    return [Finding("problem", held_out[0][0],
+                    f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "
+                    f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
+                    f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
+                    "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
+                    "format, step/false_full_credit), train on `success` or `capped_correctness`, or keep the "
+                    f"checkpoint of step {best_step}")]
+
+
 def check_compute(run, settings, keys):
     """The bill, as a note: where step time goes and how fast samples come."""
     parts, step = [], int(run.rows[-1]["step"])
@@ -525,6 +557,7 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_idle_groups, ("zero_std",)),
     (check_format, ("format_flat", "format_std")),
     (check_hacks, ("false_full_credit", "hollow_format")),
+    (check_held_out, ("held_out",)),
     (check_compute, ()),
 )
 

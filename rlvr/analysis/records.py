@@ -18,6 +18,7 @@ from rlvr import run_layout as layout
 from rlvr.cli import ConfigError
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
+    EVAL_PREFIX,
     REWARD_PREFIX,
     STEP_PREFIX,
     TIME_PHASES,
@@ -168,9 +169,21 @@ def load_run(path, label: str | None = None) -> Run:
     for row in read_jsonl(metrics):
         if "train_runtime" in row:
             final = row
-        elif "loss" in row or any(key.startswith(REWARD_PREFIX) for key in row):
+        else:
             rows.append(row)
-    return Run(path, label or path.name, rows, final)
+    return Run(path, label or path.name, with_evaluations(rows), final)
+
+
+def with_evaluations(history: list[dict]) -> list[dict]:
+    """The training rows (a loss or a reward), each with the `EVAL_PREFIX` keys of the evaluation row logged at its
+    step (TRL's `eval_strategy`): held-out figures then read, plot and compare as columns of that step. An
+    evaluation with no training row at its step (`eval_on_start`) is left out."""
+    rows = [row for row in history if "loss" in row or "reward" in row or any(k.startswith(REWARD_PREFIX) for k in row)]
+    by_step = {row.get("step"): row for row in rows}
+    for row in history:
+        if row.get("step") in by_step and any(key.startswith(EVAL_PREFIX) for key in row):
+            by_step[row["step"]].update({key: value for key, value in row.items() if key.startswith(EVAL_PREFIX)})
+    return rows
 
 
 def saved_training_args(run_dir) -> dict:

@@ -18,7 +18,7 @@ import time
 
 from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
 
-from rlvr.metrics.keys import KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, reward_key, zero_std_key
+from rlvr.metrics.keys import EVAL_EXACT, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, reward_key, zero_std_key
 
 MAX_WIDTH = 200  # one terminal line, even with custom reward components
 SHOWN = ("correctness", "format", "success", "total")  # the components every line shows, when the run has them
@@ -47,6 +47,8 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     rewards = " ".join(f"{c} {row[prefix + reward_key(c)]:.3f}" for c in components_of(row, prefix))
     if rewards:
         parts.append(rewards)
+    if (exact := row.get(EVAL_EXACT)) is not None:  # rlvr evaluate's exact match (rlvr/metrics/held_out.py)
+        parts.append(f"held-out exact {exact:.3f}")
     zero_std = row.get(prefix + zero_std_key("total"))
     if zero_std is not None:
         parts.append(f"zero_std {zero_std:.2f}")

@@ -29,6 +29,7 @@ from accelerate.utils import gather_object
 from torch import nn
 
 from rlvr.metrics.callbacks import GroupStatsCallback
+from rlvr.metrics.held_out import held_out_callback
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, is_truncated
 from rlvr.rewards.text import completion_text
 
@@ -133,9 +134,12 @@ def with_readings(trainer):
     """Any `trl.GRPOTrainer`, with the readings: its reward functions wrapped (`RewardReadings`) and a
     `GroupStatsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
     `zero_std_side/*` and the `step/*` watches (truncation, false full credit, hollow format) every generation batch,
-    gathered over processes, under `scale_rewards` group or batch alike. Returns the trainer."""
+    gathered over processes, under `scale_rewards` group or batch alike; with an eval_dataset, its evaluation rows
+    get `rlvr evaluate`'s held-out figures too (rlvr/metrics/held_out.py). Returns the trainer."""
     if not any(isinstance(cb, GroupStatsCallback) for cb in trainer.callback_handler.callbacks):
         trainer.add_callback(GroupStatsCallback())
+    if held_out := held_out_callback(trainer):
+        trainer.add_callback(held_out)
     trainer.readings = RewardReadings(trainer)
     return trainer
 
