@@ -11,7 +11,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rlvr.cli import ConfigError, mapping_field
+from rlvr.data.levels import HELD_OUT_SETS
+
+from rlvr.inputs import ConfigError, mapping_field
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
@@ -21,6 +23,7 @@ PROMPT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")  # one identifier-like wo
 
 
 def prompt_names() -> tuple[str, ...]:
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.utils import SYSTEM_PROMPTS
 
     return ("tiny", *SYSTEM_PROMPTS)
@@ -82,8 +85,6 @@ class DataSpec:
             raise ConfigError(f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}")
         check_prompt_name(self.system_prompt, f"{field_name}.system_prompt")
         if self.held_out is not None:
-            from rlvr.data.levels import HELD_OUT_SETS
-
             if self.held_out not in HELD_OUT_SETS:
                 raise ConfigError(f"{field_name}.held_out", f"unknown held-out set {self.held_out!r}; choose one of "
                                                             f"{', '.join(HELD_OUT_SETS)}")
@@ -116,6 +117,7 @@ def _parse_task(item: Any, where: str) -> TaskSpec:
 
 
 def _validate_task(task: TaskSpec, where: str) -> None:
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.factory import DATASETS
 
     if task.name not in DATASETS:

@@ -14,8 +14,8 @@ from test_readings import load_example
 
 from rlvr.analysis import doctor
 from rlvr.analysis.evaluate import score, summarize
-from rlvr.analysis.records import load_run
-from rlvr.metrics.console import format_line
+from rlvr.analysis.loaders import load_run
+from rlvr.metrics.callbacks import format_line
 from rlvr.metrics.held_out import HeldOutCallback, held_out_figures
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.rewards.registry import resolve_reward_funcs

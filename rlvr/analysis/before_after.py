@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
-from rlvr.analysis.records import markdown_table, text_table
+from rlvr.analysis.evaluate import evaluate
+from rlvr.analysis.tables import markdown_table, text_table
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.runs import layout
+from rlvr.training.validation import MODEL_FILES, flag_type
 
 OUT_SUBDIR = layout.BEFORE_AFTER_DIR
 SIDES = ("before", "after")
@@ -23,8 +25,6 @@ SIDES = ("before", "after")
 def compare(before: str, after: str, config: str, num_prompts: int = 32, num_samples: int | None = None,
             ks=(1, 4, 8), seed: int = 0, out_dir=None, use_vllm: bool = False) -> dict:
     """Evaluate both models on the first `num_prompts` test prompts and pair their rollouts prompt by prompt."""
-    from rlvr.analysis.evaluate import evaluate
-
     out = Path(out_dir or Path(after) / OUT_SUBDIR)
     summaries, records = {}, {}
     for side, model in zip(SIDES, (before, after)):
@@ -132,8 +132,6 @@ def _clip(text: str | None, width: int = 48) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from rlvr.training.validation import MODEL_FILES, flag_type  # training's rules for the fields it shares
-
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="model folder before training (e.g. models/tiny-speller)")
     parser.add_argument("--after", required=True, help="model folder after training (a run's output_dir)")

@@ -18,34 +18,36 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import before_after, doctor
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
-from rlvr.analysis.plots import plot_runs
-from rlvr.analysis.records import (
-    TIME_PHASES,
-    REACH_CORRECTNESS,
+from rlvr.analysis.evaluate import format_table
+from rlvr.analysis.loaders import (
     Run,
-    aggregate,
     count,
-    evaluations_in,
     curriculum_series,
+    evaluations_in,
     find_run_dirs,
-    last,
     load_runs,
-    markdown_table,
+    read_jsonl,
+    saved_training_args,
+)
+from rlvr.analysis.plots import plot_runs
+from rlvr.analysis.summaries import (
+    REACH_CORRECTNESS,
+    aggregate,
+    last,
     mean,
     paired_by_seed,
-    read_jsonl,
     samples_to_reach_held_out,
-    saved_training_args,
     seed_group,
-    series_table,
     summarize,
-    summary_table,
     tail_mean,
     time_totals,
     wall_time,
 )
+from rlvr.analysis.tables import markdown_table, series_table, summary_table
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
+from rlvr.metrics.keys import TIME_PHASES
+from rlvr.runs import layout
+from rlvr.training.config import check_model_reachable
 
 CONFIG_NAME = layout.CONFIG  # the recipe a run used, copied beside its records (the sweep writes it)
 SPEC_NAME = layout.SWEEP_SPEC
@@ -379,8 +381,6 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
 def evaluations_section(run: Run, report_dir: Path) -> str:
     """The held-out evaluations already in the run folder (`evaluations_in`), each as evaluate prints it (per word
     length: exact match, reward means, pass@k, false_full_credit); "Not run yet" with the command only when none is."""
-    from rlvr.analysis.evaluate import format_table
-
     found = evaluations_in(run.path)
     if not found:
         return ("Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
@@ -462,8 +462,6 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     if config and dirs != [path]:
         raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
     if before:
-        from rlvr.training.config import check_model_reachable
-
         try:
             check_model_reachable(before, will_build=False)
         except ConfigError as err:

@@ -3,7 +3,7 @@
 "The same run" is decided on the recipe as its script parses it (every default filled in, where it writes left out),
 so `kl_estimator: k3` written out equals the default; the GRPO baseline of the KL and temperature sweeps is then the
 reference sweep's GRPO run, seed for seed. It must also have been trained by the same code (its `code.json`,
-rlvr.training.code_record): the same recipe under other code is trained afresh, with one line saying why. Evaluated
+rlvr.runs.code_record): the same recipe under other code is trained afresh, with one line saying why. Evaluated
 the same way, the variant's folder is a link to that run; evaluated another way (another held-out set), it is a folder
 of links to the run's files beside its own `eval/`. Only real runs are shared from, never links, and a link whose run
 was deleted is cleared when the sweep next trains.
@@ -11,6 +11,7 @@ was deleted is cleared when the sweep next trains.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -18,21 +19,18 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.analysis.records import load_run
+from rlvr.analysis.loaders import load_run
 from rlvr.analysis.report import SPEC_NAME
 from rlvr.analysis.sweep_spec import EVAL_DIR, SWEEP_RECIPE_NAME, Spec, Variant, load_spec
-from rlvr.training.code_record import code_identity, other_code
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
+from rlvr.runs import layout
+from rlvr.runs.code_record import code_identity, other_code
+from rlvr.training.config import load_recipe
 
 
 def parsed_fields(config: dict) -> list[dict]:
     """The recipe as its script parses it: (recipe, training, model) arguments as dicts, every default filled in, where
     the run writes left out."""
-    import dataclasses
-
-    from rlvr.training.config import load_recipe
-
     loaded = load_recipe(["--dry_run", "true"], config={**config, "output_dir": "RUN"}, source="a sweep run's recipe")
     parsed = (loaded.args, loaded.training, loaded.model)
     fields = [a.to_dict() if hasattr(a, "to_dict") else dataclasses.asdict(a) for a in parsed]

@@ -39,12 +39,17 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import sweep_slurm
-from rlvr.analysis.records import load_run, load_runs, summarize, summary_table, text_table
+from rlvr.analysis.evaluate import evaluate
+from rlvr.analysis.loaders import load_run, load_runs
 from rlvr.analysis.report import SPEC_NAME, build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
+from rlvr.analysis.summaries import summarize
 from rlvr.analysis.sweep_spec import EVAL_DIR, Spec, Variant, load_spec, plan, render_config, select, validate_variant
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.analysis.tables import summary_table, text_table
+from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.runs import layout
+from rlvr.runs.checkpoints import CHECKPOINT, checkpoint_problem
+from rlvr.training.runner import main as train_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 SUBPROCESS_LAUNCHERS = ("python", "accelerate")  # a process per run: what --jobs runs, and a Slurm task
@@ -82,7 +87,7 @@ def train_command(variant: Variant, launcher: str, cpu_threads: int | None = Non
 
 def write_recipe(variant: Variant, spec: Spec) -> None:
     """The run's folder and the recipe it trains from. A fresh start moves earlier records aside, a resume trims them
-    (rlvr.training.run_files.start_record, in the callbacks)."""
+    (rlvr.runs.checkpoints.start_record, in the callbacks)."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
 
@@ -120,21 +125,19 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
 
 def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs: int, total: int) -> dict[str, int]:
     """Train (index, variant) pairs `jobs` at a time; returns label -> exit status. A failed run frees its cores for
-    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.training.preemption: finish the
+    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.runs.stopping: finish the
     step, save a checkpoint, stop; a second signal would stop it without one) and waits for it."""
     if launcher == "inprocess":
-        from rlvr.training.runner import main
-
         for i, variant in runs:
             print(f"[sweep] {i}/{total} {variant.label}: training in this process", flush=True)
             start = time.perf_counter()
             write_recipe(variant, spec)
-            main(["--config", str(variant.config_path), "--resume_from_checkpoint", "true"])
+            train_recipe(["--config", str(variant.config_path), "--resume_from_checkpoint", "true"])
             print(f"[sweep] {variant.label}: done in {time.perf_counter() - start:.0f} s", flush=True)
         return {variant.label: 0 for _, variant in runs}
     slots = core_slots(jobs)
     if slots:  # a tiny model is built once, here, not by two runs at once into one folder
-        from rlvr.recipes.tiny.model import ensure_tiny_model
+        from rlvr.recipes.tiny.model import ensure_tiny_model  # only a recipe that asks for the tiny model imports it
 
         for model in sorted({v.config["model_name_or_path"] for _, v in runs if v.config.get("build_tiny_model")}):
             ensure_tiny_model(model)
@@ -185,8 +188,6 @@ def eval_recipe(config: dict, spec: Spec, target: Path) -> Path:
 
 def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: str) -> dict:
     """Held-out pass@k of one model, written to <out_dir>/eval/<name>.json (skipped when already there)."""
-    from rlvr.analysis.evaluate import evaluate
-
     output = out_dir / EVAL_DIR / f"{name}.json"
     if output.exists():
         return json.loads(output.read_text())
@@ -376,8 +377,6 @@ def why_left_out(run_dir: Path, code: int | None) -> str:
 def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
     """The run's complete checkpoint folders below `before_step` (the last step's weights are the run's own, which
     eval/after.json scores), in step order; torn ones from a crash are left out."""
-    from rlvr.training.run_files import CHECKPOINT, checkpoint_problem
-
     step = lambda p: int(CHECKPOINT.match(p.name).group(1))
     found = [p for p in run_dir.iterdir() if p.is_dir() and CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
              and (before_step is None or step(p) < before_step)]

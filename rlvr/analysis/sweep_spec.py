@@ -28,9 +28,10 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.analysis.records import seed_group
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
+from rlvr.analysis.summaries import seed_group
+from rlvr.inputs import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
+from rlvr.runs import layout
+from rlvr.training.config import load_recipe, validate
 
 SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
@@ -193,8 +194,6 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
 
 def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
     """Parse the effective recipe exactly as its script will (no model loaded); apply the samples budget."""
-    from rlvr.training.config import load_recipe, validate
-
     source = f"the recipe of sweep run {variant.label!r}"
     try:  # the effective recipe is already in memory: parsed from the mapping, no file written or read
         recipe = validate(load_recipe(["--dry_run", "true"], config=copy.deepcopy(variant.config), source=source))

@@ -3,9 +3,12 @@ a recipe's peak GPU memory, part by part, from the model's shape and the batch s
 
 from __future__ import annotations
 
-from rlvr.cli import ArgumentParser, ConfigError, cli
+import torch
+
+from rlvr.inputs import ArgumentParser, ConfigError, cli
 from rlvr.planning.plan import MemoryPlan, format_plan, plan_recipe
 from rlvr.planning.shapes import GIB, launch_shape
+from rlvr.training.config import load_recipe, validate
 
 
 def main(argv: list[str] | None = None) -> MemoryPlan:
@@ -25,10 +28,6 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
         if value is not None and value <= 0:
             raise ConfigError(f"--{flag}", f"must be positive, got {value}")
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
-
-    import torch
-
-    from rlvr.training.config import load_recipe, validate
 
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU

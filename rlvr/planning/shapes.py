@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rlvr.cli import ConfigError, load_yaml_mapping
+from transformers import AutoConfig, AutoTokenizer
+
+from rlvr.inputs import ConfigError, load_yaml_mapping
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 PEFT_DEFAULT_TARGETS = ("q_proj", "v_proj")  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["qwen3"]
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -82,16 +85,12 @@ def resolve_shape(name_or_path: str, build_tiny_model: bool = False) -> ModelSha
         if name_or_path.lower() in (known.lower(), known.split("/")[1].lower()):
             return shape
     if build_tiny_model:
-        from dataclasses import asdict
-
-        from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer
+        from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer  # only for a tiny-model recipe
 
         tiny = {k: v for k, v in asdict(TinyModelConfig()).items() if k not in ("seed", "max_position_embeddings")}
         return shape_from_config(name_or_path, {**tiny, "vocab_size": len(build_tokenizer()),
                                                 "tie_word_embeddings": True, "dtype": "float32"})
     try:
-        from transformers import AutoConfig
-
         return shape_from_config(name_or_path, AutoConfig.from_pretrained(name_or_path, local_files_only=True).to_dict())
     except (OSError, ValueError, KeyError):
         raise ConfigError(
@@ -108,8 +107,6 @@ def linear_shapes(s: ModelShape) -> dict[str, tuple[int, int]]:
             "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
 
 
-
-
 def lora_targets(target_modules) -> tuple[str, ...]:
     """TRL's `lora_target_modules` as projection names: None is peft's Qwen3 default, "all-linear" all seven."""
     if not target_modules:
@@ -121,7 +118,6 @@ def lora_targets(target_modules) -> tuple[str, ...]:
     if unknown:
         raise ConfigError("lora_target_modules", f"the planner knows {list(LINEAR_MODULES)}, got {unknown}")
     return tuple(names)
-
 
 
 # --- The workload: one process's view of a config -----------------------------------------------------------------
@@ -227,7 +223,6 @@ def workload_from_config(training, model_args, shape: ModelShape, prompt_tokens:
     )
 
 
-
 # --- Prompt length -------------------------------------------------------------------------------------------------
 
 CHARS_PER_TOKEN = 3.5  # BPE averages ~4 characters per English token (Qwen's too); rounded down to stay on the safe side
@@ -243,8 +238,6 @@ def estimate_prompt_tokens(prompts, model_path: str | None = None) -> int:
     folder, else estimated from its characters."""
     longest = max(prompts, key=_prompt_chars)
     if model_path and (Path(model_path) / "tokenizer_config.json").exists() and not isinstance(longest, str):
-        from transformers import AutoTokenizer
-
         ids = AutoTokenizer.from_pretrained(model_path).apply_chat_template(longest, add_generation_prompt=True)
         return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
     messages = 1 if isinstance(longest, str) else len(longest) + 1

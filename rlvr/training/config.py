@@ -12,21 +12,26 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field, fields
 
+import torch
+from huggingface_hub import constants, try_to_load_from_cache
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
+from rlvr.inputs import ArgumentParser, ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
-from rlvr.training.divergence import check_divergence_fields
-from rlvr.training.kl import KL_ESTIMATORS
-from rlvr.training.model_loading import check_quantization
+from rlvr.runs.cpu_threads import parse_cpu_threads
+from rlvr.runs.stopping import check_divergence_fields
 from rlvr.speedups.registry import parse_speedups
-from rlvr.training.cpu_threads import parse_cpu_threads
+from rlvr.training.algorithms import ALGORITHMS, check_algorithm_config, config_class
+from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
+from rlvr.training.model_loading import check_quantization
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
+
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -72,7 +77,7 @@ class RecipeArguments(ScriptArguments):
     )
     divergence_guard: bool = field(
         default=True,
-        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/divergence.py)."},
+        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/runs/stopping.py)."},
     )
     min_mean_reward: float | None = field(
         default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
@@ -97,7 +102,7 @@ class RecipeArguments(ScriptArguments):
     allow_recipe_change: bool = field(
         default=False,
         metadata={"help": "Let a resume change a field that changes what is optimised (learning rate, G, rewards, "
-                  "data, ...); the change is recorded in the run's run.json (rlvr/training/run_folder.py)."},
+                  "data, ...); the change is recorded in the run's run.json (rlvr/runs/folder.py)."},
     )
     cpu_threads: str = field(
         default="auto",
@@ -120,13 +125,13 @@ class RLVRConfig(GRPOConfig):
     kl_estimator: str = field(
         default="k3",
         metadata={"help": "Estimator of KL(policy || reference) in the loss when beta > 0: k1, k2 or k3 (TRL's); "
-                  "see rlvr/training/kl.py."},
+                  "see rlvr/training/trainer.py."},
     )
     max_generated_samples: int | None = field(
         default=None,
         metadata={"help": "Budget in generated samples: stop once the run has generated this many (resampling "
                   "included) and run the lr schedule over samples; max_steps stays an upper bound. See "
-                  "rlvr/training/budget.py."},
+                  "rlvr/training/trainer.py."},
     )
 
     def __post_init__(self):
@@ -185,7 +190,7 @@ class Recipe:
     argv: list[str] = field(default_factory=list)  # the command line that overrode it
     speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
     curriculum: object = None  # (CurriculumSpec, levels) when the recipe has `curriculum:`
-    run_folder: object = None  # rlvr.training.run_folder.RunFolder once the run holds its output_dir (the runner)
+    run_folder: object = None  # rlvr.runs.folder.RunFolder once the run holds its output_dir (the runner)
 
 
 class RecipeParser(TrlParser):
@@ -214,8 +219,6 @@ class RecipeParser(TrlParser):
     def parse_args_and_config(self, args=None, **kwargs):
         """TrlParser's entry point for a parser of other dataclasses (the tiny SFT script): `--config` read once,
         `base:` resolved, the rest of the command line on top."""
-        import sys
-
         flags, rest = _launch_flags(list(sys.argv[1:] if args is None else args))
         config = load_recipe_yaml(flags.config) if flags.config is not None else {}
         return self.parse_recipe(config, rest, flags.config or "the command line")
@@ -228,8 +231,6 @@ PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations pe
 def _launch_flags(argv: list[str]):
     """The flags needed before the full parser exists (the algorithm picks the config class), read by argparse
     rather than by hand; everything else stays in `rest` for the full parser."""
-    from rlvr.cli import ArgumentParser
-
     parser = ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--config", help="a recipe YAML file")
     parser.add_argument("--algorithm")
@@ -258,8 +259,6 @@ def choose_algorithm(cli_value: str | None, config: dict, source: str, script_al
     A per-algorithm script (`recipes/dapo.py`) refuses a recipe of another algorithm in one line, so a DAPO YAML can
     never be trained silently by GRPO's trainer.
     """
-    from rlvr.training.algorithms import ALGORITHMS
-
     name = cli_value or config.get("algorithm") or script_algorithm or "grpo"
     if name not in ALGORITHMS:
         raise ConfigError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
@@ -276,10 +275,6 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
     """THE recipe loader: reads `--config PATH` once (`base:` chain resolved), then parses YAML + CLI into
     (RecipeArguments, the algorithm's config, ModelConfig). A caller holding the mapping already (a sweep) passes
     `config=` and no file is read at all. Every failure is a `ConfigError`."""
-    import sys
-
-    from rlvr.training.algorithms import config_class
-
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, rest = _launch_flags(argv)
     if config is None:
@@ -294,8 +289,6 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
     defaults = dict(config)
     dry_run = flags.dry_run.lower() in ("true", "1", "yes") if flags.dry_run is not None else config.get("dry_run") is True
     if dry_run and "--use_cpu" not in rest:
-        import torch
-
         if not torch.cuda.is_available():  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
             defaults["use_cpu"] = True
     dataclass_types = (RecipeArguments, config_class(algorithm), ModelConfig)
@@ -316,10 +309,6 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
 
 def check_model_reachable(name_or_path: str, will_build: bool) -> None:
     """Offline, a model that is neither a local folder nor in the HF cache fails now, not after a Hub timeout."""
-    import os
-
-    from huggingface_hub import constants, try_to_load_from_cache
-
     if will_build or os.path.isdir(name_or_path) or not constants.HF_HUB_OFFLINE:
         return
     try:
@@ -335,8 +324,6 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
 def validate(loaded: LoadedRecipe) -> Recipe:
     """Checks that need more than one field; builds the data and the reward set (both cheap, no model) and calls
     each reward once on probe completions (`rlvr.rewards.guard`)."""
-    from rlvr.training.algorithms import check_algorithm_config
-
     args, training, model = loaded.args, loaded.training, loaded.model
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
@@ -366,7 +353,6 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         raise ConfigError("data", "set an inline data spec or dataset_name")
     curriculum = None
     if args.curriculum is not None:  # the train split becomes per-level pools of the data spec's task
-        from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
 
         spec = CurriculumSpec.from_dict(args.curriculum)
         check_curriculum(spec, data_spec, training)
@@ -403,8 +389,6 @@ def precision_warning(recipe: Recipe) -> str | None:
     """Full fine-tuning of bf16/fp16 weights with plain AdamW has no fp32 master copy: an update smaller than about
     1/256 of a weight rounds away, and at lr 5e-6 most weights never move. DeepSpeed ZeRO keeps fp32 masters; LoRA
     trains fp32 adapters."""
-    import os
-
     dtype = str(recipe.model.dtype or "")
     deepspeed = recipe.training.deepspeed or os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
     if dtype in ("bfloat16", "float16") and not recipe.model.use_peft and not deepspeed:
@@ -430,3 +414,6 @@ def batch_plan(recipe: Recipe) -> str:
         f"{updates_per_generation:g} optimizer step(s) per generation step ({t.num_iterations} pass(es) over it); "
         f"rewards {dict(zip(recipe.rewards.names, recipe.rewards.weights))}"
     )
+
+
+KL_ESTIMATORS = ("k1", "k2", "k3")

@@ -25,9 +25,11 @@ import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from transformers import TrainingArguments
 from trl import GRPOConfig
 
-from rlvr.cli import ConfigError, check_writable_folder, one_line
+from rlvr.inputs import ConfigError, check_writable_folder, one_line
+from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 
 
 @dataclass(frozen=True)
@@ -201,8 +203,6 @@ def field_types(dataclass_types) -> dict:
 
 
 def _grpo_only_fields() -> set[str]:
-    from transformers import TrainingArguments
-
     return {f.name for f in fields(GRPOConfig)} - {f.name for f in fields(TrainingArguments)}
 
 
@@ -324,8 +324,6 @@ def check_model_folder(value: str, field: str) -> None:
 def weights_problem(folder: Path) -> str | None:
     """Why a model folder's weights cannot be loaded whole (None when they can): a missing shard, or a file cut short
     (its size is checked against what its header describes; nothing but the headers is read)."""
-    from rlvr.training.run_files import SHARD_INDEXES, WEIGHT_FILES
-
     for index in SHARD_INDEXES:
         if (folder / index).exists():
             try:

@@ -17,10 +17,13 @@ from __future__ import annotations
 import importlib.util
 import netrc
 import os
+import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 REACH_TIMEOUT_S = 5.0
 DEFAULT_HOST = "https://api.wandb.ai"
@@ -42,10 +45,6 @@ def wandb_host() -> str:
 def server_reachable(url: str, timeout: float = REACH_TIMEOUT_S) -> bool:
     """The server answers an HTTP request (any status) within `timeout` seconds in all, DNS included. A bare TCP
     connect is not enough: proxies and sandboxes accept connections to hosts they cannot reach."""
-    import threading
-    import urllib.error
-    import urllib.request
-
     answered = threading.Event()
 
     def ask():

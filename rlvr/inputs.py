@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
 import yaml
@@ -25,8 +27,6 @@ class ConfigError(ValueError):
 
 def cli(main, *args, **kwargs):
     """Run a command-line `main`: bad input ends the process with one line on stderr and exit status 2."""
-    import sys
-
     try:
         return main(*args, **kwargs)
     except ConfigError as err:
@@ -69,6 +69,7 @@ positive_int = _bounded(int, "a positive integer", 1, True)
 non_negative_int = _bounded(int, "an integer >= 0", 0, True)
 positive_float = _bounded(float, "a positive number", 0.0, False)
 non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
+
 
 class UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping. Plain YAML lets the last one win silently, so two
@@ -143,8 +144,6 @@ def read_yaml(path, field: str):
 def mapping_field(raw, field: str, known, example: str) -> dict:
     """A spec field given as a YAML mapping or, from the command line, a JSON object string: the dict, with every
     key in `known`. Errors name the field (`data`, `curriculum`) or the unknown key (`data.sizes`)."""
-    import json
-
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
