@@ -1,18 +1,11 @@
 """Held-out accuracy during training, scored as `rlvr evaluate` scores it.
 
-    eval_strategy: steps       # TRL's own evaluation loop, every eval_steps optimizer steps
-    eval_steps: 10
-    eval_prompts: 32           # the first 32 held-out prompts (the recipe's test split): one fixed subset
-    num_generations_eval: 2    # samples per held-out prompt
-
-Why TRL's loop and not one of our own: a TRL user sets `eval_strategy`/`eval_steps` and expects `eval_*` rows (wandb
-and TensorBoard draw them as `eval/*`). GRPOTrainer then samples the held-out prompts with the training sampler and
-scores them with the recipe's reward functions, so the readings (`rlvr.metrics.readings`) see every evaluation batch,
-with `with_readings` on a plain TRL trainer too. `HeldOutCallback` adds what TRL does not log and `rlvr evaluate`
-reports: exact match, mean correctness and pass@1, overall and by word length (`HELD_OUT` in rlvr/metrics/keys.py),
-computed by `rlvr.analysis.evaluate.summarize` over all the evaluation's completions. TRL averages a value logged
-per batch over the evaluation's batches, which would weigh word lengths by batch; so the figures are returned once,
-when the last completion of the held-out set is in. README's before/after figures stay the full `rlvr evaluate`.
+Why TRL's loop (`eval_strategy: steps`, `eval_steps`, `num_generations_eval`; the recipe's `eval_prompts` picks the
+first N held-out prompts) and not one of our own: it is what a TRL user sets, its rows are `eval_*` (wandb and
+TensorBoard draw `eval/*`), and its batches are scored by the recipe's rewards, so the readings see them, on a plain
+TRL trainer too (`with_readings`). `HeldOutCallback` adds `rlvr evaluate`'s figures (`HELD_OUT` in keys.py), from
+`rlvr.analysis.evaluate.summarize` over the whole evaluation: TRL averages a per-batch value over batches, which
+would weigh word lengths by batch, so they are returned once, when the last held-out completion is in.
 """
 
 from __future__ import annotations
