@@ -467,8 +467,8 @@ def check_held_out(run, settings, keys):
                     f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
                     f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
                     "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
-                    "format, step/false_full_credit), train on `success` or `capped_correctness`, or keep the "
-                    f"checkpoint of step {best_step}")]
+                    "format, step/false_full_credit), train on `success` or `capped_correctness`"
+                    + (f", or keep the checkpoint of step {best_step}" if best > 0 else ""))]
 
 
 def check_compute(run, settings, keys):
