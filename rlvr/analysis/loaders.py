@@ -14,21 +14,32 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.analysis.zero_std import EXACT_SERIES, GROUP_SERIES, group_outcomes, zero_std_prediction
+from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
 from rlvr.inputs import ConfigError
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
+    ENTROPY,
     EVAL_PREFIX,
+    EXACT_SERIES,
+    GENERATED_SAMPLES,
+    GENERATED_TOKENS,
+    GENERATION_SHARE,
+    GROUP_SERIES,
+    LOSS,
+    REWARD,
     REWARD_PREFIX,
     STEP_PREFIX,
+    TRAIN_RUNTIME,
     components_in,
     ordered,
     reward_key,
+    step_key,
     zero_std_key,
+    zero_std_side_key,
 )
 from rlvr.runs import layout
 
-X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
+X_AXES = {"step": "step", "samples": GENERATED_SAMPLES, "tokens": GENERATED_TOKENS}
 X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
 
 
@@ -63,7 +74,7 @@ def curriculum_series(runs) -> list[str]:
     return sorted(keys, key=order)
 
 
-TABLE_READINGS = ("zero_std_side/all_wrong", "step/truncated", "step/hollow_format", "entropy")  # when logged
+TABLE_READINGS = (zero_std_side_key("all_wrong"), step_key("truncated"), step_key("hollow_format"), ENTROPY)  # when logged
 
 
 def table_series(run) -> list[str]:
@@ -71,7 +82,7 @@ def table_series(run) -> list[str]:
     `TABLE_READINGS` the run logged (all-wrong flat groups, truncation, hollow format, entropy), time share."""
     zero_std = [zero_std_key(c) for c in ("total", "correctness") if c in run.components]
     readings = [key for key in TABLE_READINGS if any(key in row for row in run.rows)]
-    return [*reward_series([run]), *zero_std, *readings, "time/generation_share"]
+    return [*reward_series([run]), *zero_std, *readings, GENERATION_SHARE]
 
 
 ROLLOUT_SERIES = GROUP_SERIES + EXACT_SERIES
@@ -118,7 +129,7 @@ class Run:
     def held_out_curve(self, key: str = "exact_match") -> list[tuple[int, float]]:
         """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
         logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
-        samples = {count(row.get("step")): count(row.get("generated_samples")) for row in self.rows}
+        samples = {count(row.get("step")): count(row.get(GENERATED_SAMPLES)) for row in self.rows}
         points = []
         for path in (self.path / layout.EVAL_DIR).glob("checkpoint-*.json"):
             step = int(path.stem.removeprefix("checkpoint-"))
@@ -127,7 +138,7 @@ class Run:
                 points.append((samples[step], value))
         final = self.held_out("after").get(key) if (self.path / layout.EVAL_DIR / "after.json").exists() else None
         if final is not None and self.rows:
-            points.append((count(self.rows[-1].get("generated_samples")), final))
+            points.append((count(self.rows[-1].get(GENERATED_SAMPLES)), final))
         return sorted(points)
 
     def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
@@ -137,7 +148,7 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return "train_runtime" in self.final
+        return TRAIN_RUNTIME in self.final
 
     def rollouts(self) -> list[dict]:
         path = self.path / layout.ROLLOUTS
@@ -167,15 +178,15 @@ def load_run(path, label: str | None = None) -> Run:
     if not metrics.exists():
         raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} here (not a run directory)")
     history = read_jsonl(metrics)
-    final = next((row for row in reversed(history) if "train_runtime" in row), {})
-    return Run(path, label or path.name, with_evaluations([row for row in history if "train_runtime" not in row]), final)
+    final = next((row for row in reversed(history) if TRAIN_RUNTIME in row), {})
+    return Run(path, label or path.name, with_evaluations([row for row in history if TRAIN_RUNTIME not in row]), final)
 
 
 def with_evaluations(history: list[dict]) -> list[dict]:
     """The training rows (a loss or a reward), each with the `EVAL_PREFIX` keys of the evaluation row logged at its
     step (TRL's `eval_strategy`): held-out figures then read, plot and compare as columns of that step. An
     evaluation with no training row at its step (`eval_on_start`) is left out."""
-    rows = [row for row in history if "loss" in row or "reward" in row or any(k.startswith(REWARD_PREFIX) for k in row)]
+    rows = [row for row in history if LOSS in row or REWARD in row or any(k.startswith(REWARD_PREFIX) for k in row)]
     by_step = {row.get("step"): row for row in rows}
     for row in history:
         if row.get("step") in by_step and any(key.startswith(EVAL_PREFIX) for key in row):
@@ -268,8 +279,8 @@ def load_trl_run(path: Path, state_file: Path) -> Run:
         raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
     if not isinstance(history, list):
         raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
-    rows = with_evaluations([row for row in history if isinstance(row, dict) and "train_runtime" not in row])
-    final = next((row for row in history if isinstance(row, dict) and "train_runtime" in row), {})
+    rows = with_evaluations([row for row in history if isinstance(row, dict) and TRAIN_RUNTIME not in row])
+    final = next((row for row in history if isinstance(row, dict) and TRAIN_RUNTIME in row), {})
     return Run(path, path.name, rows, final)
 
 

@@ -41,14 +41,14 @@ import yaml
 from rlvr.analysis import sweep_slurm
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, load_runs
-from rlvr.analysis.report import SPEC_NAME, build_report
+from rlvr.analysis.report import build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
 from rlvr.analysis.summaries import summarize
-from rlvr.analysis.sweep_spec import EVAL_DIR, Spec, Variant, load_spec, plan, render_config, select, validate_variant
+from rlvr.analysis.sweep_spec import Spec, Variant, load_spec, plan, render_config, select, validate_variant
 from rlvr.analysis.tables import summary_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
 from rlvr.runs import layout
-from rlvr.runs.checkpoints import CHECKPOINT, checkpoint_problem
+from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,7 +87,7 @@ def train_command(variant: Variant, launcher: str, cpu_threads: int | None = Non
 
 def write_recipe(variant: Variant, spec: Spec) -> None:
     """The run's folder and the recipe it trains from. A fresh start moves earlier records aside, a resume trims them
-    (rlvr.runs.checkpoints.start_record, in the callbacks)."""
+    (rlvr.runs.folder.start_record, in the callbacks)."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
 
@@ -188,10 +188,10 @@ def eval_recipe(config: dict, spec: Spec, target: Path) -> Path:
 
 def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: str) -> dict:
     """Held-out pass@k of one model, written to <out_dir>/eval/<name>.json (skipped when already there)."""
-    output = out_dir / EVAL_DIR / f"{name}.json"
+    output = out_dir / layout.EVAL_DIR / f"{name}.json"
     if output.exists():
         return json.loads(output.read_text())
-    recipe = eval_recipe(config, spec, out_dir / EVAL_DIR / f"{name}.recipe.yaml")
+    recipe = eval_recipe(config, spec, out_dir / layout.EVAL_DIR / f"{name}.recipe.yaml")
     options = spec.evaluate
     return evaluate(str(recipe), model_path=model, num_samples=options["num_samples"], ks=tuple(options["k"]),
                     num_prompts=options["num_prompts"], output=str(output),
@@ -260,7 +260,7 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
         return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None, "smoke": smoke}
 
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / SPEC_NAME).write_text(spec.text)
+    (sweep_dir / layout.SWEEP_SPEC).write_text(spec.text)
     results = link_finished(variants, states, sources)
     codes = {}
     if report_only:
@@ -314,7 +314,7 @@ def submit_to_slurm(spec: Spec, sweep_dir: Path, variants: list[Variant], pendin
                 "smoke": command["smoke"]}
     sweep_slurm.file_options(sbatch_file or sweep_slurm.SBATCH_FILE)  # a missing options file: said before writing
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / SPEC_NAME).write_text(spec.text)
+    (sweep_dir / layout.SWEEP_SPEC).write_text(spec.text)
     results = {**link_finished(variants, states, sources), **{label: "queued" for label in queued}}
     if not tasks:
         print(f"[sweep] slurm: nothing to submit; {len(queued)} run(s) still queued or running, and the report job "
@@ -377,8 +377,8 @@ def why_left_out(run_dir: Path, code: int | None) -> str:
 def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
     """The run's complete checkpoint folders below `before_step` (the last step's weights are the run's own, which
     eval/after.json scores), in step order; torn ones from a crash are left out."""
-    step = lambda p: int(CHECKPOINT.match(p.name).group(1))
-    found = [p for p in run_dir.iterdir() if p.is_dir() and CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
+    step = lambda p: int(layout.CHECKPOINT.match(p.name).group(1))
+    found = [p for p in run_dir.iterdir() if p.is_dir() and layout.CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
              and (before_step is None or step(p) < before_step)]
     return sorted(found, key=step)
 

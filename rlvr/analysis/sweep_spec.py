@@ -33,12 +33,10 @@ from rlvr.inputs import ConfigError, load_recipe_yaml, load_yaml_mapping, reject
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
 
-SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
 # The spec's `evaluate:` keys and defaults. every_steps: also evaluate a checkpoint saved every N optimizer steps
 # (eval/checkpoint-N.json), so held-out exact match has a curve over generated samples, not only an end point.
 EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None, "every_steps": None}
-EVAL_DIR = layout.EVAL_DIR  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 
 
@@ -72,7 +70,7 @@ class Variant:
     @property
     def config_path(self) -> Path:
         """The recipe file the sweep writes and launches; the runner then records what ran as config.yaml."""
-        return self.run_dir / SWEEP_RECIPE_NAME
+        return self.run_dir / layout.SWEEP_RECIPE
 
 
 def load_spec(path) -> Spec:
