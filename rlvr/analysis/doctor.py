@@ -346,7 +346,9 @@ def check_truncation(run, settings, keys):
                     f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
                     f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
                     "raise max_completion_length above the longest right answer (a cut completion scores as "
-                    "wrong: this is a length budget, not the model), or add overlong_penalty if it rambles")]
+                    "wrong: this is a length budget, not the model; mask_truncated_completions is no substitute, the "
+                    "policy learns to shorten its answers either way: results/ablations/truncation-masking), or add "
+                    "overlong_penalty if it rambles")]
 
 
 def check_entropy(run, settings, keys):
