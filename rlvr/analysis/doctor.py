@@ -464,9 +464,8 @@ def check_hacks(run, settings, keys):
 # ---- proxy vs truth: the training reward against held-out exact match during training (rlvr/metrics/held_out.py) ----
 
 def check_held_out(run, settings, keys):
-    """The training reward rose while held-out exact match did not: the reward pays for something the task's
-    truth does not measure (partial credit, format, a scorer's hole). Compared over thirds of the evaluated steps:
-    the first and last third of the evaluations (at least one each) against the training reward logged in them."""
+    """The training reward rose while held-out exact match did not (partial credit, format, a scorer's hole): the first
+    and last third of the evaluations (one at least) against the training reward logged over their steps."""
     held_out = points(run, keys["held_out"])
     if len(held_out) < 3 or not keys.get("reward"):
         return []

@@ -62,9 +62,8 @@ class RecipeArguments(ScriptArguments):
     rollouts_path: str | None = field(default=None, metadata={"help": "JSONL of every rollout; default <output_dir>/rollouts.jsonl."})
     eval_prompts: int | None = field(
         default=None,
-        metadata={"help": "Held-out prompts (the first N of dataset_test_split) that TRL's evaluation loop samples "
-                  "every eval_steps under eval_strategy: steps, scored as rlvr evaluate scores them "
-                  "(rlvr/metrics/held_out.py); unset = the whole split."},
+        metadata={"help": "The first N prompts of dataset_test_split that TRL evaluates every eval_steps, scored as "
+                  "rlvr evaluate scores them (rlvr/metrics/held_out.py); unset = the whole split."},
     )
     print_rollouts: bool = field(default=True, metadata={"help": "Print one rollout per generation step."})
     build_tiny_model: bool = field(
