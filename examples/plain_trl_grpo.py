@@ -7,7 +7,9 @@ Everything else is what a TRL user writes: a dataset with a conversational `prom
 spell_backward words, recipes/tiny/grpo.yaml), two reward functions, a `GRPOConfig` (every field is a flag, as in
 `trl/scripts/grpo.py`) and `GRPOTrainer`. With the readings, each generation batch logs `avg_<component>`, exact
 `zero_std_frac/<component>`, `zero_std_side/*`, `step/truncated`, `step/truncated_wrong`, `step/false_full_credit`
-and `step/hollow_format` into TRL's logs (console, `report_to` trackers, `trainer_state.json`). 12 completions a
+and `step/hollow_format` into TRL's logs (console, `report_to` trackers, `trainer_state.json`); its evaluation
+rows (`--eval_strategy steps`) get `rlvr evaluate`'s held-out `eval_exact_match`, `eval_pass@1`,
+`eval_mean_correctness` and exact match by word length (rlvr/metrics/held_out.py). 12 completions a
 step (3 prompts x G = 4): per process 6 under torchrun with 2 processes, so one prompt group straddles the two;
 one process needs `--gradient_accumulation_steps 2` for the same 12. (`accelerate launch --cpu --num_processes 2`
 starts a single process on a CPU machine; use torchrun.)
@@ -36,8 +38,10 @@ DEFAULTS = [  # the tiny recipe's settings, for a few CPU steps; any flag given 
 
 def main(argv: list[str] | None = None, model: str = "models/tiny-speller") -> GRPOTrainer:
     (args,) = HfArgumentParser(GRPOConfig).parse_args_into_dataclasses(DEFAULTS + list(sys.argv[1:] if argv is None else argv))
-    trainer = GRPOTrainer(
-        model=model, reward_funcs=[correctness, format], args=args, train_dataset=build_dataset(DataSpec.from_dict(DATA))["train"],
+    data = build_dataset(DataSpec.from_dict(DATA))
+    trainer = GRPOTrainer(  # with --eval_strategy steps: the first 8 held-out words, every --eval_steps
+        model=model, reward_funcs=[correctness, format], args=args, train_dataset=data["train"],
+        eval_dataset=data["test"].select(range(8)) if args.eval_strategy != "no" else None,
     )
     trainer = with_readings(trainer)  # the readings, line 2 of 2
     trainer.train()

@@ -62,7 +62,7 @@ def test_healthy_run_has_no_problem_and_a_compute_note(tmp_path):
 
 PLANTED = {  # name -> (rows, config, the problem's title, its step, a word of its remedy)
     "truncation": (from_step(healthy_rows(), 11, **{"step/truncated": 0.9}), {}, "truncation:", 11,
-                   "max_completion_length"),
+                   "mask_truncated_completions is no substitute"),  # results/ablations/truncation-masking
     "entropy": (from_step(healthy_rows(), 16, entropy=0.01), {"temperature": 0.05}, "entropy collapse:", 16,
                 "temperature"),
     "false full credit": (from_step(healthy_rows(), 21, **{"step/false_full_credit": 0.2}), {}, "reward hack:", 21,

@@ -34,6 +34,7 @@ from rlvr.metrics.keys import (
     CLIP_RATIO,
     CLIPPED_RATIO,
     ENTROPY,
+    EVAL_EXACT,
     GENERATED_SAMPLES,
     GRAD_NORM,
     IS_RATIO,
@@ -109,6 +110,10 @@ THRESHOLDS = {
     "clip_fraction": Threshold(0.1, "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
                                     "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
                                     "on its second pass; a tenth means the step, not the data, sets the update"),
+    "proxy_rise": Threshold(0.05, "rise of the mean training reward from the first to the last third of the evaluated "
+                                  "steps above which the reward counts as rising (in the reward's units)"),
+    "truth_flat": Threshold(0.02, "gain of held-out exact match over the same thirds at or below which it counts as "
+                                  "flat: 2 points, under the noise of a few dozen held-out prompts"),
     "generation_heavy": Threshold(0.6, "share of step time spent generating above which sampling (vLLM, shorter "
                                        "completions), not the optimizer, is the lever for speed"),
 }
@@ -121,7 +126,8 @@ READINGS = {
     "reward": (reward_key("total"), REWARD),
     "reward_std": (REWARD_STD,),
     "success": (reward_key("success"), "rewards/success/mean"),
-    "correctness": (reward_key("correctness"), "rewards/correctness/mean", "rewards/*correct*/mean", "rewards/*accuracy*/mean"),
+    "correctness": (reward_key("correctness"), "rewards/correctness/mean", "rewards/*correct*/mean",
+                    "rewards/*accuracy*/mean"),
     "format": (reward_key("format"), "rewards/format/mean", "rewards/*format*/mean"),
     "format_flat": (zero_std_key("format"),),
     "format_std": ("rewards/format/std", "rewards/*format*/std"),
@@ -135,6 +141,7 @@ READINGS = {
     "is_ratio": (f"{IS_RATIO}mean",),
     "logp_diff": (f"{LOGP_DIFF}mean",),
     "clip": (CLIP_RATIO,),
+    "held_out": (EVAL_EXACT,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
@@ -367,7 +374,9 @@ def check_truncation(run, settings, keys):
                     f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
                     f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
                     "raise max_completion_length above the longest right answer (a cut completion scores as "
-                    "wrong: this is a length budget, not the model), or add overlong_penalty if it rambles")]
+                    "wrong: this is a length budget, not the model; mask_truncated_completions is no substitute, the "
+                    "policy learns to shorten its answers either way: results/ablations/truncation-masking), or add "
+                    "overlong_penalty if it rambles")]
 
 
 def check_entropy(run, settings, keys):
@@ -544,6 +553,32 @@ def check_clip(run, settings, keys):
                     f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
                     f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
                     "over the batch moves the policy further from where it sampled; clipped tokens add no gradient")]
+# ---- proxy vs truth: the training reward against held-out exact match during training (rlvr/metrics/held_out.py) ----
+
+def check_held_out(run, settings, keys):
+    """The training reward rose while held-out exact match did not (partial credit, format, a scorer's hole): the first
+    and last third of the evaluations (one at least) against the training reward logged over their steps."""
+    held_out = points(run, keys["held_out"])
+    if len(held_out) < 3 or not keys.get("reward"):
+        return []
+    third = len(held_out) // 3
+    first_until, last_after = held_out[third - 1][0], held_out[-third - 1][0]  # the training steps of each third
+    reward = points(run, keys["reward"])
+    start, end = mean([v for s, v in reward if s <= first_until]), mean([v for s, v in reward if s > last_after])
+    gain = mean([v for _, v in held_out[-third:]]) - mean([v for _, v in held_out[:third]])
+    if start is None or end is None or end - start < THRESHOLDS["proxy_rise"].value:
+        return []
+    if gain > THRESHOLDS["truth_flat"].value:
+        return []
+    rise = end - start
+    best_step, best = max(held_out, key=lambda point: point[1])
+    return [Finding("problem", held_out[0][0],
+                    f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "
+                    f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
+                    f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
+                    "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
+                    "format, step/false_full_credit), train on `success` or `capped_correctness`"
+                    + (f", or keep the checkpoint of step {best_step}" if best > 0 else ""))]
 
 
 def check_compute(run, settings, keys):
@@ -589,6 +624,7 @@ CHECKS = (  # causes first: a diverged run explains everything after it
     (check_hacks, ("false_full_credit", "hollow_format")),
     (check_task_vs_reward, ("reward",)),
     (check_vllm_mismatch, ("is_ratio", "logp_diff")),
+    (check_held_out, ("held_out",)),
     (check_compute, ()),
 )
 

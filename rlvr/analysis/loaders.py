@@ -19,6 +19,7 @@ from rlvr.inputs import ConfigError
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     ENTROPY,
+    EVAL_PREFIX,
     EXACT_SERIES,
     GENERATED_SAMPLES,
     GENERATED_TOKENS,
@@ -176,13 +177,21 @@ def load_run(path, label: str | None = None) -> Run:
     metrics = path / layout.METRICS
     if not metrics.exists():
         raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} here (not a run directory)")
-    rows, final = [], {}
-    for row in read_jsonl(metrics):
-        if TRAIN_RUNTIME in row:
-            final = row
-        elif LOSS in row or any(key.startswith(REWARD_PREFIX) for key in row):
-            rows.append(row)
-    return Run(path, label or path.name, rows, final)
+    history = read_jsonl(metrics)
+    final = next((row for row in reversed(history) if TRAIN_RUNTIME in row), {})
+    return Run(path, label or path.name, with_evaluations([row for row in history if TRAIN_RUNTIME not in row]), final)
+
+
+def with_evaluations(history: list[dict]) -> list[dict]:
+    """The training rows (a loss or a reward), each with the `EVAL_PREFIX` keys of the evaluation row logged at its
+    step (TRL's `eval_strategy`): held-out figures then read, plot and compare as columns of that step. An
+    evaluation with no training row at its step (`eval_on_start`) is left out."""
+    rows = [row for row in history if LOSS in row or REWARD in row or any(k.startswith(REWARD_PREFIX) for k in row)]
+    by_step = {row.get("step"): row for row in rows}
+    for row in history:
+        if row.get("step") in by_step and any(key.startswith(EVAL_PREFIX) for key in row):
+            by_step[row["step"]].update({key: value for key, value in row.items() if key.startswith(EVAL_PREFIX)})
+    return rows
 
 
 def saved_training_args(run_dir) -> dict:
@@ -270,8 +279,7 @@ def load_trl_run(path: Path, state_file: Path) -> Run:
         raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
     if not isinstance(history, list):
         raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
-    rows = [row for row in history if isinstance(row, dict) and TRAIN_RUNTIME not in row
-            and (LOSS in row or REWARD in row)]
+    rows = with_evaluations([row for row in history if isinstance(row, dict) and TRAIN_RUNTIME not in row])
     final = next((row for row in history if isinstance(row, dict) and TRAIN_RUNTIME in row), {})
     return Run(path, path.name, rows, final)
 

@@ -43,6 +43,7 @@ from rlvr.metrics.keys import (
     CLIPPED_RATIO,
     CURRICULUM_PREFIX,
     ENTROPY,
+    EVAL_EXACT,
     EXACT_SERIES,
     GENERATION_SHARE,
     GROUP_SERIES,
@@ -148,7 +149,7 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
                 ax.plot(xs, smoothed(ys), color=colours[group], alpha=0.9, label=label)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel(X_LABELS[x])
-        if key in UNIT_INTERVAL or key.startswith((ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX, *CURRICULUM_UNIT_INTERVAL)):
+        if key in UNIT_INTERVAL or key.startswith((EVAL_EXACT, ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX, *CURRICULUM_UNIT_INTERVAL)):
             ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
@@ -228,13 +229,20 @@ def time_figure(runs: list[Run], path: Path) -> Path:
     return path
 
 
+def held_out_series(runs: list[Run]) -> list[str]:
+    """Held-out exact match during training (`eval_exact_match`, then by word length), beside the training reward."""
+    by_length = {key for run in runs for row in run.rows for key in row if key.startswith(EVAL_EXACT + "/")}
+    return [EVAL_EXACT, *sorted(by_length, key=lambda key: (len(key), key))]
+
+
 def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
     """Write every figure into out_dir; returns the PNG paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for x in x_axes:
-        written.append(panel_figure(runs, reward_series(runs), x, out / f"rewards_by_{x}.png", "mean reward per component"))
+        written.append(panel_figure(runs, [*reward_series(runs), *held_out_series(runs)], x, out / f"rewards_by_{x}.png",
+                                    "mean reward per component; held-out exact match during training (eval_)"))
         written.append(panel_figure(
             runs, (*zero_std_series(runs), *map(zero_std_side_key, ZERO_STD_SIDES), *GROUP_SERIES), x,
             out / f"zero_std_by_{x}.png", "zero-std groups: no contrast, no gradient (zero_std_side: which side)",

@@ -14,7 +14,8 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
 from rlvr.metrics.keys import (
-    COUNTERS, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, TOKEN_RATES, ordered, reward_key, zero_std_key,
+    COUNTERS, EVAL_EXACT, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, TOKEN_RATES, ordered, reward_key,
+    zero_std_key,
 )
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
@@ -88,8 +89,8 @@ class RolloutLogCallback(RewardBatchCallback):
         return None
 
 
-ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "task", "completion", "completion_tokens",
-                  "exact", "truncated")
+ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "task", "completion",
+                  "completion_tokens", "exact", "truncated")
 
 
 def format_rollout(record: dict) -> str:
@@ -168,6 +169,8 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     rewards = " ".join(f"{c} {row[prefix + reward_key(c)]:.3f}" for c in components_of(row, prefix))
     if rewards:
         parts.append(rewards)
+    if (exact := row.get(EVAL_EXACT)) is not None:  # rlvr evaluate's exact match (rlvr/metrics/held_out.py)
+        parts.append(f"held-out exact {exact:.3f}")
     zero_std = row.get(prefix + zero_std_key("total"))
     if zero_std is not None:
         parts.append(f"zero_std {zero_std:.2f}")

@@ -61,6 +61,17 @@ def time_key(phase: str) -> str:
     return f"time/{phase}_s"
 
 
+# Held-out evaluation during training (rlvr/metrics/held_out.py): `rlvr evaluate`'s figures, logged in TRL's
+# evaluation rows, whose keys TRL prefixes with EVAL_PREFIX (wandb and TensorBoard show them as eval/<key>).
+EVAL_PREFIX = "eval_"
+HELD_OUT = ("exact_match", "mean_correctness", "pass@1")  # then exact_match/<word length>
+EVAL_EXACT = f"{EVAL_PREFIX}exact_match"  # the one the doctor, the plots and the console read
+
+
+def held_out_length_key(length) -> str:
+    return f"exact_match/{length}"
+
+
 def reward_key(component: str) -> str:
     return f"{REWARD_PREFIX}{component}"
 

@@ -28,6 +28,7 @@ import torch
 from accelerate.utils import gather_object
 from torch import nn
 
+from rlvr.metrics.held_out import held_out_callback
 from rlvr.metrics.keys import zero_std_side_key
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, flat_groups, group_summary, is_truncated
 from rlvr.metrics.step_metrics import compute_step_metrics
@@ -134,9 +135,12 @@ def with_readings(trainer):
     """Any `trl.GRPOTrainer`, with the readings: its reward functions wrapped (`RewardReadings`) and a
     `ReadingsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
     `zero_std_side/*` and the `step/*` watches (truncation, false full credit, hollow format) every generation batch,
-    gathered over processes, under `scale_rewards` group or batch alike. Returns the trainer."""
+    gathered over processes, under `scale_rewards` group or batch alike; with an eval_dataset, its evaluation rows
+    get `rlvr evaluate`'s held-out figures too (rlvr/metrics/held_out.py). Returns the trainer."""
     if not any(isinstance(cb, ReadingsCallback) for cb in trainer.callback_handler.callbacks):
         trainer.add_callback(ReadingsCallback())
+    if held_out := held_out_callback(trainer):
+        trainer.add_callback(held_out)
     trainer.readings = RewardReadings(trainer)
     return trainer
 

@@ -44,7 +44,7 @@ RESUME_MAY_CHANGE = {
     ),
     "when to save, evaluate or stop early": (
         "save_strategy", "save_steps", "save_total_limit", "save_only_model", "save_on_each_node", "eval_strategy",
-        "eval_steps", "eval_on_start", "num_generations_eval", "divergence_guard", "min_mean_reward",
+        "eval_steps", "eval_on_start", "eval_prompts", "num_generations_eval", "divergence_guard", "min_mean_reward",
         "min_mean_reward_component", "min_mean_reward_patience", "reward_time_limit", "build_tiny_model",
     ),
 }

@@ -61,6 +61,11 @@ class RecipeArguments(ScriptArguments):
     )
     metrics_path: str | None = field(default=None, metadata={"help": "JSONL of every logged row; default <output_dir>/metrics.jsonl."})
     rollouts_path: str | None = field(default=None, metadata={"help": "JSONL of every rollout; default <output_dir>/rollouts.jsonl."})
+    eval_prompts: int | None = field(
+        default=None,
+        metadata={"help": "The first N prompts of dataset_test_split that TRL evaluates every eval_steps, scored as "
+                  "rlvr evaluate scores them (rlvr/metrics/held_out.py); unset = the whole split."},
+    )
     print_rollouts: bool = field(default=True, metadata={"help": "Print one rollout per generation step."})
     build_tiny_model: bool = field(
         default=False, metadata={"help": "Build a random-weight tiny Qwen3 at model_name_or_path if nothing is there."}
@@ -356,6 +361,9 @@ def validate(loaded: LoadedRecipe) -> Recipe:
     split = args.dataset_train_split
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")
+    if training.eval_strategy != "no" and args.dataset_test_split not in dataset:
+        raise ConfigError("eval_strategy", f"evaluates the {args.dataset_test_split!r} split, which the data lacks "
+                                           f"({list(dataset)}): set data.test_size or dataset_test_split")
     probe_rewards(rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))],
                   args.reward_time_limit)
     check_sample_budget(training)

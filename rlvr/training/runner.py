@@ -97,13 +97,21 @@ def build_trainer(recipe: Recipe):
         reward_funcs=guard_rewards(recipe.rewards.funcs, training.output_dir, args.reward_time_limit),  # one named line
         args=training,
         train_dataset=recipe.dataset[args.dataset_train_split],
-        eval_dataset=recipe.dataset.get(args.dataset_test_split) if training.eval_strategy != "no" else None,
+        eval_dataset=held_out_prompts(recipe),
         quantization_config=quantization_config(model_args),  # QLoRA, as trl/scripts/grpo.py passes it
         peft_config=get_peft_config(model_args),
         callbacks=callbacks_for(recipe),
     )
     quiet_console(trainer)  # the progress bar stays, the per-log dict goes (ConsoleLineCallback prints the line)
     return trainer
+
+
+def held_out_prompts(recipe: Recipe):
+    """What TRL evaluates every eval_steps: the first `eval_prompts` of the held-out split (all of it without)."""
+    if recipe.training.eval_strategy == "no":
+        return None
+    split = recipe.dataset[recipe.args.dataset_test_split]
+    return split.select(range(min(recipe.args.eval_prompts or len(split), len(split))))
 
 
 def write_run_config(recipe: Recipe) -> None:

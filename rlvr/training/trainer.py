@@ -31,6 +31,7 @@ from transformers import TrainerCallback, get_scheduler
 from trl import GRPOTrainer
 
 from rlvr.metrics.callbacks import RolloutLedger
+from rlvr.metrics.held_out import held_out_callback
 from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, TOKEN_RATES, time_key
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
@@ -196,12 +197,24 @@ class RewardHooksMixin:
     run's reference is the policy with its adapter off, so it counts as `old_policy`), and `optimizer` is
     `optimizer.step()` alone (timed by hooks on the optimizer). `total` is the training step plus the optimizer step
     (not logging nor callbacks); `time/generation_share` is generation's share of it. `tokens_per_s/*` divide the
-    window's generated completion tokens by its generation and its total seconds (`keys.TOKEN_RATES`).
+    window's generated completion tokens by its generation and its total seconds (`keys.TOKEN_RATES`). A held-out
+    evaluation (`eval_strategy`) is not training time: its seconds are its row's `eval_runtime`, and it samples on a
+    forked RNG, so the training steps after it draw what they would have drawn without it.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._readings = RewardReadings(self, on_batch=self._on_reward_batch, call=partial(self._timed, "scoring"))
+        if held_out := held_out_callback(self):
+            self.add_callback(held_out)
+
+    def evaluate(self, *args, **kwargs):
+        accounts, self._time_accounts = getattr(self, "_time_accounts", None), defaultdict(float)
+        with torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else []):
+            try:
+                return super().evaluate(*args, **kwargs)
+            finally:
+                self._time_accounts = accounts or defaultdict(float)
 
     def _timed(self, account: str, fn, *args, **kwargs):
         start = time.perf_counter()
@@ -380,6 +393,7 @@ class AlgorithmMixin:
 #   __init__                         DAPOTrainer / PPOTrainer -> RewardHooksMixin -> RawCompletionsMixin -> TRL
 #       RewardHooks wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up.
 #   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
+#   evaluate                         RewardHooksMixin -> Trainer      (a forked RNG, no training time)
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
@@ -390,6 +404,7 @@ MRO_CONTRACT = {
     "create_optimizer": ("RewardHooksMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
     "__init__": ("RewardHooksMixin", "RawCompletionsMixin"),
+    "evaluate": ("RewardHooksMixin",),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo

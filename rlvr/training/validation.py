@@ -92,6 +92,7 @@ RULES: dict[str, Num | OneOf] = {
     "logging_steps": POSITIVE,
     "save_steps": POSITIVE,
     "eval_steps": POSITIVE,
+    "eval_prompts": POSITIVE_INT,
     "save_total_limit": POSITIVE_INT,
     "seed": NON_NEGATIVE,
     "data_seed": NON_NEGATIVE,

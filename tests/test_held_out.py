@@ -1,0 +1,123 @@
+"""Held-out accuracy during training (rlvr/metrics/held_out.py): `rlvr evaluate`'s figures from TRL's evaluation
+batches, hand-counted; a real run writes them without changing its training rows; a plain TRL trainer gets them
+with `with_readings`; the doctor names a reward that rises while held-out exact match does not, and only then."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import REPO, read_jsonl
+from test_doctor import healthy_rows, write_run
+from test_readings import load_example
+
+from rlvr.analysis import doctor
+from rlvr.analysis.evaluate import score, summarize
+from rlvr.analysis.loaders import load_run
+from rlvr.metrics.callbacks import format_line
+from rlvr.metrics.held_out import HeldOutCallback, held_out_figures
+from rlvr.metrics.reward_batch import RewardBatch
+from rlvr.rewards.registry import resolve_reward_funcs
+
+WORDS = [("sun", "nus", 3), ("star", "rats", 4), ("moon", "noom", 4)]
+
+
+def said(answer: str, word: str) -> str:
+    return f"<think>{' '.join(word)} -> {' '.join(answer)}</think><answer>{answer}</answer>"
+
+
+# prompt by prompt, G = 2: sun right + wrong, star right + right, moon right + wrong: 4 of 6 exact, 3 of 4 at 4 letters
+COMPLETIONS = [[said("nus", "sun"), said("nsu", "sun")], [said("rats", "star")] * 2,
+               [said("noom", "moon"), said("nomo", "moon")]]
+
+
+def eval_batch(prompts: list[int], mode: str = "eval") -> RewardBatch:
+    rewards = resolve_reward_funcs(["correctness", "format"], [1.0, 0.5], None, None)
+    rows = [{"question": WORDS[p][0], "answer": WORDS[p][1], "difficulty": WORDS[p][2]} for p in prompts for _ in "ab"]
+    texts = [text for p in prompts for text in COMPLETIONS[p]]
+    scores = torch.tensor([f(texts, answer=[r["answer"] for r in rows]) for f in rewards.funcs], dtype=torch.float32).T
+    return RewardBatch(scores, list(rewards.names), torch.tensor(rewards.weights), 2, texts, rows, [30] * len(texts),
+                       [False] * len(texts), mode=mode)
+
+
+def test_the_figures_are_rlvr_evaluates_over_the_whole_evaluation_hand_counted():
+    callback = HeldOutCallback(completions=6)
+    assert callback.on_rewards(None, None, None, eval_batch([0, 1, 2], mode="train")) is None  # training: not read
+    assert callback.on_rewards(None, None, None, eval_batch([0, 1])) is None  # 4 of 6 in: nothing logged yet
+    figures = callback.on_rewards(None, None, None, eval_batch([2]))
+    assert figures["exact_match"] == figures["pass@1"] == pytest.approx(4 / 6)
+    assert figures["exact_match/3"] == 0.5 and figures["exact_match/4"] == 0.75
+    rows = [{"prompt": w, "question": w, "answer": a, "difficulty": d} for w, a, d in WORDS]
+    rewards = resolve_reward_funcs(["correctness", "format"], [1.0, 0.5], None, None)
+    records = score(rows, COMPLETIONS, rewards)  # `rlvr evaluate`'s own scoring of the same completions
+    assert figures == pytest.approx(held_out_figures(summarize(records, 2, [1])))
+    assert callback.records == []  # the next evaluation starts afresh
+
+
+def test_the_console_line_of_an_evaluation_row_shows_held_out_exact_match():
+    line = format_line({"eval_avg_correctness": 0.5, "eval_exact_match": 0.25}, 10, 140, None, prefix="eval_")
+    assert line.startswith("eval step 10/140") and "held-out exact 0.250" in line
+
+
+# ---- the doctor: proxy vs truth ------------------------------------------------------------------------------------
+
+def with_held_out(rows: list[dict], exact) -> list[dict]:
+    """Every fifth step evaluated: held-out exact match `exact(step)`."""
+    return [{**row, "eval_exact_match": exact(row["step"])} if row["step"] % 5 == 0 else row for row in rows]
+
+
+def divergences(folder) -> list[doctor.Finding]:
+    return [f for f in doctor.diagnose(folder).problems if f.what.startswith("proxy and truth diverge")]
+
+
+def test_the_doctor_names_a_reward_that_rises_while_held_out_stays_flat(tmp_path):
+    healthy = with_held_out(healthy_rows(), lambda step: 0.2 + 0.4 * step / 30)  # reward and truth rise together
+    assert divergences(write_run(tmp_path / "healthy", healthy)) == []
+    hacked = with_held_out(healthy_rows(), lambda step: 0.06 - 0.001 * step + 0.01 * (step == 10))
+    [finding] = divergences(write_run(tmp_path / "hacked", hacked))
+    assert finding.step == 5 and "avg_total rose +0.172" in finding.what and "moved -2.5%" in finding.what
+    assert "best 6.0% at step 10" in finding.what and "checkpoint of step 10" in finding.remedy
+    without = [{k: v for k, v in row.items() if k != "eval_exact_match"} for row in hacked]
+    assert divergences(write_run(tmp_path / "no-eval", without)) == []  # no held-out keys: nothing guessed
+    assert "held_out" in doctor.diagnose(tmp_path / "no-eval").skipped
+
+
+def test_the_doctor_reads_a_plain_trl_runs_evaluation_rows(tmp_path):
+    history = [{"step": s, "loss": 0.0, "reward": 0.5 + 0.01 * s} for s in range(1, 31)]
+    history += [{"step": s, "eval_loss": 0.0, "eval_exact_match": 0.1} for s in range(5, 31, 5)]  # TRL's own rows
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 30, "log_history": history}))
+    [finding] = divergences(tmp_path)
+    assert "mean reward rose" in finding.what and "(eval_exact_match) moved +0.0%" in finding.what
+
+
+# ---- real runs ------------------------------------------------------------------------------------------------------
+
+EVAL = ["--eval_strategy", "steps", "--eval_steps", "2", "--eval_prompts", "4", "--num_generations_eval", "2",
+        "--per_device_eval_batch_size", "8"]
+
+
+def test_a_run_that_evaluates_writes_the_figures_and_trains_exactly_as_without(run_recipe, tmp_path):
+    _, plain = run_recipe("--max_steps", "4", output_dir=tmp_path / "plain")
+    _, evaluated = run_recipe("--max_steps", "4", *EVAL, output_dir=tmp_path / "evaluated")
+    rows = read_jsonl(f"{evaluated}/metrics.jsonl")
+    evaluations = [row for row in rows if "eval_loss" in row]
+    assert [row["step"] for row in evaluations] == [2, 4]
+    assert all({"eval_exact_match", "eval_pass@1", "eval_mean_correctness", "eval_runtime"} <= set(row)
+               for row in evaluations)
+    training = lambda rs: [{k: v for k, v in r.items() if not k.startswith(("time", "step_time"))}  # noqa: E731
+                           for r in rs if "loss" in r]
+    assert training(rows) == training(read_jsonl(f"{plain}/metrics.jsonl"))  # a forked RNG: the same samples
+    assert [row.get("eval_exact_match") for row in load_run(evaluated).rows] == [
+        None, evaluations[0]["eval_exact_match"], None, evaluations[1]["eval_exact_match"]]  # joined to their step
+
+
+def test_with_readings_a_plain_trl_trainer_gets_the_same_figures(tmp_path):
+    out = tmp_path / "plain"
+    trainer = load_example().main(["--output_dir", str(out), "--gradient_accumulation_steps", "2", "--max_steps", "2",
+                                   "--max_completion_length", "40", "--eval_strategy", "steps", "--eval_steps", "2",
+                                   "--per_device_eval_batch_size", "8", "--num_completions_to_print", "0"],
+                                  model=str(REPO / "models" / "tiny-speller"))
+    [evaluation] = [row for row in trainer.state.log_history if "eval_loss" in row]
+    assert 0 <= evaluation["eval_exact_match"] == evaluation["eval_pass@1"] <= 1
+    assert {key for key in evaluation if key.startswith("eval_exact_match/")}  # the 8 words span lengths
