@@ -27,12 +27,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlvr.metrics.keys import is_timing
+
 SETTINGS = {
     "default": {},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
 }
 ROOT = Path("runs/main-job-range")
-TIMING = ("time/", "train_runtime", "train_samples_per_second", "train_steps_per_second", "step_time", "epoch")
 
 
 def spin() -> None:
@@ -42,7 +43,7 @@ def spin() -> None:
 
 def metrics_without_timing(run_dir: Path) -> list[dict]:
     rows = [json.loads(line) for line in (run_dir / "grpo" / "metrics.jsonl").read_text().splitlines() if line]
-    return [{k: v for k, v in row.items() if not k.startswith(TIMING) and k not in ("time", "timestamp")} for row in rows]
+    return [{k: v for k, v in row.items() if not is_timing(k) and k not in ("epoch", "timestamp")} for row in rows]
 
 
 def run(setting: str, seed: int, busy: int) -> Path:

@@ -29,10 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from rlvr.metrics.keys import is_timing
+
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "sweeps/temperature.yaml"
 ONLY = ["T0.6-s1", "T0.6-s2", "T1.4-s1", "T1.4-s2"]  # 4 runs of a committed sweep
-TIMING_KEYS = ("time", "step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second")
 
 
 def sweep_command(spec: str, only: list[str], out: Path, max_steps: int, extra: list[str]) -> list[str]:
@@ -53,7 +54,7 @@ def timed(command: list[str], log: Path) -> float:
 
 def measured(row: dict) -> dict:
     """A metrics row without its timings: what the run computed."""
-    return {key: value for key, value in row.items() if not key.startswith(TIMING_KEYS)}
+    return {key: value for key, value in row.items() if not is_timing(key)}
 
 
 def first_difference(run: Path, alone: Path) -> str | None:

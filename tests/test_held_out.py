@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 from conftest import REPO, read_jsonl
+from rlvr.rewards.registry import resolve_reward_funcs
 from test_doctor import healthy_rows, write_run
 from test_readings import load_example
 
@@ -17,8 +18,8 @@ from rlvr.analysis.evaluate import score, summarize
 from rlvr.analysis.loaders import load_run
 from rlvr.metrics.callbacks import format_line
 from rlvr.metrics.held_out import HeldOutCallback, held_out_figures
+from rlvr.metrics.keys import is_timing
 from rlvr.metrics.reward_batch import RewardBatch
-from rlvr.rewards.registry import resolve_reward_funcs
 
 WORDS = [("sun", "nus", 3), ("star", "rats", 4), ("moon", "noom", 4)]
 
@@ -105,7 +106,7 @@ def test_a_run_that_evaluates_writes_the_figures_and_trains_exactly_as_without(r
     assert [row["step"] for row in evaluations] == [2, 4]
     assert all({"eval_exact_match", "eval_pass@1", "eval_mean_correctness", "eval_runtime"} <= set(row)
                for row in evaluations)
-    training = lambda rs: [{k: v for k, v in r.items() if not k.startswith(("time", "step_time"))}  # noqa: E731
+    training = lambda rs: [{k: v for k, v in r.items() if not is_timing(k)}  # noqa: E731
                            for r in rs if "loss" in r]
     assert training(rows) == training(read_jsonl(f"{plain}/metrics.jsonl"))  # a forked RNG: the same samples
     assert [row.get("eval_exact_match") for row in load_run(evaluated).rows] == [

@@ -31,6 +31,7 @@ from pathlib import Path
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.runs.checkpoints import checkpoint_problem
+from rlvr.metrics.keys import is_timing
 
 MAX_STEPS = 4
 # The step whose record triggers the signal: the run is then inside step k + 1, so it stops after k or k + 1 (both
@@ -42,10 +43,6 @@ STOP_LINE = re.compile(r"^stopped by (SIG\w+|a signal on another rank) after ste
                        r"rerun the same command with --resume_from_checkpoint true$")
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
 
-
-def is_timing(key: str) -> bool:
-    """Wall-clock values: the only ones allowed to differ between the two runs."""
-    return key in ("time", "step_time") or key.startswith("time/")
 
 
 def logged_steps(out: Path) -> list[dict]:

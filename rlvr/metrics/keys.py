@@ -57,6 +57,15 @@ CLIP_RATIO = "clip_ratio/region_mean"  # beside clip_ratio/{low_mean,high_mean,l
 OFF_POLICY_SERIES = (f"{IS_RATIO}mean", f"{IS_RATIO}min", f"{LOGP_DIFF}mean", f"{LOGP_DIFF}max", CLIP_RATIO)
 
 
+# Wall-clock readings: the only values two runs of the same recipe and seed may differ in (the machine, not the math).
+TIMING = ("time", "step_time", "tokens_per_s/", "train_runtime", "train_samples_per_second", "train_steps_per_second",
+          "eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
+
+
+def is_timing(key: str) -> bool:
+    return key.startswith(TIMING)
+
+
 def time_key(phase: str) -> str:
     return f"time/{phase}_s"
 
