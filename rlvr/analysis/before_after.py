@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_int, positive_int
 from rlvr.analysis.records import markdown_table, text_table
 
 OUT_SUBDIR = layout.BEFORE_AFTER_DIR
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--seed", type=flag_type("seed", int), default=0)
     parser.add_argument("--out", default=None, help=f"output folder (default <after>/{OUT_SUBDIR})")
-    parser.add_argument("--show", type=int, default=8, help="prompts printed side by side")
+    parser.add_argument("--show", type=non_negative_int, default=8, help="prompts printed side by side")
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed)")
     args = parser.parse_args(argv)
     for flag in ("before", "after"):

@@ -37,7 +37,7 @@ from rlvr.analysis.records import (
     time_totals,
     zero_std_series,
 )
-from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.cli import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     TIME_PHASES,
@@ -252,8 +252,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")
     parser.add_argument("--max_rows", type=positive_int, default=20, help="rows per run in the printed table")
     args = parser.parse_args(argv)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ConfigError("--out", f"{args.out} is a file; the PNGs need a folder")
+    check_writable_folder(args.out, "--out")
     runs = load_runs(args.run_dirs)
     print(f"[plots] writing to {args.out}/", flush=True)
     paths = plot_runs(runs, args.out, args.x)

@@ -44,7 +44,7 @@ from rlvr.analysis.report import SPEC_NAME, build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
 from rlvr.analysis.sweep_spec import EVAL_DIR, Spec, Variant, load_spec, plan, render_config, select, validate_variant
 from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 
 REPO = Path(__file__).resolve().parents[2]
 SUBPROCESS_LAUNCHERS = ("python", "accelerate")  # a process per run: what --jobs runs, and a Slurm task
@@ -227,6 +227,7 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
     overrides = dict(overrides or {})
     smoke = is_smoke(overrides, smoke)
     out = out or (SMOKE_OUT if smoke else "runs/sweeps")
+    check_writable_folder(out, "--out")  # a dry run too: the place is refused before anything trains
     if smoke:
         overrides.setdefault("max_steps", SMOKE_STEPS)
         if spec.evaluate:

@@ -21,6 +21,7 @@ max_steps. Running them is rlvr.analysis.sweep; linking runs another sweep alrea
 
 from __future__ import annotations
 
+import argparse
 import copy
 import math
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import yaml
 
 from rlvr.analysis.records import seed_group
 from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
+from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, non_negative_float, positive_int, reject_unknown_keys
 
 SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
@@ -128,6 +129,12 @@ def load_spec(path) -> Spec:
         every = evaluation["every_steps"]
         if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
             raise ConfigError("evaluate.every_steps", f"must be a positive integer (optimizer steps), got {every!r}")
+        for name, kind in (("num_prompts", positive_int), ("temperature", non_negative_float)):  # `rlvr evaluate`'s
+            if evaluation[name] is not None:
+                try:
+                    kind(str(evaluation[name]))
+                except argparse.ArgumentTypeError as err:
+                    raise ConfigError(f"evaluate.{name}", str(err)) from None
     return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, seeds, evaluation, text)
 
 

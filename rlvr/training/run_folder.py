@@ -45,7 +45,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
 from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, read_yaml
+from rlvr.cli import ConfigError, check_writable_folder, read_yaml
 from rlvr.training.run_files import CHECKPOINT, SHARD_INDEXES, WEIGHT_FILES
 
 # What a run (and the commands that describe it) writes at the top of its folder; a fresh start moves these aside.
@@ -174,6 +174,8 @@ class RunLock:
         """One line naming the live holder, if another process holds the lock now (read only)."""
         if str(self.folder.resolve()) in self.HELD or not self.path.exists():
             return None
+        if not self.path.is_file():
+            return f"{self.path} is not a file, and a run's lock must be one: remove it, or give another output_dir"
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:
@@ -436,8 +438,15 @@ class RunFolder:
 
 def refuse_if_in_use(recipe) -> None:
     """A second run into a folder a live run holds fails at once, before anything else is checked."""
-    line = RunLock(recipe.training.output_dir).in_use() if recipe.training.process_index == 0 else None
-    agree(ConfigError("output_dir", line) if line else None, recipe.training)
+    error = None
+    if recipe.training.process_index == 0:
+        try:
+            check_writable_folder(recipe.training.output_dir, "output_dir")  # a folder the lock can be made in
+            line = RunLock(recipe.training.output_dir).in_use()
+            error = ConfigError("output_dir", line) if line else None
+        except ConfigError as err:
+            error = err
+    agree(error, recipe.training)
 
 
 def check_model_outside(recipe, resume: Resume) -> None:
