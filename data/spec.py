@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rlvr.cli import ConfigError, mapping_field
+from rlvr.cli import ConfigError, mapping_field, one_line
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
@@ -116,6 +116,7 @@ def _parse_task(item: Any, where: str) -> TaskSpec:
 
 
 def _validate_task(task: TaskSpec, where: str) -> None:
+    from reasoning_gym.data import read_data_file
     from reasoning_gym.factory import DATASETS
 
     if task.name not in DATASETS:
@@ -134,3 +135,9 @@ def _validate_task(task: TaskSpec, where: str) -> None:
             config.validate()
     except (AssertionError, ValueError, TypeError) as err:  # TypeError: e.g. min_word_len: three vs an int bound
         raise ConfigError(f"{where}.config", str(err) or "rejected by reasoning_gym") from None
+    try:  # the task's own limits, which validate() does not know: one item is made, as training would
+        DATASETS[task.name][0](replace(config, size=1, seed=0))[0]
+    except Exception as err:  # noqa: BLE001 - whatever the task raises, the config is what cannot work
+        lengths = sorted({len(w) for w in read_data_file(config.data_file).split()}) if hasattr(config, "data_file") else []
+        known = f"; reasoning_gym's {config.data_file} has words of {lengths[0]} to {lengths[-1]} letters" if lengths else ""
+        raise ConfigError(f"{where}.config", f"{task.name} cannot make a question from it ({one_line(err)}){known}") from None

@@ -410,7 +410,7 @@ LATE_ROWS = [
                         "--output_dir", "precious"], "data.specs[0].config"),
     ("data", lambda w: ["--config", recipe_with(w, "w12", task_min_word_len=11, task_max_word_len=14),
                         "--output_dir", "precious"], "data.specs[0].config"),
-    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "many"], "--cpu_threads"),
+    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "many"], "cpu_threads"),
     ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--num_samples", "0"], "--num_samples"),
     ("sweep", lambda w: [(w / "e1.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{num_prompts: 0}")) and "e1.yaml",
                          "--out", "precious", "--dry_run"], "evaluate.num_prompts"),
