@@ -77,6 +77,11 @@ def ws(tmp_path, monkeypatch):
     # run folders of the one-run-per-folder checks (under precious: the snapshot covers them)
     write_run(precious / "other", folder_run="run-B", checkpoint_run="run-A")
     write_run(precious / "own", folder_run="run-A", checkpoint_run="run-A")
+    write_run(precious / "torn_json", folder_run="run-B", checkpoint_run="run-A")  # run.json torn, then rebuilt?
+    (precious / "torn_json" / "run.json").write_text('{"run_id": "run-')
+    write_run(precious / "finished", folder_run="run-A", checkpoint_run="run-A")  # its checkpoint is at max_steps
+    config = (precious / "finished" / "config.yaml").read_text()
+    (precious / "finished" / "config.yaml").write_text(config.replace("max_steps: 3", "max_steps: 2"))
     # damaged records (metrics.jsonl binary, lines that are JSON but not objects, only torn lines; a plain-TRL
     # log_history whose rows carry no step), a run folder whose run.lock is a folder, a TensorBoard folder that is a file
     for name, text in (("binary", bytes(range(256))), ("lists", b"[1, 2]\n[3]\n"), ("torn", b'{"step": 1, "lo\n{"st\n')):
@@ -422,6 +427,8 @@ LATE_ROWS = [
     ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--show", "-1"],
      "--show"),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--free_gib", "nan"], "--free_gib"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/torn_json"], "resume_from_checkpoint"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "2"], "max_steps"),
 ]
 ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS
 

@@ -20,6 +20,7 @@ from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     REWARD_PREFIX,
     STEP_PREFIX,
+    STOPPED_EARLY,
     TIME_PHASES,
     components_in,
     ordered,
@@ -135,7 +136,7 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return "train_runtime" in self.final
+        return "train_runtime" in self.final and STOPPED_EARLY not in self.final
 
     def rollouts(self) -> list[dict]:
         path = self.path / layout.ROLLOUTS

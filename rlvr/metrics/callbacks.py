@@ -10,9 +10,10 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.metrics.keys import COUNTERS, ordered
+from rlvr.metrics.keys import COUNTERS, STOPPED_EARLY, ordered
 from rlvr.metrics.batch_readings import batch_readings
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.training.preemption import early_stop
 from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
 
 
@@ -116,8 +117,9 @@ class MetricsJsonlCallback(TrainerCallback):
     Resume and fresh-run handling is `rlvr.training.run_files.start_record`, the policy every record file shares.
     """
 
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, stops=()):
         self.path = path
+        self.stops = stops  # callbacks that may end the run early: their line goes into the closing row
 
     def _file(self, args) -> Path:
         return Path(self.path or Path(args.output_dir) / METRICS.name)
@@ -131,6 +133,8 @@ class MetricsJsonlCallback(TrainerCallback):
             return
         row = {"step": state.global_step, "epoch": state.epoch, "time": time.time()}
         row.update({key: _finite(value) for key, value in logs.items()})
+        if "train_runtime" in logs and (stop := early_stop(self.stops)):
+            row[STOPPED_EARLY] = stop.line  # TRL closes a stopped run as a finished one: this row says otherwise
         path = self._file(args)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:

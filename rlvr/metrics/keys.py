@@ -27,6 +27,7 @@ KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = ("generation_step", "generated_samples", "generated_tokens")
 TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
+STOPPED_EARLY = "stopped_early"  # in the closing row of a run stopped before its end (a signal, the divergence guard)
 
 
 def reward_key(component: str) -> str:

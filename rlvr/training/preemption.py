@@ -39,9 +39,9 @@ class EarlyStop:
     status: int
 
 
-def early_stop(trainer) -> EarlyStop | None:
-    """The first callback of the trainer that stopped the run early (preemption, divergence guard), if any."""
-    for callback in trainer.callback_handler.callbacks:
+def early_stop(callbacks) -> EarlyStop | None:
+    """The first of the callbacks (a trainer's) that stopped the run early (preemption, divergence guard), if any."""
+    for callback in callbacks:
         if isinstance(getattr(callback, "stop", None), EarlyStop):
             return callback.stop
     return None
