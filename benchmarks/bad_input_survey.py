@@ -2,7 +2,7 @@
 
     python benchmarks/bad_input_survey.py
 
-Each case runs in-process through `rlvr.cli.cli`, with model loading trapped, and is classified as
+Each case runs in-process through `rlvr.inputs.cli`, with model loading trapped, and is classified as
 clean (exit 2, one line `error: <field>: ...`), wrong_field, multi_line (e.g. a usage dump), traceback, or
 accepted (no error at all, or it reached model loading).
 """
@@ -174,7 +174,7 @@ def main_of(name):
 
 
 def classify(name, argv, field) -> tuple[str, str]:
-    from rlvr.cli import cli
+    from rlvr.inputs import cli
 
     err = io.StringIO()
     try:

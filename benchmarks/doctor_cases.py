@@ -83,7 +83,7 @@ def plain_trl_run(recipe_path: str) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.training.cpu_threads import apply_cpu_threads
+    from rlvr.runs.cpu_threads import apply_cpu_threads
 
     recipe = yaml.safe_load(Path(recipe_path).read_text())
     apply_cpu_threads("auto", use_cpu=True)  # torch's default thread count oversubscribes a shared CPU many times over

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 
-from rlvr.rewards.functions import format_score
-from rlvr.rewards.text import completion_text
+from rlvr.rewards.functions import completion_text, format_score
 
 CONTENT_BUDGET = 40  # characters inside the tags at which the brevity part pays 0
 INSIDE_TAGS = re.compile(r"<think>(.*?)</think>\s*<answer>(.*?)</answer>", re.DOTALL)

@@ -42,9 +42,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.machine_load import measured_load  # noqa: E402
-from rlvr.cli import ArgumentParser, ConfigError, cli  # noqa: E402
+from rlvr.inputs import ArgumentParser, ConfigError, cli  # noqa: E402
 from rlvr.planning import (  # noqa: E402
-    GIB, KNOWN_SHAPES, LINEAR_MODULES, MARGIN_BYTES, ModelShape, Workload, estimate_prompt_tokens, plan_memory,
+    GIB,
+    KNOWN_SHAPES,
+    LINEAR_MODULES,
+    MARGIN_BYTES,
+    ModelShape,
+    Workload,
+    estimate_prompt_tokens,
+    plan_memory,
 )
 
 SECTIONS = ("memory", "fit", "eval", "speed")
@@ -125,9 +132,8 @@ def write_random_model(shape: ModelShape, output_dir, device: str = "cpu") -> Pa
     """A model folder the runner and the evaluator load like a checkpoint: random bf16 weights of `shape` and the tiny
     byte tokenizer (ids the tokenizer lacks decode to nothing, so sampling and scoring work unchanged)."""
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig
-
     from rlvr.recipes.tiny.model import build_tokenizer
+    from transformers import AutoModelForCausalLM, GenerationConfig
 
     tokenizer = build_tokenizer()
     config = qwen3_config(shape)
@@ -287,8 +293,8 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra
     whether it ran, and its samples/s."""
     import torch
 
-    from rlvr.training.config import load_recipe, validate
     from rlvr.planning import plan_recipe, resolve_shape
+    from rlvr.training.config import load_recipe, validate
     from rlvr.training.runner import main as run_recipe
 
     model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
@@ -328,9 +334,9 @@ def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int) -> dict:
     """In a fresh process: `rlvr.analysis.evaluate` on the random-weight model of the recipe's shape; samples/s."""
     import torch
 
-    from rlvr.training.config import load_recipe, validate
     from rlvr.analysis.evaluate import evaluate
     from rlvr.planning import resolve_shape
+    from rlvr.training.config import load_recipe, validate
 
     model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
     model_dir = write_random_model(resolve_shape(model_args.model_name_or_path), work / "model", device="cuda")
@@ -404,8 +410,8 @@ def speed_rows(run: bool, steps: int, deadline: float) -> list[Row]:
 
 def planned_fit(config: str) -> float:
     """The planner's peak for a shipped config, margin left out (what the fit row compares with, on any machine)."""
-    from rlvr.training.config import load_recipe, validate
     from rlvr.planning import plan_recipe
+    from rlvr.training.config import load_recipe, validate
 
     return plan_recipe(validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))).peak - MARGIN_BYTES
 

@@ -126,9 +126,9 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
+    from rlvr.runs.cpu_threads import cpu_threads_for
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.model_loading import model_init_kwargs
-    from rlvr.training.cpu_threads import cpu_threads_for
 
     argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, "--cpu_threads", cpu_threads,
             *COMMON]
@@ -180,8 +180,8 @@ def model_shape(config: str) -> dict:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr.training.config import load_recipe, validate
     from rlvr.speedups.shared_prefix import common_prefix_length
+    from rlvr.training.config import load_recipe, validate
 
     recipe = validate(load_recipe(["--config", config, "--dry_run", "true"]))
     path = recipe.model.model_name_or_path
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     import torch
 
-    from rlvr.training.cpu_threads import cpu_threads_for
+    from rlvr.runs.cpu_threads import cpu_threads_for
 
     torch.set_num_threads(cpu_threads_for(args.cpu_threads))
     report = {}

@@ -72,7 +72,7 @@ def first_difference(run: Path, alone: Path) -> str | None:
 
 def thread_counts(sweep_out: Path) -> str:
     """The intra-op thread counts the pass's runs report (`[threads] N ...` in each train.log), e.g. `2, 2, 2, 2` for a
-    sequential pass on 2 cores and `1, 1, 1, 1` under `--jobs 2` (rlvr.training.cpu_threads)."""
+    sequential pass on 2 cores and `1, 1, 1, 1` under `--jobs 2` (rlvr.runs.cpu_threads)."""
     logs = sorted(sweep_out.glob("*/*/train.log"))
     counts = [line.split()[1] for log in logs for line in log.read_text().splitlines() if line.startswith("[threads] ")]
     return ", ".join(counts) or "not reported"

@@ -30,11 +30,12 @@ EXPECTED = {"before": (0.17625, 0.17625), "after": (0.55, 0.75), "min_gain": 0.4
 
 from benchmarks.machine_load import measured_load
 from rlvr.analysis.evaluate import evaluate
-from rlvr.analysis.records import last, load_run, time_totals
+from rlvr.analysis.loaders import load_run
+from rlvr.analysis.summaries import last, time_totals
 from rlvr.metrics.keys import TIME_PHASES as PHASES
-from rlvr.cli import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.training.config import load_recipe, validate
-from rlvr.training.cpu_threads import apply_cpu_threads
 
 
 def grpo_time_split(run_dir: Path) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlvr.cli import (ArgumentParser, ConfigError, check_writable_folder, cli, load_recipe_yaml, non_negative_int,
+from rlvr.inputs import (ArgumentParser, ConfigError, check_writable_folder, cli, load_recipe_yaml, non_negative_int,
                       one_line, positive_int)
 from rlvr.data.generate import build_dataset, dataset_card
 from rlvr.data.spec import DataSpec

@@ -22,7 +22,7 @@ from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
 
 from rlvr.data.levels import HELD_OUT_SETS, levels_of, range_attribute
 from rlvr.data.spec import TINY_SYSTEM_PROMPT, DataSpec
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 REQUIRED_COLUMNS = ("prompt", "answer", "metadata")
 # The metadata key holding each task's difficulty knob; tasks not listed get difficulty None.

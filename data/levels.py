@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 
 @dataclass(frozen=True)

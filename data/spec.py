@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rlvr.cli import ConfigError, mapping_field, one_line
+from rlvr.inputs import ConfigError, mapping_field, one_line
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."

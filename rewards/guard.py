@@ -9,7 +9,7 @@ minutes into training, naming nothing. Two guards:
     list of numbers-or-None, one per completion, is a `ConfigError` naming the function and what it returned. A
     function that returns the same value for every probe completion trains on a constant (every group flat, advantage
     0): one warning line names it, the value, and the usual cause, `len(c)` or `c.count(...)` on a completion that is
-    a list of chat messages, not a string (`rlvr.rewards.text.completion_text` turns either into the text).
+    a list of chat messages, not a string (`rlvr.rewards.functions.completion_text` turns either into the text).
   * `guard_rewards` (at run time): each function is wrapped; a failure re-scores the batch one completion at a time
     to find the offender, writes it and its dataset row to `<output_dir>/reward_error.json`, and stops the run with
     a one-line `RewardFunctionError` naming the function and the step. Nothing is saved on the way out, so the last
@@ -41,8 +41,8 @@ import sys
 import threading
 from pathlib import Path
 
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
+from rlvr.runs import layout
 
 PROBE_ROWS = 2
 ERROR_FILE = layout.REWARD_ERROR
@@ -181,7 +181,7 @@ def constant_warning(name: str, output: list, conversational: bool) -> str | Non
     shape = "lists of chat messages ([{'role': 'assistant', 'content': ...}])" if conversational else "strings"
     return (f"warning: reward_funcs: {name} returned {values.pop()!r} for every probe completion, so it would train on "
             f"a constant; completions here are {shape}: take the text with "
-            f"rlvr.rewards.text.completion_text(c)")
+            f"rlvr.rewards.functions.completion_text(c)")
 
 
 def _one(kwargs: dict, i: int, size: int) -> dict:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rlvr.rewards.functions import capped_correctness, correctness, format, overlong_penalty, success
-from rlvr.cli import ConfigError
+
+from rlvr.inputs import ConfigError
 
 REWARD_REGISTRY: dict[str, Callable] = {
     "correctness": correctness, "format": format, "success": success, "capped_correctness": capped_correctness,

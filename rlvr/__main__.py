@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from rlvr.cli import ConfigError, cli
+from rlvr.inputs import ConfigError, cli
 
 COMMANDS = {  # command -> module whose main(argv) runs it
     "data": "rlvr.data.cli",

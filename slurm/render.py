@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
-from rlvr.cli import ArgumentParser, ConfigError, cli, load_recipe_yaml, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, cli, load_recipe_yaml, positive_int
 
 HOSTS_ENV = "RLVR_HOSTS"  # train.slurm sets it from `scontrol show hostnames $SLURM_JOB_NODELIST`
 SCRIPT = "recipes/train.py"  # trains whatever algorithm the recipe names

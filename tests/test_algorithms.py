@@ -4,10 +4,18 @@ scripted reward sequence; REINFORCE's update uses no baseline and no ratio; MaxR
 import pytest
 import torch
 from conftest import FAST_RECIPE
-from rlvr.cli import ConfigError
+
+from rlvr.inputs import ConfigError
 from rlvr.metrics.readings import RewardReadings
-from rlvr.training.advantages import group_mean_baseline, group_zscore, leave_one_out, maxrl, no_baseline
-from rlvr.training.algorithms import ALGORITHMS, compute_advantages, trainer_class
+from rlvr.training.algorithms import (
+    compute_advantages,
+    group_mean_baseline,
+    group_zscore,
+    leave_one_out,
+    maxrl,
+    no_baseline,
+    trainer_class,
+)
 from rlvr.training.dapo import informative_groups
 from rlvr.training.runner import prepare
 
@@ -54,6 +62,7 @@ def scripted_rewards(monkeypatch, *batches):
         return [[*row, float(row[0] == 1.0 and row[1] == 1.0)] if len(row) == 2 else row for row in batch]
 
     queue = [torch.tensor(with_success(batch), dtype=torch.float32) for batch in batches]
+
     def scripted(readings, index, func, kwargs):  # each reward function returns its column; the last one pops
         return (queue[0] if index < len(readings.columns) - 1 else queue.pop(0))[:, index].tolist()
 

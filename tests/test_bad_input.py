@@ -17,8 +17,7 @@ import pytest
 import yaml
 from conftest import FAST_RECIPE, REPO
 
-from rlvr.cli import cli
-
+from rlvr.inputs import cli
 
 
 class ModelLoaded(BaseException):
@@ -357,7 +356,7 @@ NEW_ROWS = [
     ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
      "--seed"),
     ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
-    # the divergence guard's fields (rlvr/training/divergence.py)
+    # the divergence guard's fields (rlvr/runs/stopping.py)
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
      "min_mean_reward_component"),
     ("grpo", lambda w: [*RUN, "--min_mean_reward_patience", "-1"], "min_mean_reward_patience"),
@@ -476,7 +475,7 @@ def test_console_scripts_print_one_line(argv, field):
 def test_yaml_aliases_are_counted_expanded_without_being_built(ws):
     """The alias bound counts what the aliases would expand to on the node graph (each node once), so a 10^10-value
     document is refused without building it, and an ordinary one is counted exactly."""
-    from rlvr.cli import MAX_YAML_VALUES, ConfigError, expanded_size, read_yaml
+    from rlvr.inputs import MAX_YAML_VALUES, ConfigError, expanded_size, read_yaml
 
     # mapping 1 + key a 1 + [1, 2] 3 + key b 1 + [*a, *a] (1 + 3 + 3) = 13
     assert expanded_size(yaml.compose("a: &a [1, 2]\nb: [*a, *a]\n")) == 13

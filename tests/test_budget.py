@@ -9,9 +9,9 @@ import torch
 from conftest import read_jsonl
 from transformers import TrainingArguments
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.metrics.callbacks import RolloutLedger
-from rlvr.training.budget import SampleScheduleMixin
+from rlvr.training.trainer import SampleScheduleMixin
 
 
 class StepSchedule:

@@ -6,7 +6,7 @@ import json
 
 from conftest import REPO
 
-from rlvr.training.code_record import (code_identity, other_code, package_roots, record_code, sources_digest)
+from rlvr.runs.code_record import code_identity, other_code, package_roots, record_code, sources_digest
 
 
 def test_the_digest_moves_with_content_and_path_and_ignores_bytecode(tmp_path):
@@ -71,7 +71,7 @@ def test_the_machine_is_recorded_and_a_resume_elsewhere_is_listed_but_stays_shar
 def test_this_machine_names_its_cpu_and_the_kernels_torch_dispatches_to():
     import torch
 
-    from rlvr.training.code_record import machine_identity
+    from rlvr.runs.code_record import machine_identity
 
     machine = machine_identity()
     assert machine["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and machine["cores"] >= 1

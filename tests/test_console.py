@@ -8,9 +8,9 @@ import logging
 
 import pytest
 import yaml
-
 from conftest import FAST_RECIPE
-from rlvr.metrics.console import MAX_WIDTH, format_line
+
+from rlvr.metrics.callbacks import MAX_WIDTH, format_line
 
 
 def test_a_line_is_short_and_says_what_matters():
@@ -28,7 +28,7 @@ def test_a_line_is_short_and_says_what_matters():
 def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_path, capsys):
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from rlvr.metrics.console import QuietProgressCallback
+    from rlvr.metrics.callbacks import QuietProgressCallback
     from rlvr.training.runner import main
 
     out = tmp_path / "run"
@@ -64,7 +64,7 @@ def test_data_says_where_it_writes(tmp_path, capsys):
 
 
 def test_known_harmless_warnings_are_dropped_by_message_only():
-    from rlvr.metrics.console import silence_known_warnings
+    from rlvr.metrics.callbacks import silence_known_warnings
 
     silence_known_warnings()
     deepspeed = logging.getLogger("DeepSpeed")

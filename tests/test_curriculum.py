@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import REPO, read_jsonl
-
-from rlvr.cli import ConfigError, cli
 from rlvr.data.levels import Level, levels_of
+
+from rlvr.inputs import ConfigError, cli
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training.curriculum import (
     Controller,

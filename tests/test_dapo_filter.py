@@ -5,9 +5,9 @@ import pytest
 import torch
 from test_algorithms import build, prompts, scripted_rewards
 
+from rlvr.inputs import ConfigError
+from rlvr.metrics.reward_batch import flat_groups, zero_std_fraction
 from rlvr.training.dapo import all_min_or_max, flat_partial_groups, informative_groups
-from rlvr.cli import ConfigError
-from rlvr.metrics.components import flat_groups, zero_std_fraction
 
 # G = 4: all 0, all 1, all 0.75 (flat, partial credit), mixed, nearly flat (0.5 vs 0.5 + 1e-3: not flat).
 VALUES = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 0.75, 0.75, 0.75, 0.75, 0, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.501])

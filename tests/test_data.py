@@ -2,10 +2,10 @@ import subprocess
 import sys
 
 import pytest
-
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
-from rlvr.cli import ConfigError
+
+from rlvr.inputs import ConfigError
 
 SPEC = {"size": 400, "seed": 7, "test_size": 40, "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": 6}}]}
 
@@ -86,8 +86,7 @@ def test_cli_writes_card_and_offline_push_fails_with_one_line(tmp_path):
 
 def test_difficulty_is_an_int_whatever_the_source_gave():
     import numpy as np
-    from datasets import Dataset, DatasetDict, Value
-
+    from datasets import Value
     from rlvr.data.generate import _entry_to_row, as_difficulty
 
     assert [as_difficulty(v) for v in (4, 4.0, "4", np.int64(4), " 7 ")] == [4, 4, 4, 4, 7]

@@ -13,7 +13,7 @@ import hashlib
 import pytest
 from conftest import read_jsonl
 
-from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
+from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 
 ARGS = ("--max_steps", "3", "--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1",
         "--save_total_limit", "1")
@@ -74,7 +74,7 @@ def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(run_recip
 
 
 def test_disk_full_is_recognised_under_its_several_names():
-    from rlvr.training.disk import is_disk_full
+    from rlvr.runs.disk import is_disk_full
 
     assert is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
     assert is_disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))

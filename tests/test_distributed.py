@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.metrics.components import group_summary, reward_components
+from rlvr.metrics.reward_batch import group_summary, reward_components
 
 CONFIGS = REPO / "accelerate_configs"
 

@@ -8,7 +8,7 @@ import math
 import pytest
 from conftest import read_jsonl
 
-from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
+from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 
 SAVE_EVERY_STEP = ("--max_steps", "4", "--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1")
 
@@ -78,7 +78,7 @@ def test_a_collapsed_mean_reward_stops_after_the_patience(run_recipe, capsys, tm
 
 
 def test_the_guard_is_quiet_on_a_healthy_run_and_can_be_switched_off():
-    from rlvr.training.divergence import DivergenceGuard
+    from rlvr.runs.stopping import DivergenceGuard
 
     guard = DivergenceGuard()
     assert guard.problem({"loss": 0.1, "grad_norm": 3.0, "avg_total": 0.0}) is None

@@ -5,7 +5,7 @@ import json
 
 from test_doctor import from_step, healthy_rows, write_run
 
-from rlvr.analysis.records import load_run
+from rlvr.analysis.loaders import load_run
 from rlvr.analysis.report import build_report, main_job_comparison
 
 

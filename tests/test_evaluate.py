@@ -12,7 +12,7 @@ import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.analysis import evaluate as ev
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 THINK_OFF = "<think>\n\n</think>\n\n"
 

@@ -9,9 +9,10 @@ import torch
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.analysis.evaluate import evaluate
+from rlvr.analysis.loaders import load_runs, reward_series, step_metric_series, zero_std_series
 from rlvr.analysis.plots import plot_runs
-from rlvr.analysis.records import load_runs, reward_series, step_metric_series, summarize, zero_std_series
-from rlvr.cli import ConfigError, load_recipe_yaml
+from rlvr.analysis.summaries import summarize
+from rlvr.inputs import ConfigError, load_recipe_yaml
 from rlvr.metrics.readings import RewardReadings
 from rlvr.training import algorithms
 from rlvr.training.runner import main, prepare

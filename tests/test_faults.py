@@ -97,9 +97,9 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
 
 def test_a_reward_failing_mid_run_is_named_with_its_step_and_leaves_the_checkpoint(run_recipe, tmp_path, monkeypatch):
     import pytest
-
     from rlvr.rewards.guard import RewardFunctionError
-    from rlvr.training.run_files import checkpoint_problem
+
+    from rlvr.runs.checkpoints import checkpoint_problem
 
     (tmp_path / "late_rewards.py").write_text(
         "def late(completions, trainer_state=None, **kwargs):\n"
@@ -126,7 +126,7 @@ def test_wandb_that_cannot_reach_its_server_goes_offline_within_the_bound(monkey
     import socket
     import time
 
-    from rlvr.training.tracking import configure_wandb
+    from rlvr.runs.tracking import configure_wandb
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -143,7 +143,7 @@ def test_wandb_that_cannot_reach_its_server_goes_offline_within_the_bound(monkey
 
 
 def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(tmp_path, capsys):
-    from rlvr.training.run_files import last_complete_checkpoint
+    from rlvr.runs.checkpoints import last_complete_checkpoint
     from rlvr.training.runner import resume_checkpoint
 
     assert resume_checkpoint("true", str(tmp_path / "empty")) is None
@@ -165,7 +165,7 @@ def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(
 
 
 def test_a_fresh_run_moves_old_records_aside(tmp_path):
-    from rlvr.training.run_files import ROLLOUTS, start_record
+    from rlvr.runs.folder import ROLLOUTS, start_record
 
     old = tmp_path / "rollouts.jsonl"
     old.write_text('{"step": 0}\n')

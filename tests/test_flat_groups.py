@@ -6,7 +6,7 @@ import pytest
 import torch
 from test_algorithms import build, prompts, scripted_rewards
 
-from rlvr.metrics.components import flat_groups, reward_components, zero_std_fraction
+from rlvr.metrics.reward_batch import flat_groups, reward_components, zero_std_fraction
 from rlvr.training.algorithms import ALGORITHMS, compute_advantages, zero_flat_groups
 from rlvr.training.dapo import informative_groups
 

@@ -12,7 +12,7 @@ import torch
 import yaml
 from conftest import REPO
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.planning import GIB, KNOWN_SHAPES, ModelShape, estimate_prompt_tokens
 
 spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")
@@ -121,12 +121,12 @@ def test_random_model_folder_samples_and_scores_with_a_vocabulary_beyond_the_tok
 
 def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
     """The fit runs' prompts are as long in byte tokens as the planner estimates Qwen's tokenizer makes them."""
-    from rlvr.training.config import load_recipe, validate
-    from rlvr.recipes.tiny.model import build_tokenizer
-
     import torch
+    from rlvr.recipes.tiny.model import build_tokenizer
     from safetensors.torch import save_file
     from transformers import Qwen3Config
+
+    from rlvr.training.config import load_recipe, validate
 
     build_tokenizer().save_pretrained(tmp_path / "model")
     Qwen3Config().save_pretrained(tmp_path / "model")  # a saved model's config (the fit run writes the weights too)

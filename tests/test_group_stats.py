@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from rlvr.metrics.components import group_summary, reward_components, zero_std_fraction
+from rlvr.metrics.reward_batch import group_summary, reward_components, zero_std_fraction
 
 NAMES = ["correctness", "format"]
 WEIGHTS = torch.tensor([1.0, 0.5])

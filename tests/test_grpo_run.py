@@ -11,8 +11,8 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl
 
-from rlvr.cli import ConfigError
-from rlvr.metrics.components import zero_std_fraction
+from rlvr.inputs import ConfigError
+from rlvr.metrics.reward_batch import zero_std_fraction
 from rlvr.training.config import load_recipe_yaml
 from rlvr.training.runner import main
 
@@ -152,7 +152,7 @@ def test_tiny_variant_of_each_algorithm_runs_two_steps(recipe, run_recipe):
 
 
 def test_wandb_without_login_goes_offline_and_says_so(monkeypatch, tmp_path, capsys):
-    from rlvr.training.tracking import configure_wandb
+    from rlvr.runs.tracking import configure_wandb
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)

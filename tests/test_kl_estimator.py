@@ -7,8 +7,8 @@ import pytest
 import torch
 from test_algorithms import CORRECTNESS, FORMAT, build, prompts, scripted_rewards
 
-from rlvr.cli import ConfigError
-from rlvr.training.kl import aggregate_like_trl, importance_weight, per_token_kl
+from rlvr.inputs import ConfigError
+from rlvr.training.trainer import aggregate_like_trl, importance_weight, per_token_kl
 
 BETA = 0.04
 

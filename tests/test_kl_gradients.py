@@ -1,11 +1,11 @@
 """The expected gradient of each KL estimator, computed exactly on a categorical policy, against the divergence it is
-said to follow (docs/algorithms.md, "KL estimators"): ours (`rlvr.training.kl.per_token_kl`, with and without TRL's
+said to follow (docs/algorithms.md, "KL estimators"): ours (`rlvr.training.trainer.per_token_kl`, with and without TRL's
 importance ratio) and rlhf-book's `policy_gradients/loss.py` kl1 = -d and kl3 = expm1(d) - d, d = log pi - log ref."""
 
 import pytest
 import torch
 
-from rlvr.training.kl import per_token_kl
+from rlvr.training.trainer import per_token_kl
 
 
 def expected_gradient(term, theta: torch.Tensor, ref_logits: torch.Tensor, ratio: bool) -> torch.Tensor:

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import read_jsonl
 
-from rlvr.cli import ConfigError
-from rlvr.training import tracking
+from rlvr.inputs import ConfigError
+from rlvr.runs import tracking
 
 needs_tensorboard = pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
                                        reason="tensorboard is the `live` extra (pip install -e '.[live]')")

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.planning import (
     GIB,
     KNOWN_SHAPES,
@@ -18,6 +17,7 @@ from rlvr.planning import (
     activation_bytes,
     check_memory_budget,
     fused_head_bytes,
+    generation_batch_for,
     kv_cache_bytes,
     launch_shape,
     layer_activation_bytes,
@@ -27,9 +27,8 @@ from rlvr.planning import (
     main,
     materialized_logits_bytes,
     parameter_count,
-    quantized_weight_bytes,
-    generation_batch_for,
     plan_memory,
+    quantized_weight_bytes,
     remedies,
     resolve_shape,
     shape_from_config,
@@ -37,6 +36,8 @@ from rlvr.planning import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+
+
 # The tiny model's shape (rlvr.recipes.tiny.model defaults): h 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, i 192, V 263.
 def _tiny_config() -> dict:
     """The config.json `build_tiny_model` would write, without writing it (a clean clone has no artifacts/)."""
@@ -287,7 +288,7 @@ def test_configs_against_the_free_memory_of_the_homework_card(config, fits, caps
                                           "bnb_4bit_quant_type", "use_bnb_nested_quant"}),
 ])
 def test_configs_mirror_the_grpo_recipe(config, differences):
-    from rlvr.cli import load_recipe_yaml
+    from rlvr.inputs import load_recipe_yaml
 
     base, variant = (load_recipe_yaml(REPO / path) for path in ("recipes/grpo.yaml", config))
     assert {key for key in base.keys() | variant.keys() if base.get(key) != variant.get(key)} == differences

@@ -9,7 +9,6 @@ from collections import Counter
 
 import pytest
 import yaml
-
 from conftest import FAST_RECIPE
 
 RUN = ["--max_steps", "1", "--report_to", "none", "--print_rollouts", "false"]

@@ -3,7 +3,7 @@ advantage, group statistics, rollouts, step metrics (and DAPO's filter) all read
 
 import sys
 
-import rlvr.metrics.components as components_module
+import rlvr.metrics.reward_batch as components_module
 
 
 def test_reward_components_run_once_per_generation_batch(run_recipe, monkeypatch):

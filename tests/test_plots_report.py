@@ -10,8 +10,10 @@ import pytest
 from conftest import FAST_RECIPE, REPO
 
 from rlvr.analysis import before_after, plots, report
-from rlvr.cli import ConfigError
-from rlvr.analysis.records import group_outcomes, load_run, load_runs, normalized_auc, samples_to_reach, summarize
+from rlvr.analysis.loaders import load_run, load_runs
+from rlvr.analysis.summaries import normalized_auc, samples_to_reach, summarize
+from rlvr.analysis.zero_std import group_outcomes
+from rlvr.inputs import ConfigError
 
 # Four logged steps of 16 samples each, then TRL's closing row.
 CORRECTNESS = [0.0, 0.25, 0.5, 0.5]
@@ -251,8 +253,9 @@ def test_cli_overrides_are_flagged_against_the_recipe_yaml():
 
 
 def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
-    from rlvr.analysis.records import aggregate, natural_key
+    from rlvr.analysis.loaders import natural_key
     from rlvr.analysis.report import settings_section
+    from rlvr.analysis.summaries import aggregate
 
     names = ["beta0.1-s1", "beta0-s1", "beta0.04-s2", "beta0.04-s1", "g16", "g2"]
     assert sorted(names, key=lambda n: natural_key(Path(n))) == [
@@ -265,8 +268,8 @@ def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
 
 
 def test_settings_are_paired_by_seed_against_the_best():
-    from rlvr.analysis.records import paired_by_seed
     from rlvr.analysis.report import settings_section
+    from rlvr.analysis.summaries import paired_by_seed
 
     summary = [{"run": f"{name}-s{seed}", "heldout_exact_match_after": value}
                for name, values in {"G4": (0.60, 0.62, 0.59), "G8": (0.59, 0.63, 0.55), "G16": (0.50, 0.52)}.items()

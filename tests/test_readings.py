@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import REPO, read_jsonl
+from rlvr.rewards.functions import completion_text, correctness, format
 
-from rlvr.metrics.components import flat_groups, reward_components
-from rlvr.metrics.batch_readings import batch_readings, zero_std_sides
-from rlvr.metrics.reward_batch import RewardBatch, is_truncated
+from rlvr.metrics.readings import batch_readings, zero_std_sides
+from rlvr.metrics.reward_batch import RewardBatch, flat_groups, is_truncated, reward_components
 from rlvr.metrics.step_metrics import compute_step_metrics, hollow_content
-from rlvr.rewards.functions import correctness, format
-from rlvr.rewards.text import completion_text
 
 RIGHT = "<think>s u n -> n u s</think><answer>nus</answer>"  # the tiny speller's own format, for the word `sun`
 
@@ -68,7 +66,7 @@ def test_zero_std_sides_on_hand_made_groups():
         "zero_std_side/all_wrong": 4 / 7, "zero_std_side/all_correct": 1 / 7,
         "zero_std_side/all_truncated": 2 / 7, "zero_std_side/identical": 3 / 7,
     })
-    readings = batch_readings(batch)  # the one dict GroupStatsCallback and the plain-TRL readings log
+    readings = batch_readings(batch)  # the one dict ReadingsCallback and the plain-TRL readings log
     assert readings["zero_std_frac/total"] == pytest.approx(5 / 7) and "step/hollow_format" in readings
     assert set(zero_std_sides(scored_batch([RIGHT] * 2, 2))) == {"zero_std_side/all_wrong",
                                                                  "zero_std_side/all_correct",
@@ -140,8 +138,8 @@ def test_a_real_runs_new_readings_equal_a_recount_from_its_rollouts(run_recipe):
         truncated_seen += sum(r["truncated"] for r in step_rollouts)
     assert truncated_seen > 0, "12 tokens should cut some completions of the random tiny model; the test has no power"
 
+    from rlvr.analysis.loaders import load_runs
     from rlvr.analysis.plots import panel_keys, plot_runs
-    from rlvr.analysis.records import load_runs
 
     runs = load_runs([out])
     written = {path.name for path in plot_runs(runs, Path(out) / "plots", ("step",))}
@@ -151,8 +149,8 @@ def test_a_real_runs_new_readings_equal_a_recount_from_its_rollouts(run_recipe):
 
 
 def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
+    from rlvr.analysis.loaders import Run
     from rlvr.analysis.plots import panel_keys, smoothed
-    from rlvr.analysis.records import Run
 
     assert smoothed([2.0] * 4) == pytest.approx([2.0] * 4)  # debiased: no pull toward 0 at the start
     step = smoothed([0.0] * 3 + [1.0] * 7)
@@ -168,17 +166,17 @@ def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
 # ---- the readings on a plain trl.GRPOTrainer ---------------------------------------------------------------------
 
 def test_group_stats_on_a_plain_trainer_without_the_readings_stops_the_run_loudly(tiny_model_dir, tmp_path):
+    from rlvr.data import DataSpec, build_dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.data import DataSpec, build_dataset
-    from rlvr.metrics.callbacks import GroupStatsCallback
+    from rlvr.metrics.readings import ReadingsCallback
 
     data = build_dataset(DataSpec.from_dict({"size": 20, "test_size": 2, "system_prompt": "tiny",
                                              "specs": [{"name": "spell_backward"}]}))["train"]
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_steps=1, num_generations=2,
                       per_device_train_batch_size=4, max_completion_length=8, report_to="none", save_strategy="no")
     trainer = GRPOTrainer(model=tiny_model_dir, reward_funcs=[format], args=args, train_dataset=data,
-                          callbacks=[GroupStatsCallback()])
+                          callbacks=[ReadingsCallback()])
     with pytest.raises(RuntimeError, match="with_readings"):
         trainer.train()
 
@@ -189,7 +187,7 @@ def recount_from_completions(output_dir: Path, G: int, weights=(1.0, 0.5)) -> di
     `log_metric` averages them."""
     import pandas as pd
 
-    from rlvr.metrics.components import zero_std_fraction
+    from rlvr.metrics.reward_batch import zero_std_fraction
 
     steps = {}
     for path in sorted((output_dir / "completions").glob("completions_*.parquet")):

@@ -7,8 +7,8 @@ import pytest
 import torch
 from conftest import read_jsonl
 
-from rlvr.metrics.components import zero_std_fraction
 from rlvr.metrics.keys import ZERO_STD_PREFIX
+from rlvr.metrics.reward_batch import zero_std_fraction
 
 
 def test_logged_zero_std_fractions_equal_a_recount_from_the_rollouts(run_recipe):
@@ -33,7 +33,7 @@ def test_logged_zero_std_fractions_equal_a_recount_from_the_rollouts(run_recipe)
 
 
 def test_rollouts_carry_the_exact_answer_flag_and_readers_prefer_it(run_recipe):
-    from rlvr.analysis.records import exact_match
+    from rlvr.analysis.zero_std import exact_match
 
     _, out = run_recipe("--max_steps", "1")
     rollouts = read_jsonl(Path(out) / "rollouts.jsonl")

@@ -4,7 +4,6 @@ completions (the classic: `len(c)` on a completion that is a list of chat messag
 import json
 
 import pytest
-
 from rlvr.rewards.guard import probe_rewards, probe_texts
 from rlvr.rewards.registry import resolve_reward_funcs
 
@@ -30,7 +29,7 @@ def test_len_of_a_message_list_is_constant_and_named_in_one_line(capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1  # brevity only: correctness, format, success and the (short-completion) penalty are quiet
     assert lines[0].startswith("warning: reward_funcs: brevity returned 0.5 for every probe completion")
-    assert "lists of chat messages" in lines[0] and "rlvr.rewards.text.completion_text" in lines[0]
+    assert "lists of chat messages" in lines[0] and "rlvr.rewards.functions.completion_text" in lines[0]
 
 
 def test_the_same_reward_on_plain_text_completions_varies_and_stays_quiet(capsys):

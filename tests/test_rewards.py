@@ -3,12 +3,18 @@ import json
 import pytest
 import reasoning_gym
 from reasoning_gym.utils import extract_answer
-
 from rlvr.rewards import (
-    binary, capped_correctness, correctness, exact_answer, format, overlong_penalty, resolve_reward_funcs, success,
+    binary,
+    capped_correctness,
+    correctness,
+    format,
+    overlong_penalty,
+    resolve_reward_funcs,
+    success,
 )
-from rlvr.rewards.text import completion_text, extract_last_answer
-from rlvr.cli import ConfigError
+from rlvr.rewards.functions import completion_text, extract_last_answer
+
+from rlvr.inputs import ConfigError
 
 ANSWER = "nus"
 META = json.dumps({"source_dataset": "spell_backward", "word": "sun", "word_len": 3})
@@ -88,9 +94,8 @@ def test_conversational_completions_and_split_out_reasoning():
 
 def test_qwen3_response_parser_output_keeps_the_tags():
     """What TRL 1.16 + transformers 5 hand a reward when the tokenizer has Qwen3's response template."""
-    from trl.chat_template_utils import parse_response, qwen3_template
-
     from rlvr.recipes.tiny.model import build_tokenizer
+    from trl.chat_template_utils import parse_response, qwen3_template
 
     tokenizer = build_tokenizer()
     tokenizer.response_template = qwen3_template

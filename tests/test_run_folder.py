@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr import run_layout as layout
-from rlvr.cli import cli
-from rlvr.training.run_files import checkpoint_problem
-from rlvr.training.run_folder import checkpoint_run_id, read_run
+from rlvr.inputs import cli
+from rlvr.runs import layout
+from rlvr.runs.checkpoints import checkpoint_problem
+from rlvr.runs.resume import checkpoint_run_id, read_run_json
 
 STEPS = ["--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1", "--print_rollouts", "false",
          "--report_to", "none", "--config", FAST_RECIPE]
@@ -59,11 +59,11 @@ def two_runs(tiny_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("reused") / "run"
     status, _, err = train(out, tiny_model_dir, "--seed", "1", "--max_steps", "2")
     assert status == 0, err[-3000:]
-    a_id = read_run(out)["run_id"]
+    a_id = read_run_json(out)["run_id"]
     a_files = sorted(p.name for p in out.iterdir())
     status, b_out, err = train(out, tiny_model_dir, "--seed", "2", "--max_steps", "2")
     assert status == 0, err[-3000:]
-    return {"out": out, "a_id": a_id, "a_files": a_files, "b_id": read_run(out)["run_id"], "b_stdout": b_out,
+    return {"out": out, "a_id": a_id, "a_files": a_files, "b_id": read_run_json(out)["run_id"], "b_stdout": b_out,
             "model": tiny_model_dir}
 
 
@@ -81,7 +81,7 @@ def test_a_fresh_run_into_a_used_folder_moves_every_file_of_the_earlier_run_asid
         in two_runs["b_stdout"]
     # everything A wrote is in the archive, and A's records are A's (seed 1, 2 steps), untouched
     assert sorted(p.name for p in archive.iterdir()) == [name for name in two_runs["a_files"] if name != layout.LOCK]
-    assert read_run(archive)["run_id"] == a_id
+    assert read_run_json(archive)["run_id"] == a_id
     assert [r["step"] for r in read_jsonl(archive / layout.METRICS) if "loss" in r] == [1, 2]
     assert {checkpoint_run_id(archive / f"checkpoint-{s}") for s in (1, 2)} == {a_id}
     # the folder now holds B alone: its checkpoints, its final model, its records; no lock once it ended
@@ -113,7 +113,7 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
     assert f"[resume] from {out / 'checkpoint-2'} (run {b_id})" in stdout
     assert f"[run] took over a stale lock in {out} (host {socket.gethostname()} pid 999999999" in stdout
     assert "[resume] changed" not in stdout and "recipe changed" not in stdout  # the same recipe: nothing to note
-    assert read_run(out)["run_id"] == b_id and [r["step"] for r in read_run(out)["resumes"]] == [2]
+    assert read_run_json(out)["run_id"] == b_id and [r["step"] for r in read_run_json(out)["resumes"]] == [2]
     assert not (out / layout.LOCK).exists()
 
 
@@ -150,7 +150,7 @@ def test_a_changed_resume_is_refused_and_allowed_with_the_flag_recorded(two_runs
                                 "--learning_rate", "0.01", "--allow_recipe_change", "true")
     assert status == 0, err[-3000:]
     assert "[resume] recipe changed at step 2 (--allow_recipe_change true; recorded in" in stdout
-    run = read_run(out)
+    run = read_run_json(out)
     assert run["run_id"] == b_id and run["resumes"][-1]["recipe_changes"] == {"learning_rate": [0.001, 0.01],
                                                                                "max_steps": [2, 3]}
     assert [r["step"] for r in read_jsonl(out / layout.METRICS) if "loss" in r] == [1, 2, 3]

@@ -1,4 +1,4 @@
-"""The run folder's layout lives in one module (rlvr/run_layout.py): no other module of the package spells a run
+"""The run folder's layout lives in one module (rlvr/runs/layout.py): no other module of the package spells a run
 file's name, and evaluation file names say what they hold."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from conftest import REPO
-from rlvr import run_layout as layout
+
+from rlvr.runs import layout
 
 NAMES = (layout.CONFIG, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR, layout.TRAIN_LOG, layout.SWEEP_SPEC,
          layout.SWEEP_RECIPE, layout.REPORT, layout.BEFORE_AFTER, layout.SUMMARY_JSON, layout.SUMMARY_CSV,
@@ -18,7 +19,7 @@ def test_no_module_but_the_layout_spells_a_run_file_name():
     spelled = []
     for root in SOURCES:
         for path in root.rglob("*.py"):
-            if path == REPO / "rlvr" / "run_layout.py":
+            if path == REPO / "rlvr" / "runs" / "layout.py":
                 continue
             code = re.sub(r'"""[\s\S]*?"""', "", path.read_text())  # docstrings may name files for the reader
             code = "\n".join(line.split("#")[0] for line in code.splitlines())  # and so may comments

@@ -29,9 +29,8 @@ def tiny_budget(tmp_path):
 
 
 def test_sft_script_writes_the_configured_speller_and_probes_on_schedule(tiny_budget, monkeypatch, capsys):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from rlvr.recipes.tiny.model import TAG_TOKENS
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     config, out = tiny_budget
     monkeypatch.setattr(sys, "argv", [str(SFT_SCRIPT), "--config", str(config)])

@@ -16,7 +16,7 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "slurm"))
 import render
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 RECIPE = "recipes/grpo.yaml"
 
@@ -130,7 +130,6 @@ def run_task(script, index: int, job: str, env: dict | None = None) -> int:
 
 def sweep_spec(tmp_path, **fields) -> str:
     import yaml
-
     from conftest import FAST_RECIPE
 
     path = tmp_path / "spec.yaml"

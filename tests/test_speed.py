@@ -6,11 +6,11 @@ import pytest
 import torch
 from conftest import FAST_RECIPE, read_jsonl
 
-from rlvr.cli import ConfigError
-from rlvr.training.runner import main
-from rlvr.speedups import SPEEDUPS, parse_speedups
+from rlvr.inputs import ConfigError
+from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
+from rlvr.speedups.registry import SPEEDUPS, parse_speedups
 from rlvr.speedups.shared_prefix import common_prefix_length, shared_prefix_plan
-from rlvr.training.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
+from rlvr.training.runner import main
 
 
 def test_speedups_field_parses_all_none_and_lists():
@@ -19,8 +19,6 @@ def test_speedups_field_parses_all_none_and_lists():
     assert parse_speedups(" shared_prefix , ") == {"shared_prefix"}
     with pytest.raises(ValueError, match="bogus"):
         parse_speedups("shared_prefix,bogus")
-    with pytest.raises(ValueError, match="cpu_threads"):  # the old name points at its replacement
-        parse_speedups("threads")
 
 
 def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
@@ -115,7 +113,7 @@ def test_bad_cpu_threads_is_one_line_before_any_model_loads(tmp_path, value):
 
 
 def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, monkeypatch, capsys):
-    monkeypatch.setattr("rlvr.training.cpu_threads.threads_pay_off", lambda threads: (0.5e-3, 1e-3))  # a quiet machine
+    monkeypatch.setattr("rlvr.runs.cpu_threads.threads_pay_off", lambda threads: (0.5e-3, 1e-3))  # a quiet machine
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what `accelerate launch` exports
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})

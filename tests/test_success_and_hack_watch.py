@@ -7,16 +7,15 @@ import json
 import pytest
 import reasoning_gym
 import torch
-from test_rewards import CRAFTED, ANSWER, META, reasoning_gym_score
+from rlvr.rewards import REWARD_REGISTRY, binary, capped_correctness, correctness, exact_answer, success
+from rlvr.rewards.registry import ALWAYS_MEASURED, resolve_reward_funcs
+from test_rewards import ANSWER, CRAFTED, reasoning_gym_score
 
 from rlvr.analysis.evaluate import format_table, summarize
 from rlvr.metrics.keys import KNOWN_ORDER
-from rlvr.metrics.reward_batch import RewardBatch
+from rlvr.metrics.reward_batch import RewardBatch, reward_components
 from rlvr.metrics.step_metrics import compute_step_metrics
-from rlvr.rewards import REWARD_REGISTRY, binary, capped_correctness, correctness, exact_answer, success
-from rlvr.rewards.registry import ALWAYS_MEASURED, resolve_reward_funcs
 from rlvr.training.algorithms import ALGORITHMS, compute_advantages
-from rlvr.metrics.components import reward_components
 
 SCORER = reasoning_gym.get_score_answer_fn("spell_backward")
 WORD = "planet"  # 6 letters: six terms of 1/6 sum to 0.9999999999999999, not 1.0, so no -0.2 for a wrong answer
@@ -117,11 +116,11 @@ def test_capped_correctness_pays_the_hack_less_than_the_exact_answer():
 def test_hack_watch_recipes_and_sweep_plan_equal_samples(tmp_path):
     """The two runs differ only in the trained correctness reward; 3-10 letter words, answers fit, same budget."""
     from conftest import REPO
-
-    from rlvr.analysis.sweep import run_sweep
-    from rlvr.cli import load_recipe_yaml
     from rlvr.recipes.tiny.sft_data import spelled_completion
     from transformers import AutoTokenizer
+
+    from rlvr.analysis.sweep import run_sweep
+    from rlvr.inputs import load_recipe_yaml
 
     plain, capped = (load_recipe_yaml(REPO / "recipes" / "tiny" / f"{name}.yaml") for name in ("hack_watch", "hack_watch_capped"))
     assert plain["data"]["specs"][0]["config"] == {"min_word_len": 3, "max_word_len": 10}

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
-from rlvr.cli import ConfigError
 from rlvr.analysis.shared_runs import evaluation_of, find_shared_run, run_identity
 from rlvr.analysis.sweep import main, parse_overrides, run_sweep
 from rlvr.analysis.sweep_spec import load_spec, plan
+from rlvr.inputs import ConfigError
 
 
 def write_spec(tmp_path, **fields) -> str:
@@ -269,7 +269,7 @@ def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one
 
 
 def test_every_steps_evaluates_the_checkpoints_before_the_end(tmp_path, tiny_model_dir):
-    from rlvr.analysis.records import load_run
+    from rlvr.analysis.loaders import load_run
 
     spec = write_spec(tmp_path, vary={"temperature": [1.0]}, labels=["t"], seeds=[1],
                       fixed={"max_steps": 3, "print_rollouts": False},

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from rlvr.cli import ConfigError
-from rlvr.analysis.evaluate import evaluate, pass_at_k
-from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
 from rlvr.recipes.tiny.model import TAG_TOKENS
+from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
+
+from rlvr.analysis.evaluate import evaluate, pass_at_k
+from rlvr.inputs import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPELLER = REPO_ROOT / "models" / "tiny-speller"
@@ -72,7 +72,6 @@ def test_sft_target_is_the_rewarded_format_with_a_letter_by_letter_think():
 
 def test_sft_rows_use_the_grpo_prompt_as_a_chat_prefix_and_drop_held_out_words():
     from datasets import Dataset
-
     from rlvr.data.generate import make_prompt, resolve_system_prompt
     from rlvr.recipes.tiny.model import build_tokenizer
 
@@ -156,6 +155,7 @@ def test_the_3_10_warm_start_never_trains_on_the_curriculum_held_out_words():
     rows = build_dataset(DataSpec.from_dict(args.data))["train"]
     lengths = {len(answer) for answer in rows["answer"]}
     assert min(lengths) == 3 and max(lengths) == 10
+
     def user_turns(dataset):
         return {m["content"] for prompt in dataset["prompt"] for m in prompt if m["role"] == "user"}
 
@@ -220,10 +220,10 @@ def test_sft_probe_stops_at_the_first_probe_that_reaches_its_target(monkeypatch,
     """`ExactMatchStop` (the SFT warm start's stop rule) with sampling scripted to 2 exact answers of 4 per word:
     it probes only every `every` steps, scores the probe at exactly 0.5 with the evaluator's scorer, and stops
     training when the probe reaches its target (0.5 >= 0.5), not when it falls short (0.5 < 0.51)."""
-    import rlvr.analysis.evaluate as evaluation
+    from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 
-    from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
+    import rlvr.analysis.evaluate as evaluation
 
     _, settings = heldout(RECIPE)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(SPELLER), AutoTokenizer.from_pretrained(SPELLER)
@@ -243,9 +243,8 @@ def test_sft_probe_samples_the_real_model_without_moving_training_state():
     """The probe with the real sampler on the committed speller: it leaves the tokenizer's padding side as SFT had it
     (the sampler pads left), puts the model back in training mode, and does not move the training run's random
     stream (it samples under its own seed in a forked RNG)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
-
     from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 
     _, settings = heldout(RECIPE)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(SPELLER), AutoTokenizer.from_pretrained(SPELLER)

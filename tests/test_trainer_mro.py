@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 from trl import GRPOTrainer
 
-from rlvr.training.dapo import DAPOTrainer
-from rlvr.training.ppo import PPOTrainer
-from rlvr.speedups import with_speedups
+from rlvr.speedups.shared_prefix import with_speedups
 from rlvr.speedups.shared_prefix import SharedPrefixTrainer
 from rlvr.training import config
 from rlvr.training.algorithms import ALGORITHMS, trainer_class
 from rlvr.training.curriculum import CurriculumSamplerTrainer, with_curriculum
+from rlvr.training.dapo import DAPOTrainer
+from rlvr.training.ppo import PPOTrainer
 from rlvr.training.trainer import MRO_CONTRACT, PRIVATE_OVERRIDES, RLVRTrainer, trainer_for
 
 

@@ -17,9 +17,8 @@ import textwrap
 import pytest
 import transformers
 import trl
-from trl import GRPOTrainer
-
 from conftest import REPO
+from trl import GRPOTrainer
 
 # method -> the parameter names it has in TRL, as our overrides receive them and our super() calls pass them
 METHODS = {

@@ -9,8 +9,9 @@ import torch
 from test_plots_report import metric_rows, write_run
 
 from rlvr.analysis import plots
-from rlvr.metrics.components import zero_std_fraction
-from rlvr.analysis.records import flat_probability, load_run, zero_std_prediction
+from rlvr.analysis.loaders import load_run
+from rlvr.analysis.zero_std import flat_probability, zero_std_prediction
+from rlvr.metrics.reward_batch import zero_std_fraction
 
 # (step, round, group): (difficulty, correctness of the G = 4 completions). Exact match = correctness 1. Steps are
 # 1-based, the optimizer step the rollouts are for, as metrics.jsonl numbers them.

@@ -24,7 +24,7 @@ from transformers import TrainerCallback
 from trl import SFTConfig
 
 from rlvr.training.config import RecipeParser
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.recipes.tiny.model import TinyModelConfig
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_int, positive_int
-from rlvr.analysis.records import markdown_table, text_table
+from rlvr.analysis.tables import markdown_table, text_table
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_int, positive_int
+from rlvr.runs import layout
 
 OUT_SUBDIR = layout.BEFORE_AFTER_DIR
 SIDES = ("before", "after")

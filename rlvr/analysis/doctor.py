@@ -23,17 +23,13 @@ single-step events and are reported at the step they occur.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
-import yaml
-
-from rlvr import run_layout as layout
-from rlvr.analysis.records import Run, load_run, mean, saved_training_args, time_totals, wall_time
-from rlvr.cli import ArgumentParser, ConfigError, cli
+from rlvr.analysis.loaders import Run, load_any_run
+from rlvr.analysis.summaries import mean, time_totals, wall_time
+from rlvr.inputs import ArgumentParser, ConfigError, cli
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
 
@@ -144,52 +140,6 @@ class Diagnosis:
 
 
 # ---- reading a run ---------------------------------------------------------------------------------------------
-
-def newest_trainer_state(path: Path) -> Path | None:
-    """trainer_state.json at the folder's root, else in its highest-numbered checkpoint-*/ (TRL writes it there)."""
-    if (path / layout.TRAINER_STATE).exists():
-        return path / layout.TRAINER_STATE
-    checkpoints = [(int(m.group(1)), p) for p in path.iterdir() if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))
-                   and (p / layout.TRAINER_STATE).exists()]
-    return max(checkpoints)[1] / layout.TRAINER_STATE if checkpoints else None
-
-
-def load_trl_run(path: Path, state_file: Path) -> Run:
-    """A plain TRL folder as a `Run`: log_history's training rows (those with a loss or a reward), the closing row
-    (train_runtime) as `final`."""
-    try:
-        state = json.loads(state_file.read_text())
-        history = state["log_history"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
-    if not isinstance(history, list):
-        raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
-    rows = [row for row in history if isinstance(row, dict) and "train_runtime" not in row
-            and ("loss" in row or "reward" in row)]
-    final = next((row for row in history if isinstance(row, dict) and "train_runtime" in row), {})
-    return Run(path, path.name, rows, final)
-
-
-def read_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
-    """(run, where its rows came from, its settings): ours from metrics.jsonl + config.yaml (`loaded`: its rows as
-    the caller already read them), a plain TRL folder from trainer_state.json + training_args.bin. Bad input is a
-    ConfigError on RUN_DIR."""
-    path = Path(path)
-    if not path.is_dir():
-        raise ConfigError("RUN_DIR", f"{path}: no such directory")
-    if (path / layout.METRICS).exists():
-        run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
-        config = path / layout.CONFIG
-        settings = yaml.safe_load(config.read_text()) if config.exists() else {}
-    elif state_file := newest_trainer_state(path):
-        run, source = load_trl_run(path, state_file), f"plain TRL ({state_file.relative_to(path)})"
-        settings = saved_training_args(state_file.parent) or saved_training_args(path)
-    else:
-        raise ConfigError("RUN_DIR", f"{path}: neither {layout.METRICS} nor {layout.TRAINER_STATE} (in it or in a "
-                                     "checkpoint-*/ folder): not a run directory")
-    if not run.rows:
-        raise ConfigError("RUN_DIR", f"{path}: no training steps logged yet")
-    return run, source, settings if isinstance(settings, dict) else {}
 
 
 def key_for(run: Run, reading: str) -> str | None:
@@ -530,8 +480,8 @@ CHECKS = (  # causes first: a diverged run explains everything after it
 
 
 def diagnose(path, loaded: Run | None = None) -> Diagnosis:
-    """Every check on the run in `path` (see `read_run` for `loaded`)."""
-    run, source, settings = read_run(path, loaded)
+    """Every check on the run in `path` (see `load_any_run` for `loaded`)."""
+    run, source, settings = load_any_run(path, loaded)
     keys = {reading: key_for(run, reading) for reading in READINGS}
     findings, skipped = [], []
     for check, needs in CHECKS:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from rich.progress import ProgressColumn
 
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
+from rlvr.runs import layout
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -247,13 +247,12 @@ def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: i
 def score(rows: list[dict], completions: list[list[str]], rewards, completion_ids=None, stop_ids=None) -> list[dict]:
     """One record per rollout with every component of the recipe's own reward set (custom rewards included), called
     as GRPOTrainer calls them (prompts, completions, completion_ids and every dataset column), plus `total` and
-    `binary` from `rlvr.metrics.components.reward_components`, the trainer's single source for derived components.
+    `binary` from `rlvr.metrics.reward_batch.reward_components`, the trainer's single source for derived components.
     With the ids and the tokenizer's stop ids (EOS, padding), each record says whether the completion was cut off
     (`rlvr.metrics.reward_batch.is_truncated`, the trainer's test) and how many tokens it has."""
     import torch
 
-    from rlvr.metrics.components import reward_components
-    from rlvr.metrics.reward_batch import is_truncated
+    from rlvr.metrics.reward_batch import is_truncated, reward_components
     from rlvr.rewards.functions import exact_answer
 
     flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
@@ -288,23 +287,10 @@ def watches(rollouts: list[dict]) -> dict[str, float]:
     """The trainer's own `step/*` watches (rlvr/metrics/step_metrics.py) over a set of evaluation records: full
     credit for a wrong answer, the cut-off share overall and among wrong answers, hollow format. A watch the
     records cannot support (no correctness, no token ids) is left out."""
-    import torch
-
-    from rlvr.metrics.reward_batch import RewardBatch
-    from rlvr.metrics.step_metrics import compute_step_metrics
-
-    cut = [r.get("truncated") for r in rollouts]
-    scored = [float("nan") if r.get("correctness") is None else r["correctness"] for r in rollouts]
-    batch = RewardBatch(
-        rewards_per_func=torch.tensor(scored, dtype=torch.float32).reshape(-1, 1), names=["correctness"],
-        weights=torch.ones(1), num_generations=1, completions=[r.get("completion") or "" for r in rollouts], rows=rollouts,
-        completion_lengths=[r.get("completion_tokens") or 0 for r in rollouts],
-        truncated=None if None in cut else cut, mode="eval",
-    )
-    metrics = compute_step_metrics(batch)
+    metrics = compute_step_metrics(RewardBatch.from_records(rollouts, ["correctness"], [1.0], 1))
     if any(r.get("correctness") is None for r in rollouts):
-        metrics.pop("step/false_full_credit", None)
-    return {name: metrics[f"step/{name}"] for name in WATCHES if f"step/{name}" in metrics}
+        metrics.pop(step_key("false_full_credit"), None)
+    return {name: metrics[step_key(name)] for name in WATCHES if step_key(name) in metrics}
 
 
 def summarize(records: list[dict], num_samples: int, ks: list[int],
@@ -438,7 +424,7 @@ def evaluate(
         "prompts_per_batch": per_batch, "rewards": dict(zip(recipe.rewards.names, recipe.rewards.weights)),
         "generation_s": round(generation_s, 3), "samples_per_s": round(len(records) / generation_s, 2),
         **summarize(records, num_samples, ks, components),
-        "step_metrics": step_metrics_of(records, recipe.rewards, num_samples, completion_ids),
+        "step_metrics": step_metrics_of(records, recipe.rewards, num_samples),
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     rollouts.parent.mkdir(parents=True, exist_ok=True)
@@ -453,22 +439,10 @@ RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "tas
                  "truncated", "exact")
 
 
-def step_metrics_of(records: list[dict], rewards, num_samples: int, completion_ids) -> dict[str, float]:
+def step_metrics_of(records: list[dict], rewards, num_samples: int) -> dict[str, float]:
     """The trainer's registered `step/*` metrics (rlvr/metrics/step_metrics.py) over all evaluation samples, so train
     and eval report alike (prompts play the role of groups, num_samples of G)."""
-    import torch
-
-    from rlvr.metrics.reward_batch import RewardBatch
-    from rlvr.metrics.step_metrics import compute_step_metrics
-
-    batch = RewardBatch(
-        rewards_per_func=torch.tensor([[r[name] for name in rewards.names] for r in records], dtype=torch.float32),
-        names=list(rewards.names), weights=torch.tensor(rewards.weights), num_generations=num_samples,
-        completions=[r["completion"] for r in records], rows=records,
-        completion_lengths=[len(ids) for per_prompt in completion_ids for ids in per_prompt], mode="eval",
-        truncated=None if any(r["truncated"] is None for r in records) else [r["truncated"] for r in records],
-    )
-    return compute_step_metrics(batch)
+    return compute_step_metrics(RewardBatch.from_records(records, rewards.names, rewards.weights, num_samples))
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -21,23 +21,20 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt
 
-from rlvr.analysis.records import (
-    EXACT_SERIES,
-    GROUP_SERIES,
+from rlvr.analysis.loaders import (
     X_AXES,
     X_LABELS,
     Run,
     curriculum_series,
     load_runs,
     reward_series,
-    seed_group,
-    series_table,
     step_metric_series,
-    text_table,
-    time_totals,
     zero_std_series,
 )
-from rlvr.cli import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.analysis.summaries import seed_group, time_totals
+from rlvr.analysis.tables import series_table, text_table
+from rlvr.analysis.zero_std import EXACT_SERIES, GROUP_SERIES
+from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     TIME_PHASES,
@@ -69,6 +66,8 @@ def save(fig, path) -> None:
     fig.savefig(buffer, format="png", dpi=DPI)
     image = Image.open(buffer).convert("RGB")
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
+
+
 UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES,  # fixed 0..1 axis,
                  "completions/clipped_ratio", "step/truncated", "step/truncated_wrong", "step/hollow_format",
                  "step/false_full_credit")  # with zero_std_frac/* and zero_std_side/*

@@ -18,34 +18,34 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import before_after, doctor
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
-from rlvr.analysis.plots import plot_runs
-from rlvr.analysis.records import (
-    TIME_PHASES,
-    REACH_CORRECTNESS,
+from rlvr.analysis.loaders import (
     Run,
-    aggregate,
     count,
-    evaluations_in,
     curriculum_series,
+    evaluations_in,
     find_run_dirs,
-    last,
     load_runs,
-    markdown_table,
+    read_jsonl,
+    saved_training_args,
+)
+from rlvr.analysis.plots import plot_runs
+from rlvr.analysis.summaries import (
+    REACH_CORRECTNESS,
+    aggregate,
+    last,
     mean,
     paired_by_seed,
-    read_jsonl,
     samples_to_reach_held_out,
-    saved_training_args,
     seed_group,
-    series_table,
     summarize,
-    summary_table,
     tail_mean,
     time_totals,
     wall_time,
 )
+from rlvr.analysis.tables import markdown_table, series_table, summary_table
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
+from rlvr.metrics.keys import TIME_PHASES
+from rlvr.runs import layout
 
 CONFIG_NAME = layout.CONFIG  # the recipe a run used, copied beside its records (the sweep writes it)
 SPEC_NAME = layout.SWEEP_SPEC

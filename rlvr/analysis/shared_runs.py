@@ -3,7 +3,7 @@
 "The same run" is decided on the recipe as its script parses it (every default filled in, where it writes left out),
 so `kl_estimator: k3` written out equals the default; the GRPO baseline of the KL and temperature sweeps is then the
 reference sweep's GRPO run, seed for seed. It must also have been trained by the same code (its `code.json`,
-rlvr.training.code_record): the same recipe under other code is trained afresh, with one line saying why. Evaluated
+rlvr.runs.code_record): the same recipe under other code is trained afresh, with one line saying why. Evaluated
 the same way, the variant's folder is a link to that run; evaluated another way (another held-out set), it is a folder
 of links to the run's files beside its own `eval/`. Only real runs are shared from, never links, and a link whose run
 was deleted is cleared when the sweep next trains.
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.analysis.records import load_run
+from rlvr.analysis.loaders import load_run
 from rlvr.analysis.report import SPEC_NAME
 from rlvr.analysis.sweep_spec import EVAL_DIR, SWEEP_RECIPE_NAME, Spec, Variant, load_spec
-from rlvr.training.code_record import code_identity, other_code
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
+from rlvr.runs import layout
+from rlvr.runs.code_record import code_identity, other_code
 
 
 def parsed_fields(config: dict) -> list[dict]:

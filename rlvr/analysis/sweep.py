@@ -39,12 +39,14 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import sweep_slurm
-from rlvr.analysis.records import load_run, load_runs, summarize, summary_table, text_table
+from rlvr.analysis.loaders import load_run, load_runs
 from rlvr.analysis.report import SPEC_NAME, build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
+from rlvr.analysis.summaries import summarize
 from rlvr.analysis.sweep_spec import EVAL_DIR, Spec, Variant, load_spec, plan, render_config, select, validate_variant
-from rlvr import run_layout as layout
-from rlvr.cli import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.analysis.tables import summary_table, text_table
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[2]
 SUBPROCESS_LAUNCHERS = ("python", "accelerate")  # a process per run: what --jobs runs, and a Slurm task
@@ -82,7 +84,7 @@ def train_command(variant: Variant, launcher: str, cpu_threads: int | None = Non
 
 def write_recipe(variant: Variant, spec: Spec) -> None:
     """The run's folder and the recipe it trains from. A fresh start moves earlier records aside, a resume trims them
-    (rlvr.training.run_files.start_record, in the callbacks)."""
+    (rlvr.runs.checkpoints.start_record, in the callbacks)."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
 
@@ -120,7 +122,7 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
 
 def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs: int, total: int) -> dict[str, int]:
     """Train (index, variant) pairs `jobs` at a time; returns label -> exit status. A failed run frees its cores for
-    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.training.preemption: finish the
+    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.runs.stopping: finish the
     step, save a checkpoint, stop; a second signal would stop it without one) and waits for it."""
     if launcher == "inprocess":
         from rlvr.training.runner import main
@@ -388,7 +390,7 @@ def why_left_out(run_dir: Path, code: int | None) -> str:
 def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
     """The run's complete checkpoint folders below `before_step` (the last step's weights are the run's own, which
     eval/after.json scores), in step order; torn ones from a crash are left out."""
-    from rlvr.training.run_files import CHECKPOINT, checkpoint_problem
+    from rlvr.runs.checkpoints import CHECKPOINT, checkpoint_problem
 
     step = lambda p: int(CHECKPOINT.match(p.name).group(1))
     found = [p for p in run_dir.iterdir() if p.is_dir() and CHECKPOINT.match(p.name) and checkpoint_problem(p) is None

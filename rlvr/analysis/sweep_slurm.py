@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from rlvr.analysis.sweep_spec import Variant
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, read_text
+from rlvr.inputs import ConfigError, read_text
+from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[2]
 SBATCH_FILE = REPO / "slurm" / "sweep.sbatch"  # the options the user edits

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.analysis.records import seed_group
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, load_recipe_yaml, load_yaml_mapping, non_negative_float, positive_int, reject_unknown_keys
+from rlvr.analysis.summaries import seed_group
+from rlvr.inputs import ConfigError, load_recipe_yaml, load_yaml_mapping, non_negative_float, positive_int, reject_unknown_keys
+from rlvr.runs import layout
 
 SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")

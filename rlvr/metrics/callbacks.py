@@ -8,23 +8,12 @@ import time
 from pathlib import Path
 
 from transformers import TrainerCallback
-from transformers.trainer_callback import ExportableState
+from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
-from rlvr.metrics.keys import COUNTERS, STOPPED_EARLY, ordered
-from rlvr.metrics.batch_readings import batch_readings
+from rlvr.metrics.keys import COUNTERS, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, STOPPED_EARLY, ordered, reward_key, zero_std_key
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
-from rlvr.training.preemption import early_stop
-from rlvr.training.run_files import METRICS, ROLLOUTS, start_record
-
-
-class GroupStatsCallback(RewardBatchCallback):
-    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward (success included), binary and penalty,
-    every step, `zero_std_side/*`, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read
-    the batch's components, computed once (`rlvr.metrics.batch_readings`). On a plain `trl.GRPOTrainer`,
-    `with_readings(trainer)` feeds it; without that it stops the run after one step instead of logging nothing."""
-
-    def on_rewards(self, args, state, control, batch: RewardBatch):
-        return batch_readings(batch)
+from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
+from rlvr.runs.stopping import early_stop
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):
@@ -52,7 +41,7 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
 class RolloutLogCallback(RewardBatchCallback):
     """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`
-    (resume and fresh-run handling: `rlvr.training.run_files.start_record`)."""
+    (resume and fresh-run handling: `rlvr.runs.checkpoints.start_record`)."""
 
     def __init__(self, path: str | None = None, print_rollouts: bool = True):
         self.path = path
@@ -114,7 +103,7 @@ def format_rollout(record: dict) -> str:
 class MetricsJsonlCallback(TrainerCallback):
     """Appends every logged row to a JSONL file (default `<output_dir>/metrics.jsonl`).
 
-    Resume and fresh-run handling is `rlvr.training.run_files.start_record`, the policy every record file shares.
+    Resume and fresh-run handling is `rlvr.runs.checkpoints.start_record`, the policy every record file shares.
     """
 
     def __init__(self, path: str | None = None, stops=()):
@@ -145,3 +134,123 @@ def _finite(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+# ---- the console line
+# The console of a training run: one compact line per logging step, where TRL/transformers print a ~60-key dict.
+#
+#     step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | cut 0.06 | 3.42 s/step
+#
+# Every key of the row still goes to `metrics.jsonl` (`MetricsJsonlCallback`); the console shows the numbers a person
+# watches while a run trains: how far it is (step, generated samples), the reward components, the fraction of prompt
+# groups with no contrast (zero-std groups teach GRPO nothing), the share of completions cut off at
+# `max_completion_length` (`step/truncated`: a cut completion is usually scored wrong), and the wall time per step. An evaluation row gets
+# its own short line, and the closing row says how long the run took.
+#
+# `quiet_console(trainer)` swaps transformers' `ProgressCallback` (progress bar + dict per log) for the same bar without
+# the dict, and drops `PrinterCallback` (the dict printer used when tqdm is disabled).
+
+MAX_WIDTH = 200  # one terminal line, even with custom reward components
+SHOWN = ("correctness", "format", "success", "total")  # the components every line shows, when the run has them
+HIDDEN = ("binary", "penalty")  # derived ones the line leaves to metrics.jsonl (binary mirrors exact correctness)
+
+
+def _write(line: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(line)  # above a live progress bar instead of through it
+
+
+def components_of(row: dict, prefix: str = "") -> list[str]:
+    """The reward components in a row: the usual ones first, then custom rewards (derived ones left out)."""
+    present = [key[len(prefix) + len(REWARD_PREFIX):] for key in row if key.startswith(prefix + REWARD_PREFIX)]
+    custom = [c for c in present if c not in SHOWN and c not in KNOWN_ORDER and c not in HIDDEN]
+    return [c for c in SHOWN if c in present] + custom
+
+
+def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: float | None, prefix: str = "") -> str:
+    """One line of at most MAX_WIDTH characters for a logged row (`prefix` "eval_" for an evaluation row)."""
+    head = f"step {step}/{max_steps}" if max_steps and max_steps > 0 else f"step {step}"
+    parts = [f"eval {head}" if prefix else head]
+    if "generated_samples" in row:
+        parts.append(f"samples {int(row['generated_samples'])}")
+    rewards = " ".join(f"{c} {row[prefix + reward_key(c)]:.3f}" for c in components_of(row, prefix))
+    if rewards:
+        parts.append(rewards)
+    zero_std = row.get(prefix + zero_std_key("total"))
+    if zero_std is not None:
+        parts.append(f"zero_std {zero_std:.2f}")
+    truncated = row.get(prefix + f"{STEP_PREFIX}truncated")
+    if truncated is not None:
+        parts.append(f"cut {truncated:.2f}")
+    if seconds_per_step is not None:
+        parts.append(f"{seconds_per_step:.2f} s/step")
+    line = " | ".join(parts)
+    return line if len(line) <= MAX_WIDTH else line[: MAX_WIDTH - 3] + "..."
+
+
+class ConsoleLineCallback(TrainerCallback):
+    """Prints `format_line` for each logged row on the main process; seconds per step are wall time between logs."""
+
+    def __init__(self):
+        self._last = None  # (time, step) at the previous log
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last = (time.perf_counter(), state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        if "train_runtime" in logs:
+            _write(f"trained {state.global_step} steps in {logs['train_runtime']:.1f} s")
+            return
+        prefix = "eval_" if any(key.startswith("eval_") for key in logs) else ""
+        seconds = None
+        if not prefix and self._last is not None:
+            now, steps = time.perf_counter(), state.global_step - self._last[1]
+            seconds = (now - self._last[0]) / steps if steps > 0 else None
+            self._last = (now, state.global_step)
+        _write(format_line(logs, state.global_step, state.max_steps, seconds, prefix))
+
+
+class QuietProgressCallback(ProgressCallback):
+    """transformers' progress bar, without the dict it writes above the bar at every log."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return None
+
+
+class _DropMessage:
+    """A logging filter that drops records whose message starts with one known text."""
+
+    def __init__(self, start: str):
+        self.start = start
+
+    def filter(self, record) -> bool:
+        return not record.getMessage().startswith(self.start)
+
+
+def silence_known_warnings() -> None:
+    """Library warnings that every run printed and no recipe can act on, silenced by their exact message:
+
+    * DeepSpeed, on a machine without a GPU: "Setting accelerator to CPU. If you have GPU or other accelerator, we
+      were unable to detect it." It is printed when DeepSpeed is imported (transformers and accelerate import it when
+      installed) and states the CPU fallback, which is what a CPU run wants; on a GPU it is never printed, so a GPU
+      that fails to show up still fails loudly (CUDA errors, `use_cpu` checks), not through this line.
+    * transformers 5: "`is_gradient_checkpointing` is deprecated" (FutureWarning), which TRL 1.16 reads at every
+      generation: TRL's call, not ours, and the attribute still works.
+    """
+    import logging
+    import warnings
+
+    logging.getLogger("DeepSpeed").addFilter(_DropMessage("Setting accelerator to CPU."))
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+
+
+def quiet_console(trainer) -> None:
+    """Replace the default progress/printer callback's dict printing by `ConsoleLineCallback`'s line (which the
+    runner adds with the other callbacks); the progress bar stays unless `disable_tqdm`."""
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    if not trainer.args.disable_tqdm:
+        trainer.add_callback(QuietProgressCallback)

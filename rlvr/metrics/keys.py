@@ -3,13 +3,13 @@
 The reward components are not a fixed list: a run's components are its recipe's reward names (custom dotted-path
 rewards included, under their function name; `success` is always measured) plus the derived `total`, `binary`
 (partial credit, as the course homework defines it) and `penalty`
-(`rlvr/metrics/components.py`). Readers therefore discover them from a run's own rows (`components_in`), so a new
+(`rlvr/metrics/reward_batch.py`). Readers therefore discover them from a run's own rows (`components_in`), so a new
 reward shows up in every curve, table and summary without touching this file.
 
 Why our own keys beside TRL's `rewards/<name>/mean` and `frac_reward_zero_std`: `avg_<component>` are the names the
 course homework uses, `binary` and `total` are not TRL reward functions, `zero_std_frac/<component>` is per group for
 every component (TRL's is for the total only, and all-or-nothing under `scale_rewards: batch`). Ours is also exact:
-a group is flat when max == min over its scorable rows (`rlvr.metrics.components.flat_groups`); TRL's
+a group is flat when max == min over its scorable rows (`rlvr.metrics.reward_batch.flat_groups`); TRL's
 `isclose(std, 0)` misses flat groups whose float32 std exceeds 1e-8 (eight 0.2s, 1/3s, ...), so `frac_reward_zero_std`
 can read below our `zero_std_frac/total` on the same batch.
 """
@@ -40,6 +40,10 @@ def zero_std_key(component: str) -> str:
 
 def zero_std_side_key(side: str) -> str:
     return f"{ZERO_STD_SIDE_PREFIX}{side}"
+
+
+def step_key(name: str) -> str:
+    return f"{STEP_PREFIX}{name}"
 
 
 def ordered(components) -> list[str]:

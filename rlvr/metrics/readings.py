@@ -7,8 +7,8 @@
 `with_readings` wraps the trainer's reward functions (`RewardReadings`): TRL calls them with every completion of a
 generation batch, its `completion_ids` and every dataset column, and after the last one the batch is gathered over
 processes (every rank calls the reward functions in lockstep, so a collective there is safe and a prompt group that
-straddles two ranks is judged whole). Every `RewardBatchCallback` on the trainer then reads it (`GroupStatsCallback`,
-added when absent, logs `rlvr.metrics.batch_readings`), and what they return reaches TRL's logs through the
+straddles two ranks is judged whole). Every `RewardBatchCallback` on the trainer then reads it (`ReadingsCallback`,
+added when absent, logs `rlvr.metrics.readings`), and what they return reaches TRL's logs through the
 `log_metric` argument TRL hands every reward function: TRL averages it over the log window and the processes and
 adds it to the row before `Trainer.log` writes `state.log_history` and calls every callback's `on_log` (console,
 wandb, trackio, TensorBoard, `trainer_state.json`). That is the public path: a callback's `on_log` that added keys
@@ -28,9 +28,10 @@ import torch
 from accelerate.utils import gather_object
 from torch import nn
 
-from rlvr.metrics.callbacks import GroupStatsCallback
-from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, is_truncated
-from rlvr.rewards.text import completion_text
+from rlvr.metrics.keys import zero_std_side_key
+from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, flat_groups, group_summary, is_truncated
+from rlvr.metrics.step_metrics import compute_step_metrics
+from rlvr.rewards.functions import completion_text
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns a batch (and the rollouts) keeps
 
@@ -131,13 +132,55 @@ class RewardReadings:
 
 def with_readings(trainer):
     """Any `trl.GRPOTrainer`, with the readings: its reward functions wrapped (`RewardReadings`) and a
-    `GroupStatsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
+    `ReadingsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
     `zero_std_side/*` and the `step/*` watches (truncation, false full credit, hollow format) every generation batch,
     gathered over processes, under `scale_rewards` group or batch alike. Returns the trainer."""
-    if not any(isinstance(cb, GroupStatsCallback) for cb in trainer.callback_handler.callbacks):
-        trainer.add_callback(GroupStatsCallback())
+    if not any(isinstance(cb, ReadingsCallback) for cb in trainer.callback_handler.callbacks):
+        trainer.add_callback(ReadingsCallback())
     trainer.readings = RewardReadings(trainer)
     return trainer
 
 
 __all__ = ["RewardReadings", "with_readings"]
+
+
+class ReadingsCallback(RewardBatchCallback):
+    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward (success included), binary and penalty,
+    every step, `zero_std_side/*`, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read
+    the batch's components, computed once (`rlvr.metrics.readings`). On a plain `trl.GRPOTrainer`,
+    `with_readings(trainer)` feeds it; without that it stops the run after one step instead of logging nothing."""
+
+    def on_rewards(self, args, state, control, batch: RewardBatch):
+        return batch_readings(batch)
+
+
+# ---- what is read off one batch
+# Everything read off one scored generation batch, in one dict: the reward components' means and zero-std
+# fractions, which side the flat groups are on, and every registered `step/*` metric. `ReadingsCallback` logs it,
+# in our trainer and, through `rlvr.metrics.readings.with_readings`, in any `trl.GRPOTrainer`.
+
+def zero_std_sides(batch: RewardBatch) -> dict[str, float]:
+    """Which side the groups that are flat on `total` (`flat_groups`: no contrast, no gradient) are on, each as a
+    fraction of all the batch's groups: `all_wrong` (no completion exactly right, `RewardBatch.solved`: too hard),
+    `all_correct` (every one right: solved), `all_truncated` (every one cut off: a length budget), `identical` (the G
+    completions are one text: the policy collapsed, sampling entropy near 0). The sides overlap (an all-truncated
+    group is usually all wrong too); right and wrong need the rows' answers, truncation the completion ids."""
+    G = batch.num_generations
+    flat = flat_groups(batch.components()["total"], G)
+    sides = {}
+    if batch.has_answers():
+        solved = batch.solved().reshape(-1, G)
+        sides["all_wrong"] = flat & ~solved.any(dim=1)
+        sides["all_correct"] = flat & solved.all(dim=1)
+    if batch.truncated is not None:
+        sides["all_truncated"] = flat & torch.tensor(batch.truncated, dtype=torch.bool).reshape(-1, G).all(dim=1)
+    texts = [batch.completions[i : i + G] for i in range(0, batch.size, G)]
+    sides["identical"] = flat & torch.tensor([len(set(group)) == 1 for group in texts], dtype=torch.bool)
+    return {zero_std_side_key(side): mask.float().mean().item() for side, mask in sides.items()}
+
+
+def batch_readings(batch: RewardBatch) -> dict[str, float]:
+    """Everything read off one scored batch: `avg_<component>` and `zero_std_frac/<component>` for every component,
+    `zero_std_side/*`, and every registered `step/*` metric (`rlvr/metrics/step_metrics.py`)."""
+    summary = group_summary(batch.components(), batch.num_generations)
+    return {**summary, **zero_std_sides(batch), **compute_step_metrics(batch)}

@@ -17,8 +17,7 @@ import torch
 
 from rlvr.metrics.keys import STEP_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch
-from rlvr.rewards.functions import format_score
-from rlvr.rewards.text import extract_last_answer
+from rlvr.rewards.functions import extract_last_answer, format_score
 
 STEP_METRICS: dict[str, Callable[[RewardBatch], float | dict | None]] = {}
 

@@ -1,4 +1,4 @@
-from rlvr.cli import cli
+from rlvr.inputs import cli
 from rlvr.planning.cli import main
 
 cli(main)

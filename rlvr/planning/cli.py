@@ -3,7 +3,7 @@ a recipe's peak GPU memory, part by part, from the model's shape and the batch s
 
 from __future__ import annotations
 
-from rlvr.cli import ArgumentParser, cli, positive_float, positive_int
+from rlvr.inputs import ArgumentParser, cli, positive_float, positive_int
 from rlvr.planning.plan import MemoryPlan, format_plan, plan_recipe
 from rlvr.planning.shapes import GIB, launch_shape
 

@@ -10,14 +10,29 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 from rlvr.planning.shapes import (
-    GIB, KNOWN_SHAPES, LINEAR_MODULES, ModelShape, Workload, estimate_prompt_tokens, resolve_shape,
+    GIB,
+    KNOWN_SHAPES,
+    LINEAR_MODULES,
+    ModelShape,
+    Workload,
+    estimate_prompt_tokens,
+    resolve_shape,
     workload_from_config,
 )
 from rlvr.planning.terms import (
-    MARGIN_BYTES, activation_bytes, ddp_bucket_bytes, fused_head_bytes, kv_cache_bytes, lora_activation_bytes,
-    lora_parameter_count, materialized_logits_bytes, parameter_count, quantized_weight_bytes, sampling_buffers_bytes,
+    MARGIN_BYTES,
+    activation_bytes,
+    ddp_bucket_bytes,
+    fused_head_bytes,
+    kv_cache_bytes,
+    lora_activation_bytes,
+    lora_parameter_count,
+    materialized_logits_bytes,
+    parameter_count,
+    quantized_weight_bytes,
+    sampling_buffers_bytes,
     training_state_bytes,
 )
 
@@ -194,7 +209,6 @@ def format_plan(plan: MemoryPlan, free_bytes: float | None = None) -> str:
     return "\n".join(lines)
 
 
-
 # --- Pre-flight check and CLI --------------------------------------------------------------------------------------
 
 
@@ -238,8 +252,6 @@ def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = Fa
             raise ConfigError("memory_budget", f"estimated peak {gib(plan.peak)} GiB exceeds the {gib(free_bytes)} GiB "
                                                "free; apply a remedy above, or set memory_budget: warn to try anyway")
     return plan
-
-
 
 
 def generation_batch_for(shape: ModelShape, seq_len: int, free_bytes: float, kv_bytes: int, limit: int = 4096) -> int:

@@ -13,12 +13,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.cli import ConfigError, load_yaml_mapping
+from rlvr.inputs import ConfigError, load_yaml_mapping
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 PEFT_DEFAULT_TARGETS = ("q_proj", "v_proj")  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["qwen3"]
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -108,8 +109,6 @@ def linear_shapes(s: ModelShape) -> dict[str, tuple[int, int]]:
             "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
 
 
-
-
 def lora_targets(target_modules) -> tuple[str, ...]:
     """TRL's `lora_target_modules` as projection names: None is peft's Qwen3 default, "all-linear" all seven."""
     if not target_modules:
@@ -121,7 +120,6 @@ def lora_targets(target_modules) -> tuple[str, ...]:
     if unknown:
         raise ConfigError("lora_target_modules", f"the planner knows {list(LINEAR_MODULES)}, got {unknown}")
     return tuple(names)
-
 
 
 # --- The workload: one process's view of a config -----------------------------------------------------------------
@@ -225,7 +223,6 @@ def workload_from_config(training, model_args, shape: ModelShape, prompt_tokens:
         offloaded_cache=str(training.cache_implementation).startswith("offloaded"),
         total_bytes=total_bytes,
     )
-
 
 
 # --- Prompt length -------------------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ def parameter_count(s: ModelShape) -> int:
     return s.layers * layer + s.vocab * s.hidden + s.hidden + head
 
 
-
 def lora_parameter_count(s: ModelShape, r: int, targets: tuple[str, ...]) -> int:
     """Trainable LoRA weights: A (r x in) and B (out x r) for each targeted projection of every layer."""
     shapes = linear_shapes(s)

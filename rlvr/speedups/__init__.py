@@ -1,6 +1,7 @@
 """CPU / tiny-model speed-ups: how a step is computed, never what it computes (same samples, same loss up to float
 rounding). Opt-in: a recipe names them in its `speedups:` field (`none`, the default, `all`, or a comma list), and
-they enter the trainer in one place, `with_speedups`, which the runner calls. The tiny CPU recipes name them
+they enter the trainer in one place, `shared_prefix.with_speedups`, which `trainer_for` calls only when a
+recipe names one. The tiny CPU recipes name them
 (recipes/tiny/grpo.yaml, `speedups: all`); the GPU recipes do not, because on a GPU they were never measured to be
 exact or faster there. A trainer built without speed-ups has no class of this package in its MRO.
 
@@ -21,26 +22,3 @@ Where each applies, and its hidden costs: shared_prefix.py and prefix_attention.
 model on 2 cores spends its time in per-op overhead and repeated prefix work, not arithmetic) and what they bought:
 docs/speed.md.
 """
-
-from __future__ import annotations
-
-from rlvr.speedups.registry import LOGPROB_SPEEDUPS, SPEEDUPS, parse_speedups
-from rlvr.speedups.shared_prefix import SharedPrefixCritic, SharedPrefixTrainer
-
-__all__ = ["LOGPROB_SPEEDUPS", "SPEEDUPS", "parse_speedups", "with_speedups"]
-
-
-def with_speedups(trainer_class: type, speedups: frozenset[str]) -> type:
-    """`trainer_class` itself when `speedups` is empty; else a subclass whose passes take the speed-ups.
-
-    `SharedPrefixTrainer` subclasses TRL's GRPOTrainer, so Python's MRO places it right above GRPOTrainer, below
-    every layer of the repo's trainer: time accounting and the KL estimator's log-prob capture see its passes as
-    they see TRL's. PPO's critic pass is PPO's own method, so its speed-up (`SharedPrefixCritic`) goes in front.
-    """
-    if not speedups:
-        return trainer_class
-    bases = (trainer_class, SharedPrefixTrainer)
-    if hasattr(trainer_class, "_token_values"):  # PPO's critic
-        bases = (SharedPrefixCritic, *bases)
-    return type(f"{trainer_class.__name__}WithSpeedups", bases, {"speedups": frozenset(speedups),
-                                                                 "__module__": __name__})

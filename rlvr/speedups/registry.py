@@ -5,7 +5,6 @@ from __future__ import annotations
 
 SPEEDUPS = ("shared_prefix", "group_prompts", "prefix_attention")
 LOGPROB_SPEEDUPS = frozenset({"shared_prefix", "group_prompts"})  # either one takes the prefix-once log-prob path
-MOVED = {"threads": "the thread count is the recipe field cpu_threads now (1 = the old `threads` speed-up)"}
 
 
 def parse_speedups(value: str | None) -> frozenset[str]:
@@ -16,8 +15,6 @@ def parse_speedups(value: str | None) -> frozenset[str]:
     if text in ("none", "off", "false", ""):
         return frozenset()
     names = frozenset(part.strip() for part in text.split(",") if part.strip())
-    for name in sorted(names & set(MOVED)):
-        raise ValueError(f"{name!r} is no speed-up any more: {MOVED[name]}")
     unknown = sorted(names - set(SPEEDUPS))
     if unknown:
         raise ValueError(f"unknown speed-up(s) {unknown}; choose from {list(SPEEDUPS)}, 'all' or 'none'")

@@ -380,3 +380,19 @@ def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep:
     hidden = body(**layout.pass_kwargs(), cache=layout.prefix_cache(body),
                   use_cache=True).last_hidden_state[:, -layout.keep :]
     return value_model.score(value_model.dropout(layout.pick(hidden))).squeeze(-1).float()
+
+
+def with_speedups(trainer_class: type, speedups: frozenset[str]) -> type:
+    """`trainer_class` itself when `speedups` is empty; else a subclass whose passes take the speed-ups.
+
+    `SharedPrefixTrainer` subclasses TRL's GRPOTrainer, so Python's MRO places it right above GRPOTrainer, below
+    every layer of the repo's trainer: time accounting and the KL estimator's log-prob capture see its passes as
+    they see TRL's. PPO's critic pass is PPO's own method, so its speed-up (`SharedPrefixCritic`) goes in front.
+    """
+    if not speedups:
+        return trainer_class
+    bases = (trainer_class, SharedPrefixTrainer)
+    if hasattr(trainer_class, "_token_values"):  # PPO's critic
+        bases = (SharedPrefixCritic, *bases)
+    return type(f"{trainer_class.__name__}WithSpeedups", bases, {"speedups": frozenset(speedups),
+                                                                 "__module__": __name__})

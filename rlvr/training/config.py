@@ -16,17 +16,17 @@ from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from rlvr.cli import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
+from rlvr.inputs import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
-from rlvr.training.divergence import check_divergence_fields
-from rlvr.training.kl import KL_ESTIMATORS
-from rlvr.training.model_loading import check_quantization
+from rlvr.runs.cpu_threads import parse_cpu_threads
+from rlvr.runs.stopping import check_divergence_fields
 from rlvr.speedups.registry import parse_speedups
-from rlvr.training.cpu_threads import parse_cpu_threads
+from rlvr.training.model_loading import check_quantization
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
+
 
 @dataclass
 class RecipeArguments(ScriptArguments):
@@ -66,7 +66,7 @@ class RecipeArguments(ScriptArguments):
     )
     divergence_guard: bool = field(
         default=True,
-        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/divergence.py)."},
+        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/runs/stopping.py)."},
     )
     min_mean_reward: float | None = field(
         default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
@@ -91,7 +91,7 @@ class RecipeArguments(ScriptArguments):
     allow_recipe_change: bool = field(
         default=False,
         metadata={"help": "Let a resume change a field that changes what is optimised (learning rate, G, rewards, "
-                  "data, ...); the change is recorded in the run's run.json (rlvr/training/run_folder.py)."},
+                  "data, ...); the change is recorded in the run's run.json (rlvr/runs/folder.py)."},
     )
     cpu_threads: str = field(
         default="auto",
@@ -114,13 +114,13 @@ class RLVRConfig(GRPOConfig):
     kl_estimator: str = field(
         default="k3",
         metadata={"help": "Estimator of KL(policy || reference) in the loss when beta > 0: k1, k2 or k3 (TRL's); "
-                  "see rlvr/training/kl.py."},
+                  "see rlvr/training/trainer.py."},
     )
     max_generated_samples: int | None = field(
         default=None,
         metadata={"help": "Budget in generated samples: stop once the run has generated this many (resampling "
                   "included) and run the lr schedule over samples; max_steps stays an upper bound. See "
-                  "rlvr/training/budget.py."},
+                  "rlvr/training/trainer.py."},
     )
 
     def __post_init__(self):
@@ -179,7 +179,7 @@ class Recipe:
     argv: list[str] = field(default_factory=list)  # the command line that overrode it
     speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
     curriculum: object = None  # (CurriculumSpec, levels) when the recipe has `curriculum:`
-    run_folder: object = None  # rlvr.training.run_folder.RunFolder once the run holds its output_dir (the runner)
+    run_folder: object = None  # rlvr.runs.folder.RunFolder once the run holds its output_dir (the runner)
 
 
 class RecipeParser(TrlParser):
@@ -222,7 +222,7 @@ PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations pe
 def _launch_flags(argv: list[str]):
     """The flags needed before the full parser exists (the algorithm picks the config class), read by argparse
     rather than by hand; everything else stays in `rest` for the full parser."""
-    from rlvr.cli import ArgumentParser
+    from rlvr.inputs import ArgumentParser
 
     parser = ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--config", help="a recipe YAML file")
@@ -421,3 +421,6 @@ def batch_plan(recipe: Recipe) -> str:
         f"{updates_per_generation:g} optimizer step(s) per generation step ({t.num_iterations} pass(es) over it); "
         f"rewards {dict(zip(recipe.rewards.names, recipe.rewards.weights))}"
     )
+
+
+KL_ESTIMATORS = ("k1", "k2", "k3")

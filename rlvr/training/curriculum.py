@@ -44,8 +44,8 @@ from torch.utils.data import Sampler
 from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 
-from rlvr.cli import ConfigError, mapping_field
 from rlvr.data.levels import Level, levels_of
+from rlvr.inputs import ConfigError, mapping_field
 from rlvr.metrics.keys import CURRICULUM_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 

@@ -9,7 +9,7 @@ total (format or length would otherwise keep groups that carry no task signal).
 `dynamic_sampling_filter` says which groups count as flat:
   * `zero_variance` (default): every group whose G values are equal, whatever the common value: the same
     exact test (max == min over the scorable rows) as the logged `zero_std_frac/*` and the advantage
-    (`rlvr.metrics.components.flat_groups`; TRL's `isclose(std, 0)` misses flat groups at values such as 0.2). Correctness has
+    (`rlvr.metrics.reward_batch.flat_groups`; TRL's `isclose(std, 0)` misses flat groups at values such as 0.2). Correctness has
     partial credit, so a group scoring 0.75 eight times is as flat as one scoring 0 eight times.
   * `all_min_or_max`: upstream DAPO's rule, groups all at 0 or all at 1. With partial credit it keeps groups flat
     at a value in between, which carry no advantage.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rlvr.metrics.components import flat_groups
+from rlvr.metrics.reward_batch import flat_groups
 from rlvr.training.config import RLVRConfig
 from rlvr.training.trainer import RLVRTrainer
 

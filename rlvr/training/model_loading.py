@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from rlvr.cli import ConfigError
+from rlvr.inputs import ConfigError
 
 
 def quantization_flag(model_args) -> str | None:

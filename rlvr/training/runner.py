@@ -12,29 +12,47 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from pathlib import Path
 
+import yaml
+from trl import get_peft_config
+
+from rlvr.inputs import ConfigError, cli
+from rlvr.metrics.callbacks import (
+    ConsoleLineCallback,
+    MetricsJsonlCallback,
+    RolloutLedger,
+    RolloutLogCallback,
+    quiet_console,
+    silence_known_warnings,
+)
+from rlvr.metrics.readings import ReadingsCallback
+from rlvr.planning import check_memory_budget
+from rlvr.rewards.guard import guard_rewards
+from rlvr.runs import layout
+from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
+from rlvr.runs.code_record import record_code
+from rlvr.runs.cpu_threads import apply_cpu_threads
+from rlvr.runs.disk import disk_full_exits
+from rlvr.runs.folder import check_model_outside, claim, refuse_if_in_use
+from rlvr.runs.resume import RunIdentityCallback, check_resume
+from rlvr.runs.stopping import DivergenceGuard, PreemptionCallback, early_stop
+from rlvr.runs.tracking import configure_trackers
 from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
-from rlvr import run_layout as layout
-from rlvr.cli import ConfigError, cli
+from rlvr.training.curriculum import curriculum_callback_for
+from rlvr.training.model_loading import model_init_kwargs, quantization_config
+from rlvr.training.trainer import SampleBudgetCallback, trainer_for
 
 
 def callbacks_for(recipe: Recipe) -> list:
-    from rlvr.metrics.callbacks import GroupStatsCallback, MetricsJsonlCallback, RolloutLedger, RolloutLogCallback
-    from rlvr.metrics.console import ConsoleLineCallback
-    from rlvr.training.budget import SampleBudgetCallback
-    from rlvr.training.curriculum import curriculum_callback_for
-    from rlvr.training.divergence import DivergenceGuard
-    from rlvr.training.preemption import PreemptionCallback
-    from rlvr.training.run_folder import RunIdentityCallback
-
     args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
-    stops = (PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/preemption.py)
+    stops = (PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/runs/stopping.py)
              DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
                              args.min_mean_reward_patience))  # after PreemptionCallback: it sees (and may cancel) its save
     return [
-        GroupStatsCallback(),
+        ReadingsCallback(),
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
@@ -48,19 +66,13 @@ def callbacks_for(recipe: Recipe) -> list:
 
 def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
-    from trl import get_peft_config
-
-    from rlvr.rewards.guard import guard_rewards
-    from rlvr.recipes.tiny.model import ensure_tiny_model
-    from rlvr.metrics.console import quiet_console
-    from rlvr.training.cpu_threads import apply_cpu_threads
-    from rlvr.training.model_loading import model_init_kwargs, quantization_config
-    from rlvr.training.trainer import trainer_for
 
     args, training, model_args = recipe.args, recipe.training, recipe.model
     apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu",
                       echo=lambda line: print(line, flush=True))
-    if args.build_tiny_model:
+    if args.build_tiny_model:  # imported only when a recipe asks for it: a GPU recipe imports no tiny-model code
+        from rlvr.recipes.tiny.model import ensure_tiny_model
+
         ensure_tiny_model(model_args.model_name_or_path)
     training.model_init_kwargs = model_init_kwargs(model_args, training)
     training.reward_weights = recipe.rewards.weights
@@ -81,9 +93,6 @@ def build_trainer(recipe: Recipe):
 
 def write_run_config(recipe: Recipe) -> None:
     """`<output_dir>/config.yaml`: the recipe YAML with the command-line overrides applied, i.e. what actually ran."""
-    from pathlib import Path
-
-    import yaml
 
     config = dict(recipe.yaml)  # as read once, `base:` chain resolved: the file holds every field that ran
     argv = recipe.argv
@@ -101,10 +110,9 @@ def write_run_config(recipe: Recipe) -> None:
 
 
 def resume_checkpoint(value, output_dir: str) -> str | None:
-    """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.training.run_files`): torn
+    """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.runs.checkpoints`): torn
     folders from a crash mid-save are skipped, and either case is said in one line. Whose checkpoint it is, and what
-    the recipe changes, is `rlvr.training.run_folder.check_resume`'s."""
-    from rlvr.training.run_files import checkpoint_problem, last_complete_checkpoint
+    the recipe changes, is `rlvr.runs.folder.check_resume`'s."""
 
     if value in (None, "", False, "false", "False"):
         return None
@@ -123,10 +131,9 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
 
 
 def hold_run_folder(recipe: Recipe):
-    """One run per folder (`rlvr/training/run_folder.py`), read-only part: the folder is not another live run's, the
+    """One run per folder (`rlvr/runs/folder.py`), read-only part: the folder is not another live run's, the
     checkpoint is this folder's run's, and the recipe changes only what a resume may change. Returns the checks'
     outcome for `claim_run_folder`."""
-    from rlvr.training.run_folder import check_model_outside, check_resume
 
     training = recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
@@ -139,7 +146,6 @@ def hold_run_folder(recipe: Recipe):
 
 def claim_run_folder(recipe: Recipe, resume) -> None:
     """Lock the folder for this run's lifetime, move an earlier run aside on a fresh start, record the run id."""
-    from rlvr.training.run_folder import claim
 
     recipe.run_folder = claim(recipe, resume, recipe.training.world_size)
 
@@ -148,10 +154,6 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     """Steps 1-3: returns (recipe, trainer, checkpoint), or (recipe, None, None) for a dry run.
 
     `algorithm` is the calling script's (None: whatever the recipe's `algorithm:` field says)."""
-    from rlvr.training.code_record import record_code
-    from rlvr.training.run_folder import refuse_if_in_use
-    from rlvr.training.tracking import configure_trackers
-
     # 1. Parse YAML + CLI and validate everything that can be checked without a model; a folder another live run
     #    holds is refused first, and a resume must continue this folder's run with the same recipe.
     loaded = load_recipe(argv, algorithm)
@@ -165,7 +167,6 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     if warning := precision_warning(recipe):
         print(warning, flush=True)
     if args.memory_budget != "off":  # on a GPU: planned peak vs free memory, remedies in order of value
-        from rlvr.planning import check_memory_budget
 
         check_memory_budget(recipe, stop=args.memory_budget == "stop")
     if args.dry_run:
@@ -187,8 +188,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
             record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
 
         # 3. Model, tokenizer, rewards and callbacks go into the algorithm's trainer. Library warnings no recipe can
-        #    act on are silenced by message first (rlvr/metrics/console.py says which, and why each is harmless).
-        from rlvr.metrics.console import silence_known_warnings
+        #    act on are silenced by message first (rlvr/metrics/callbacks.py says which, and why each is harmless).
 
         silence_known_warnings()
         return recipe, build_trainer(recipe), checkpoint
@@ -204,9 +204,7 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
         return None
     # 4. Train (resuming if requested), then save the final policy beside the checkpoints. A run stopped early
     #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
-    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/training/disk.py).
-    from rlvr.training.disk import disk_full_exits
-    from rlvr.training.preemption import early_stop
+    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/runs/disk.py).
 
     with disk_full_exits(recipe.training.output_dir), released(recipe.run_folder):
         trainer.train(resume_from_checkpoint=checkpoint)

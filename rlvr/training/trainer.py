@@ -26,22 +26,188 @@ from collections import defaultdict
 from functools import partial
 
 import torch
+from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from rlvr.metrics.keys import COUNTERS
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
-from rlvr.speedups import with_speedups
 from rlvr.training import algorithms
 from rlvr.training.algorithms import compute_advantages, trainer_class, zero_flat_groups
-from rlvr.training.budget import SampleScheduleMixin
+from rlvr.training.config import KL_ESTIMATORS
 from rlvr.training.curriculum import with_curriculum
-from rlvr.training.kl import KLEstimatorMixin
 
 # TRL logs `frac_reward_zero_std` as `isclose(std, 0)` of the total: it misses flat groups whose float32 std is not
 # ~0 (eight 0.2s) and reads 0 or 1 under `scale_rewards: batch`, so beside the exact `zero_std_frac/total` it would
 # contradict it under the name users look for. It is kept, relabelled to say which test it is.
 TRL_ZERO_STD, TRL_ZERO_STD_RELABELLED = "frac_reward_zero_std", "trl/frac_reward_zero_std_isclose"
+
+
+# ---- the KL estimator (`kl_estimator: k1 | k2 | k3`)
+# Which estimator of KL(policy || reference) the loss's KL term uses: `kl_estimator: k1 | k2 | k3`.
+#
+# TRL 1.16's GRPOTrainer has only k3. Schulman's estimators ("Approximating KL Divergence", 2020), per completion
+# token, with d = logp - ref (the policy's minus the reference's log-prob of the sampled token):
+#
+#     k1 = d                      unbiased for the KL value, can be negative, high variance
+#     k2 = d^2 / 2                biased, low variance, >= 0
+#     k3 = exp(-d) + d - 1        unbiased, >= 0 (TRL's)
+#
+# In the loss they are differentiated, and what matters is the expected gradient. On-policy, per token with the
+# context held fixed, and with TRL's `use_bias_correction_kl` (default true: the term is multiplied by the
+# differentiable importance ratio, whose value is 1 on-policy):
+#
+#     use_bias_correction_kl: true    k1, k3 -> grad KL(pi || ref)      k2 -> grad KL(pi || ref) + E[d^2/2 grad logp]
+#     use_bias_correction_kl: false   k1 -> 0 (noise only)               k2 -> grad KL(pi || ref)
+#                                     k3 -> grad KL(ref || pi) (the forward KL)
+#
+# so with TRL's default, k1 and k3 pull toward the reference alike (differing in variance), and k2 adds a bias. The
+# logged `kl` is the chosen estimator's masked mean, as TRL logs k3's.
+#
+# How, without copying TRL's 250-line `_compute_loss`: TRL adds `beta * k3 * ratio` to every token's loss before the
+# loss-type aggregation, and every aggregation is linear. So the mixin lets TRL compute its loss, captures the policy's
+# per-token log-probs (with their graph) from `_get_per_token_logps_and_entropies` during that call, and adds
+# `beta * (k - k3) * ratio` aggregated as TRL aggregates that loss type. `tests/test_kl_estimator.py` checks the
+# aggregation and the ratio against TRL's own for every loss type (loss(beta) - loss(0) == the aggregated k3 term), so
+# a TRL upgrade that changes either fails there.
+
+def per_token_kl(logp: torch.Tensor, ref: torch.Tensor, estimator: str) -> torch.Tensor:
+    """Schulman's k1, k2 or k3 per token; k3 is written exactly as TRL writes it, so the two agree bit for bit."""
+    if estimator == "k1":
+        return logp - ref
+    if estimator == "k2":
+        return 0.5 * (logp - ref) ** 2
+    if estimator == "k3":
+        return torch.exp(ref - logp) - (ref - logp) - 1
+    raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {estimator!r}")
+
+
+def importance_weight(trainer, logp: torch.Tensor, inputs: dict, mask: torch.Tensor) -> torch.Tensor | float:
+    """The factor TRL puts on its per-token KL: the importance ratio under `use_bias_correction_kl`, else 1."""
+    if not trainer.args.use_bias_correction_kl:
+        return 1.0
+    old = inputs.get("old_per_token_logps")
+    log_ratio = logp - (logp.detach() if old is None else old)
+    if trainer.importance_sampling_level == "sequence":
+        log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
+    return torch.exp(log_ratio)
+
+
+def aggregate_like_trl(trainer, per_token: torch.Tensor, mask: torch.Tensor, inputs: dict) -> torch.Tensor:
+    """A per-token loss term reduced to the scalar TRL's `_compute_loss` would add for it under `trainer.loss_type`."""
+    training = trainer.model.training
+    accumulation = trainer.current_gradient_accumulation_steps if training else 1.0
+    loss_type, masked = trainer.loss_type, per_token * mask
+    if loss_type in ("grpo", "sapo"):
+        return (masked.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean() / accumulation
+    if loss_type == "bnpo":
+        return masked.sum() / mask.sum().clamp(min=1.0) / accumulation
+    if loss_type == "dr_grpo":
+        return masked.sum() / (per_token.size(0) * trainer.max_completion_length) / accumulation
+    if loss_type in ("cispo", "dapo", "vespo"):
+        normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / trainer.accelerator.num_processes
+        if training:
+            normalizer = normalizer * accumulation / trainer.args.steps_per_generation
+        return masked.sum() / normalizer
+    if loss_type == "luspo":
+        return masked.sum(-1).mean() / accumulation
+    raise ValueError(f"kl_estimator {trainer.args.kl_estimator} does not know how loss_type {loss_type!r} aggregates")
+
+
+class KLEstimatorMixin:
+    """Swaps TRL's k3 KL term for the configured estimator (see the module docstring)."""
+
+    _captured_logps: list | None = None
+
+    @property
+    def kl_estimator(self) -> str:
+        return self.args.kl_estimator  # RLVRConfig's field: every config of the registry has it
+
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if self._captured_logps is not None:
+            self._captured_logps.append(result[0])
+        return result
+
+    def _compute_loss(self, model, inputs):
+        if self.beta == 0.0 or self.kl_estimator == "k3":
+            return super()._compute_loss(model, inputs)
+        self._captured_logps = []
+        try:
+            loss = super()._compute_loss(model, inputs)
+            (logp,) = self._captured_logps  # TRL's one forward pass of the policy in this call
+        finally:
+            self._captured_logps = None
+        ref = inputs["ref_per_token_logps"]
+        mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        weight = importance_weight(self, logp, inputs, mask)
+        chosen = per_token_kl(logp, ref, self.kl_estimator) * weight
+        k3 = per_token_kl(logp, ref, "k3") * weight
+        loss = loss + self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
+        totals = self.accelerator.reduce(torch.stack([(chosen.detach() * mask).sum(), mask.sum().float()]), "sum")
+        self._metrics["train" if self.model.training else "eval"]["kl"][-1] = (totals[0] / totals[1].clamp(min=1.0)).item()
+        return loss
+
+
+# ---- the sample budget (`max_generated_samples`)
+# A training budget in generated samples, not optimizer steps: `max_generated_samples`.
+#
+# Why: runs are compared at equal generation compute (the report's samples axis). For most algorithms a step generates a
+# fixed number of samples, so `max_steps` already fixes the budget. DAPO's dynamic sampling does not: its resampling
+# rounds generated 1.9x the samples of GRPO in the same 140 steps. With `max_generated_samples` set, the run
+#
+# - stops after the optimizer step during which the rollout ledger (all processes, resampling rounds included) reached
+#   the budget, and `max_steps` is only an upper bound;
+# - runs its learning-rate schedule on the same axis: the scheduler's progress is samples generated / budget, so a
+#   cosine decays to its end at the budget however many steps that takes. Where every step generates the same number of
+#   samples and `max_steps` is the budget's step count, this is the step schedule exactly (step k = k x samples/step).
+
+def find_ledger(callbacks):
+    from rlvr.metrics.callbacks import RolloutLedger
+
+    return next((cb for cb in callbacks if isinstance(cb, RolloutLedger)), None)
+
+
+class SampleBudgetCallback(TrainerCallback):
+    """Stops training once the ledger has counted `budget` generated samples."""
+
+    def __init__(self, ledger, budget: int):
+        self.ledger, self.budget = ledger, budget
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.ledger.generated_samples >= self.budget and not control.should_training_stop:
+            control.should_training_stop = True
+            if state.is_world_process_zero and state.global_step < state.max_steps:
+                print(f"[budget] {self.ledger.generated_samples} generated samples >= max_generated_samples "
+                      f"{self.budget}: stopping at step {state.global_step} of max_steps {state.max_steps}", flush=True)
+        return control
+
+
+class SampleScheduleMixin:
+    """Trainer mixin: with `max_generated_samples`, the learning-rate schedule advances with generated samples."""
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        budget = getattr(self.args, "max_generated_samples", None)
+        ledger = find_ledger(self.callback_handler.callbacks)
+        if not budget or ledger is None or self.lr_scheduler is not None:
+            return super().create_scheduler(num_training_steps, optimizer)
+        from torch.optim.lr_scheduler import LambdaLR
+        from transformers import get_scheduler
+
+        optimizer = self.optimizer if optimizer is None else optimizer
+        steps_schedule = get_scheduler(self.args.lr_scheduler_type, optimizer=optimizer,
+                                       num_warmup_steps=self.args.get_warmup_steps(num_training_steps),
+                                       num_training_steps=num_training_steps,
+                                       scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)
+        if not isinstance(steps_schedule, LambdaLR):  # e.g. reduce_lr_on_plateau: no progress function to remap
+            self.lr_scheduler = steps_schedule
+            return self.lr_scheduler
+
+        def on_samples(step_lambda):  # the step schedule, read at "step" = samples so far as a fraction of max_steps
+            return lambda _step: step_lambda(num_training_steps * min(1.0, ledger.generated_samples / budget))
+
+        self.lr_scheduler = LambdaLR(optimizer, [on_samples(f) for f in steps_schedule.lr_lambdas])
+        return self.lr_scheduler
 
 
 class RewardHooksMixin:
@@ -276,7 +442,7 @@ class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawComplet
                   GRPOTrainer):
     """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
     choice of KL estimator and a learning-rate schedule over generated samples under `max_generated_samples`
-    (rlvr/training/budget.py). The algorithm's loss form comes first (without a ratio, the KL term sees none either).
+    (rlvr/training/trainer.py). The algorithm's loss form comes first (without a ratio, the KL term sees none either).
     A recipe's curriculum and speed-ups are layers below these (`trainer_for`)."""
 
 
@@ -288,4 +454,8 @@ def trainer_for(recipe) -> type:
     trainer = trainer_class(recipe.training.algorithm)
     if recipe.curriculum:
         trainer = with_curriculum(trainer)
-    return with_speedups(trainer, recipe.speedups)
+    if recipe.speedups:  # opt-in layers, imported only when named: a recipe without them imports no rlvr/speedups
+        from rlvr.speedups.shared_prefix import with_speedups
+
+        trainer = with_speedups(trainer, recipe.speedups)
+    return trainer

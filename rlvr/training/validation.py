@@ -27,8 +27,8 @@ from pathlib import Path
 
 from trl import GRPOConfig
 
-from rlvr.cli import ConfigError, check_writable_folder, one_line
-from rlvr.training.tracking import check_trackers
+from rlvr.inputs import ConfigError, check_writable_folder, one_line
+from rlvr.runs.tracking import check_trackers
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ def check_model_folder(value: str, field: str) -> None:
 def weights_problem(folder: Path) -> str | None:
     """Why a model folder's weights cannot be loaded whole (None when they can): a missing shard, or a file cut short
     (its size is checked against what its header describes; nothing but the headers is read)."""
-    from rlvr.training.run_files import SHARD_INDEXES, WEIGHT_FILES
+    from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 
     for index in SHARD_INDEXES:
         if (folder / index).exists():

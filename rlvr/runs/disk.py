@@ -3,7 +3,7 @@
 Why the previous checkpoint survives a failed save: transformers writes a checkpoint folder in a fixed order (weights,
 optimizer, scheduler, RNG states, then `trainer_state.json`) and only then rotates old checkpoints
 (`save_total_limit`). A write that fails part-way therefore raises before `trainer_state.json` exists and before any
-older checkpoint is deleted. The torn folder stays on disk; `rlvr.training.run_files.last_complete_checkpoint`
+older checkpoint is deleted. The torn folder stays on disk; `rlvr.runs.checkpoints.last_complete_checkpoint`
 passes over it (no readable trainer_state.json), so `--resume_from_checkpoint true` resumes from the newest complete
 one and says which folders it skipped. Record files are trimmed to that checkpoint on resume.
 
@@ -38,7 +38,7 @@ def is_disk_full(err: BaseException | None) -> bool:
 
 
 def disk_full_line(err: BaseException, output_dir: str) -> str:
-    from rlvr.training.run_files import last_complete_checkpoint
+    from rlvr.runs.checkpoints import last_complete_checkpoint
 
     where = f" writing {err.filename}" if isinstance(err, OSError) and err.filename else ""
     reason = err.strerror if isinstance(err, OSError) and err.strerror else " ".join(str(err).split())[:200]

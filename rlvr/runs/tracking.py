@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from rlvr.cli import ConfigError, check_writable_folder
+from rlvr.inputs import ConfigError, check_writable_folder
 
 REACH_TIMEOUT_S = 5.0
 DEFAULT_HOST = "https://api.wandb.ai"

@@ -5,7 +5,7 @@
         run.json                         which run this folder holds: its id, start, resumes, recipe changes
         run.lock                         held while a run writes here (host, pid); cleared when it ends
         previous-runs/<run id>/          an earlier run's files, moved aside by a fresh start into this folder
-        code.json                        which code trained it (rlvr.training.code_record): sweeps share only its runs
+        code.json                        which code trained it (rlvr.runs.code_record): sweeps share only its runs
         metrics.jsonl                    every logged row (the console shows one compact line of it per step)
         rollouts.jsonl                   every scored completion
         reward_error.json                the first failing reward call, if any
@@ -70,3 +70,7 @@ def evaluation_name(model_path: str, config: str, split: str, num_prompts: int, 
     except ValueError:
         pass
     return f"{_slug(str(model))}.{_slug(Path(config).stem)}.{split}.{num_prompts}x{num_samples}.json"
+
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
+SHARD_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")

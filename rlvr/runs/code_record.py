@@ -26,7 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 
-from rlvr import run_layout as layout
+from rlvr.runs import layout
 
 # The packages whose sources change what a run computes (rlvr.rewards is rewards/, rlvr.data data/, rlvr.recipes
 # recipes/ and the tiny model's builder); rlvr.analysis and rlvr.planning only read runs.

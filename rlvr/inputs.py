@@ -71,6 +71,7 @@ non_negative_int = _bounded(int, "an integer >= 0", 0, True)
 positive_float = _bounded(float, "a positive number", 0.0, False)
 non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
 
+
 class UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping. Plain YAML lets the last one win silently, so two
     `learning_rate:` lines in a recipe would train with whichever came second."""

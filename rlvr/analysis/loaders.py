@@ -1,0 +1,285 @@
+"""A run's records (metrics.jsonl, rollouts.jsonl) as series and summary numbers: the one loader plots, report and
+sweep share, so a number in a table and the curve in a figure can never disagree.
+
+x axes: `step` (optimizer step), `samples` and `tokens` (cumulative generated completions / completion tokens, the
+compute axis: runs with different G, batch or data compare fairly at equal generation cost).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rlvr.analysis.zero_std import EXACT_SERIES, GROUP_SERIES, group_outcomes, zero_std_prediction
+from rlvr.inputs import ConfigError
+from rlvr.metrics.keys import (
+    CURRICULUM_PREFIX,
+    REWARD_PREFIX,
+    STEP_PREFIX,
+    STOPPED_EARLY,
+    components_in,
+    ordered,
+    reward_key,
+    zero_std_key,
+)
+from rlvr.runs import layout
+
+X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
+X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
+
+
+def count(value) -> int | None:
+    """Counters are logged as floats (16.0); tables show them as integers."""
+    return None if value is None else int(value)
+
+
+def reward_series(runs) -> list[str]:
+    """`avg_<component>` for every component any of the runs logged (custom rewards included)."""
+    return [reward_key(c) for c in ordered(c for run in runs for c in run.components)]
+
+
+def zero_std_series(runs) -> list[str]:
+    return [zero_std_key(c) for c in ordered(c for run in runs for c in run.components)]
+
+
+def step_metric_series(runs) -> list[str]:
+    """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order."""
+    return list(dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX)))
+
+
+def curriculum_series(runs) -> list[str]:
+    """The `curriculum/*` keys any run logged (rlvr/training/curriculum.py): the level, then the weight and the pass
+    rate of each level in level order; [] for runs without a curriculum."""
+    keys = dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(CURRICULUM_PREFIX))
+
+    def order(key: str):
+        kind, _, value = key.removeprefix(CURRICULUM_PREFIX).partition("/")
+        return ({"level": 0, "weight": 1, "pass_rate": 2}.get(kind, 3), float(value) if value.isdigit() else 0.0, key)
+
+    return sorted(keys, key=order)
+
+
+TABLE_READINGS = ("zero_std_side/all_wrong", "step/truncated", "step/hollow_format", "entropy")  # when logged
+
+
+def table_series(run) -> list[str]:
+    """The columns of a run's printed table: every reward component, zero-std on total and correctness, the
+    `TABLE_READINGS` the run logged (all-wrong flat groups, truncation, hollow format, entropy), time share."""
+    zero_std = [zero_std_key(c) for c in ("total", "correctness") if c in run.components]
+    readings = [key for key in TABLE_READINGS if any(key in row for row in run.rows)]
+    return [*reward_series([run]), *zero_std, *readings, "time/generation_share"]
+
+
+ROLLOUT_SERIES = GROUP_SERIES + EXACT_SERIES
+
+
+def read_jsonl(path) -> list[dict]:
+    """Rows of a JSONL file; a torn last line (a run killed mid-write) is dropped, not fatal."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+@dataclass
+class Run:
+    """One run directory: its training rows (one per log step), the closing row, and its rollouts on demand."""
+
+    path: Path
+    label: str
+    rows: list[dict]
+    final: dict = field(default_factory=dict)  # train_runtime etc.; empty while the run has not finished
+    _group_rows: list[dict] | None = field(default=None, repr=False)
+
+    @property
+    def components(self) -> list[str]:
+        """The reward components this run logged (its recipe's rewards plus total, binary, penalty)."""
+        return components_in(self.rows)
+
+    def evaluation(self, name: str = "after") -> dict:
+        """A held-out evaluation the sweep wrote (`eval/after.json`; the base model's `eval/before.json` sits in the
+        sweep folder above); {} when there is none."""
+        for path in (self.path / layout.EVAL_DIR / f"{name}.json", self.path.parent / layout.EVAL_DIR / f"{name}.json"):
+            if path.exists():
+                return json.loads(path.read_text())
+        return {}
+
+    def held_out(self, name: str = "after") -> dict:
+        """The overall block of a held-out evaluation; {} when there is none."""
+        return self.evaluation(name).get("overall", {})
+
+    def held_out_curve(self, key: str = "exact_match") -> list[tuple[int, float]]:
+        """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
+        logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
+        samples = {count(row.get("step")): count(row.get("generated_samples")) for row in self.rows}
+        points = []
+        for path in (self.path / layout.EVAL_DIR).glob("checkpoint-*.json"):
+            step = int(path.stem.removeprefix("checkpoint-"))
+            value = json.loads(path.read_text()).get("overall", {}).get(key)
+            if samples.get(step) is not None and value is not None:
+                points.append((samples[step], value))
+        final = self.held_out("after").get(key) if (self.path / layout.EVAL_DIR / "after.json").exists() else None
+        if final is not None and self.rows:
+            points.append((count(self.rows[-1].get("generated_samples")), final))
+        return sorted(points)
+
+    def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
+        """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
+        return {length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items()
+                if key in block}
+
+    @property
+    def finished(self) -> bool:
+        return "train_runtime" in self.final and STOPPED_EARLY not in self.final
+
+    def rollouts(self) -> list[dict]:
+        path = self.path / layout.ROLLOUTS
+        return read_jsonl(path) if path.exists() else []
+
+    def group_rows(self) -> list[dict]:
+        """Per-step rows of the `ROLLOUT_SERIES`, computed from rollouts.jsonl once."""
+        if self._group_rows is None:
+            rollouts = self.rollouts()
+            self._group_rows = [{**a, **b} for a, b in zip(group_outcomes(rollouts), zero_std_prediction(rollouts))]
+        return self._group_rows
+
+    def series(self, key: str, x: str = "step") -> tuple[list[float], list[float]]:
+        """(xs, ys) of `key` against x axis `x`, skipping rows that do not carry both."""
+        x_key = X_AXES[x]
+        source = self.group_rows() if key in ROLLOUT_SERIES else self.rows
+        pairs = [(row[x_key], row[key]) for row in source if row.get(x_key) is not None and row.get(key) is not None]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def values(self, key: str) -> list[float]:
+        return self.series(key)[1]
+
+
+def load_run(path, label: str | None = None) -> Run:
+    path = Path(path)
+    metrics = path / layout.METRICS
+    if not metrics.exists():
+        raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} here (not a run directory)")
+    rows, final = [], {}
+    for row in read_jsonl(metrics):
+        if "train_runtime" in row:
+            final = row
+        elif "loss" in row or any(key.startswith(REWARD_PREFIX) for key in row):
+            rows.append(row)
+    return Run(path, label or path.name, rows, final)
+
+
+def saved_training_args(run_dir) -> dict:
+    """TRL's arguments as the trainer saw them (after CLI overrides), from training_args.bin; {} if absent."""
+    path = Path(run_dir) / "training_args.bin"
+    if not path.exists():
+        return {}
+    import torch  # only for this pickle: reading records needs no torch otherwise
+
+    return torch.load(path, weights_only=False).to_dict()
+
+
+def find_run_dirs(path) -> list[Path]:
+    """A run directory itself, or the run directories one level below it (a sweep)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError("RUN_DIR", f"{path}: no such directory")
+    if (path / layout.METRICS).exists():
+        return [path]
+    found = sorted((p for p in path.iterdir() if (p / layout.METRICS).exists()), key=natural_key)
+    if not found:
+        raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} in it or in its subdirectories")
+    return found
+
+
+def natural_key(path: Path) -> list:
+    """`g-2` before `g-16`, `beta0.04` before `beta0.1`: numbers in names (decimals too) compare as numbers."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", path.name)
+    return [float(t) if i % 2 else t for i, t in enumerate(parts)]
+
+
+def load_runs(paths) -> list[Run]:
+    """Runs from run or sweep directories; labels are directory names, made unique with the parent's if needed."""
+    dirs = [d for p in paths for d in find_run_dirs(p)]
+    names = [d.name for d in dirs]
+    return [load_run(d, d.name if names.count(d.name) == 1 else f"{d.parent.name}/{d.name}") for d in dirs]
+
+
+# ---- summary numbers -------------------------------------------------------------------------------------------
+
+
+EVALUATION_PLACES = ("*.json", "eval/*.json", "before_after/*.json")  # where a run folder keeps evaluations
+
+
+def evaluations_in(run_dir) -> list[tuple[Path, dict]]:
+    """Every held-out evaluation summary (`rlvr.analysis.evaluate` output: a JSON with `overall` and `by_length`) kept
+    in a run folder: the sweep's `eval/after.json`, before_after's `before.json` / `after.json`, or an evaluate
+    `--output` written into the folder; then the sweep's base-model `eval/before.json` one folder up."""
+    run_dir = Path(run_dir)
+    paths = [p for pattern in EVALUATION_PLACES for p in sorted(run_dir.glob(pattern))]
+    paths += [run_dir.parent / "eval" / "before.json"]
+    found = []
+    for path in dict.fromkeys(paths):
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(summary, dict) and isinstance(summary.get("overall"), dict) and "by_length" in summary:
+            found.append((path, summary))
+    return found
+
+
+# ---- tables ----------------------------------------------------------------------------------------------------
+
+
+def newest_trainer_state(path: Path) -> Path | None:
+    """trainer_state.json at the folder's root, else in its highest-numbered checkpoint-*/ (TRL writes it there)."""
+    if (path / layout.TRAINER_STATE).exists():
+        return path / layout.TRAINER_STATE
+    checkpoints = [(int(m.group(1)), p) for p in path.iterdir() if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))
+                   and (p / layout.TRAINER_STATE).exists()]
+    return max(checkpoints)[1] / layout.TRAINER_STATE if checkpoints else None
+
+
+def load_trl_run(path: Path, state_file: Path) -> Run:
+    """A plain TRL folder as a `Run`: log_history's training rows (those with a loss or a reward), the closing row
+    (train_runtime) as `final`."""
+    try:
+        state = json.loads(state_file.read_text())
+        history = state["log_history"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
+    if not isinstance(history, list):
+        raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
+    rows = [row for row in history if isinstance(row, dict) and "train_runtime" not in row
+            and ("loss" in row or "reward" in row)]
+    final = next((row for row in history if isinstance(row, dict) and "train_runtime" in row), {})
+    return Run(path, path.name, rows, final)
+
+
+def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
+    """(run, where its rows came from, its settings): ours from metrics.jsonl + config.yaml (`loaded`: its rows as
+    the caller already read them), a plain TRL folder from trainer_state.json + training_args.bin. Bad input is a
+    ConfigError on RUN_DIR."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError("RUN_DIR", f"{path}: no such directory")
+    if (path / layout.METRICS).exists():
+        run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
+        config = path / layout.CONFIG
+        settings = yaml.safe_load(config.read_text()) if config.exists() else {}
+    elif state_file := newest_trainer_state(path):
+        run, source = load_trl_run(path, state_file), f"plain TRL ({state_file.relative_to(path)})"
+        settings = saved_training_args(state_file.parent) or saved_training_args(path)
+    else:
+        raise ConfigError("RUN_DIR", f"{path}: neither {layout.METRICS} nor {layout.TRAINER_STATE} (in it or in a "
+                                     "checkpoint-*/ folder): not a run directory")
+    if not run.rows:
+        raise ConfigError("RUN_DIR", f"{path}: no training steps logged yet")
+    return run, source, settings if isinstance(settings, dict) else {}

@@ -1,0 +1,174 @@
+"""A run's summary numbers (final scores, area under the curve, samples to reach a level, time), and runs grouped
+by seed: what the sweep tables and the report print, read from the same `Run` the figures draw."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from rlvr.analysis.loaders import Run, count
+from rlvr.metrics.keys import (
+    TIME_PHASES,
+    reward_key,
+)
+
+
+def mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def tail_mean(values, last_k: int) -> float | None:
+    """Mean of the last k logged values: a final score less noisy than the last step alone."""
+    return mean(list(values)[-last_k:])
+
+
+def normalized_auc(xs, ys, x_end: float | None = None) -> float | None:
+    """Trapezoid area under y(x) from the first x to `x_end` (default: the last x), divided by that width.
+
+    The result is the curve's average height: 1.0 means correct from the first sample on. Comparing runs at one
+    shared `x_end` (in generated samples) compares them at equal generation compute.
+    """
+    if not xs:
+        return None
+    x_end = xs[-1] if x_end is None else x_end
+    if x_end <= xs[0]:
+        return ys[0]
+    area = 0.0
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x0 >= x_end:
+            break
+        if x1 > x_end:  # cut the last segment at x_end, interpolating y there
+            y1 = y0 + (y1 - y0) * (x_end - x0) / (x1 - x0)
+            x1 = x_end
+        area += (x1 - x0) * (y0 + y1) / 2
+    return area / (min(x_end, xs[-1]) - xs[0])
+
+
+def time_totals(run: Run) -> dict[str, float]:
+    """Seconds per phase summed over the run, the total, and generation's share of it."""
+    totals = {phase: sum(run.values(f"time/{phase}_s")) for phase in TIME_PHASES}
+    totals["total"] = sum(run.values("time/total_s"))
+    totals["generation_share"] = totals["generation"] / totals["total"] if totals["total"] else None
+    return totals
+
+
+def wall_time(run: Run) -> float:
+    """Training wall time: TRL's train_runtime when the run finished, else the summed step times so far."""
+    return run.final.get("train_runtime") or time_totals(run)["total"]
+
+
+def last(run: Run, key: str):
+    values = run.values(key)
+    return values[-1] if values else None
+
+
+def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
+    """Generated samples when avg_correctness, averaged over `window` logged steps, first reaches `threshold`. Only
+    full windows count: one lucky first batch (64 samples of easy words) is not "reached"."""
+    xs, ys = run.series("avg_correctness", "samples")
+    for i in range(min(window, len(ys)) - 1, len(ys)):
+        if mean(ys[max(0, i - window + 1) : i + 1]) >= threshold:
+            return count(xs[i])
+    return None
+
+
+REACH_CORRECTNESS = 0.85  # the fixed correctness level whose samples-to-reach the summaries report
+
+
+def samples_to_reach_held_out(run: Run, threshold: float) -> int | None:
+    """Generated samples at the first evaluated checkpoint (or the end) whose held-out exact match reaches
+    `threshold`; None when none does or the run has no held-out curve. Unlike `samples_to_reach` this reads the same
+    prompts for every run, so runs trained on different data (a curriculum) compare fairly."""
+    return next((samples for samples, value in run.held_out_curve() if value >= threshold), None)
+
+
+def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
+    """One summary row per run. The AUC runs up to the sample budget every run reached, so it is compute-aligned."""
+    ends = [run.series("avg_correctness", "samples")[0][-1:] for run in runs]
+    common_end = min((e[0] for e in ends if e), default=None)
+    rows = []
+    for run in runs:
+        xs, ys = run.series("avg_correctness", "samples")
+        totals = time_totals(run)
+        rows.append({
+            "run": run.label,
+            "finished": run.finished,
+            "steps": count(last(run, "step")),
+            "generated_samples": count(last(run, "generated_samples")),
+            "generated_tokens": count(last(run, "generated_tokens")),
+            "final_correctness": tail_mean(ys, last_k),
+            "final_binary": tail_mean(run.values("avg_binary"), last_k),  # partial credit, as the homework defines it
+            "final_success": tail_mean(run.values("avg_success"), last_k),  # 0/1: exact answer and full format
+            "auc_correctness": normalized_auc(xs, ys, common_end),
+            "auc_up_to_samples": count(common_end),
+            f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
+            "mean_zero_std_total": mean(run.values("zero_std_frac/total")),
+            "mean_zero_std_correctness": mean(run.values("zero_std_frac/correctness")),
+            "wall_time_s": wall_time(run),
+            "generation_share": totals["generation_share"],
+            **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
+               for c in run.components if c not in ("correctness", "success", "binary", "format", "total", "penalty")},
+            **held_out_columns(run),
+        })
+    return rows
+
+
+def held_out_columns(run: Run) -> dict:
+    """Held-out exact match, mean correctness and pass@k before -> after, when the sweep evaluated the run."""
+    columns = {}
+    for name in ("before", "after"):
+        block = run.held_out(name)
+        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith("pass@"))):
+            if key in block:
+                columns[f"heldout_{key}_{name}"] = block[key]
+    return columns
+
+
+SEED_SUFFIX = re.compile(r"-s(\d+)$")  # a sweep's seeded run label: <setting>-s<seed>
+
+
+def seed_group(label: str) -> str:
+    """`grpo-s2` -> `grpo`: the runs of one setting that differ only in their seed."""
+    return SEED_SUFFIX.sub("", label)
+
+
+def seed_of(label: str) -> int | None:
+    """`grpo-s2` -> 2; None for a label without a seed suffix."""
+    match = SEED_SUFFIX.search(label)
+    return int(match.group(1)) if match else None
+
+
+def paired_by_seed(summary: list[dict], key: str = "heldout_exact_match_after") -> tuple[str | None, list]:
+    """Each setting against the best one (highest mean `key`), seed for seed: (best, [(setting, [its value - best's
+    value per shared seed])]). Seeds share data order and sampling noise, so these differences are what a third seed is
+    for: a setting behind on every seed is behind, one that changes sides is within noise."""
+    values = defaultdict(dict)
+    for row in summary:
+        if isinstance(row.get(key), (int, float)) and (seed := seed_of(row["run"])) is not None:
+            values[seed_group(row["run"])][seed] = row[key]
+    if len(values) < 2:
+        return None, []
+    best = max(values, key=lambda setting: mean(values[setting].values()))
+    return best, [(setting, [by_seed[s] - values[best][s] for s in sorted(by_seed) if s in values[best]])
+                  for setting, by_seed in values.items() if setting != best]
+
+
+def aggregate(summary: list[dict], keys=None) -> list[dict]:
+    """One row per setting: every numeric column as mean and spread (half the min-max range) over its seeds."""
+    groups = defaultdict(list)
+    for row in summary:
+        groups[seed_group(row["run"])].append(row)
+    keys = keys or [k for k in summary[0] if isinstance(summary[0][k], (int, float)) and not isinstance(summary[0][k], bool)]
+    rows = []
+    for label, members in groups.items():
+        row = {"setting": label, "seeds": len(members)}
+        for key in keys:
+            values = [m[key] for m in members if isinstance(m.get(key), (int, float))]
+            row[key] = mean(values)
+            row[f"{key}_spread"] = (max(values) - min(values)) / 2 if len(values) > 1 else None
+            row[f"{key}_n"] = len(values)  # seeds that have the value (a threshold some never reached)
+        rows.append(row)
+    return rows
+
+

@@ -1,0 +1,236 @@
+"""One run per folder: claiming it (lock, run id, run.json) and what a fresh start does with an earlier run.
+
+Fresh start into a used folder. A run from step 0 into a folder that holds an earlier run (its run.json, config.yaml,
+records, checkpoints or final model) moves every file that run wrote into `previous-runs/<its id>/` and says so in
+one line: nothing is deleted, nothing is mixed, and a later `--resume_from_checkpoint true` can only find this run's
+checkpoints. Files a run does not write stay (a sweep's `recipe.yaml` and `train.log`, anything of the user's).
+
+Record files (metrics.jsonl, rollouts.jsonl, anything in `RECORDS`) are append-only while training, so a resume or
+a fresh run into an old folder must decide what happens to rows already there. One rule for all of them
+(`start_record`):
+
+  * resume from a checkpoint at step C: rows describing steps after C are dropped (they are about to be redone),
+    and a torn last line from the crash goes with them; rows up to C stay, so every step appears exactly once;
+  * fresh run (step 0) into a folder with an old file: the old file is moved aside to `<name>.<timestamp>.jsonl`,
+    never mixed in and never deleted.
+
+The lock is rlvr/runs/lock.py; the run's identity and what a resume may change, rlvr/runs/resume.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlvr.inputs import ConfigError, check_writable_folder
+from rlvr.runs import layout
+from rlvr.runs.checkpoints import CHECKPOINT
+from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
+from rlvr.runs.lock import RunLock, agree, broadcast
+from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, checkpoint_step, describe_changes, read_run_json
+
+# What a run (and the commands that describe it) writes at the top of its folder; a fresh start moves these aside.
+RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
+               layout.REPORT, layout.PLOTS_DIR, layout.SUMMARY_JSON, layout.SUMMARY_CSV, layout.SUMMARY_MD,
+               layout.EVAL_DIR, layout.BEFORE_AFTER_DIR)
+FINAL_MODEL = ("config.json", "generation_config.json", "training_args.bin", "README.md", "chat_template.jinja",
+               "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+               "merges.txt", "tokenizer.model", "adapter_config.json", *WEIGHT_FILES, *SHARD_INDEXES)
+WRITTEN_BY_A_RUN = re.compile(r"^(checkpoint-\d+|(model|pytorch_model|adapter_model)-\d+-of-\d+\.(safetensors|bin)|"
+                              r"(metrics|rollouts)\.\d{8}-\d{6}\.jsonl)$")
+# Any of these means the folder holds a run (README.md or config.json alone could be anything).
+RUN_MARKERS = (layout.RUN, layout.CONFIG, layout.METRICS, layout.ROLLOUTS, *WEIGHT_FILES, *SHARD_INDEXES)
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
+
+
+# ---------------------------------------------------------------- the lock
+
+
+# ---------------------------------------------------------------- fresh start: the earlier run moves aside
+
+
+def earlier_run_files(folder) -> list[Path]:
+    """The entries of `folder` an earlier run wrote (empty when the folder holds no run)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    entries = sorted(folder.iterdir())
+    names = {p.name for p in entries}
+    if not (names & set(RUN_MARKERS) or any(CHECKPOINT.match(n) for n in names)):
+        return []
+    return [p for p in entries if p.name in RUN_RECORDS or p.name in FINAL_MODEL or WRITTEN_BY_A_RUN.match(p.name)]
+
+
+def move_earlier_run_aside(folder) -> str | None:
+    """Move an earlier run's files into `previous-runs/<its id>/`; one line saying what moved where, or None."""
+    folder = Path(folder)
+    files = earlier_run_files(folder)
+    if not files:
+        return None
+    old = read_run_json(folder)
+    name = old["run_id"] if old else f"unnamed-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    target = folder / layout.PREVIOUS_RUNS / name
+    for i in range(2, 1000):
+        if not target.exists():
+            break
+        target = folder / layout.PREVIOUS_RUNS / f"{name}.{i}"
+    target.mkdir(parents=True)
+    for path in files:
+        path.rename(target / path.name)
+    checkpoints = sorted((p.name for p in files if CHECKPOINT.match(p.name)), key=lambda n: int(n.split("-")[1]))
+    parts = [*checkpoints, *(["the final model"] if any(p.name in WEIGHT_FILES for p in files) else []), "records"]
+    return f"[run] {folder} held an earlier run ({name}: {', '.join(parts)}): moved to {target}/"
+
+
+# ---------------------------------------------------------------- resume: the same run, the same recipe
+
+
+# ---------------------------------------------------------------- the whole claim
+
+
+@dataclass
+class RunFolder:
+    """The folder a run holds: its id and its lock (released by `release`, at exit at the latest)."""
+
+    path: Path
+    run_id: str
+    lock: RunLock | None
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+
+def refuse_if_in_use(recipe) -> None:
+    """A second run into a folder a live run holds fails at once, before anything else is checked."""
+    error = None
+    if recipe.training.process_index == 0:
+        try:
+            check_writable_folder(recipe.training.output_dir, "output_dir")  # a folder the lock can be made in
+            line = RunLock(recipe.training.output_dir).in_use()
+            error = ConfigError("output_dir", line) if line else None
+        except ConfigError as err:
+            error = err
+    agree(error, recipe.training)
+
+
+def check_model_outside(recipe, resume: Resume) -> None:
+    """A fresh start moves the folder's earlier run aside: the model to train must not be part of it."""
+    folder = Path(recipe.training.output_dir).resolve()
+    model = Path(os.path.expanduser(recipe.model.model_name_or_path or ""))
+    if resume.checkpoint is None and model.exists() and earlier_run_files(folder) and \
+            (model.resolve() == folder or folder in model.resolve().parents):
+        raise ConfigError("model_name_or_path", f"{recipe.model.model_name_or_path} is inside output_dir "
+                          f"{recipe.training.output_dir}, whose earlier run a fresh start moves to "
+                          f"{layout.PREVIOUS_RUNS}/: copy the model elsewhere, or train into another output_dir")
+
+
+def claim(recipe, resume: Resume, processes: int) -> RunFolder:
+    """Rank 0: take the lock, move an earlier run aside (fresh start), write run.json; every rank: the run id."""
+    training = recipe.training
+    folder = Path(training.output_dir)
+    if resume.checkpoint is None:
+        run_id = new_run_id()
+    else:  # the checkpoint's run; a checkpoint from before run ids continues the folder's (or a new) id
+        run_id = resume.run_id or (read_run_json(folder) or {}).get("run_id") or new_run_id()
+    lock, error, lines = None, None, []
+    if training.process_index == 0:
+        try:
+            lock = RunLock(folder)
+            if note := lock.acquire(run_id):
+                lines.append(note)
+            if resume.checkpoint is None and (note := move_earlier_run_aside(folder)):
+                lines.append(note)
+            lines += write_run_json(folder, run_id, resume, processes)
+        except ConfigError as err:
+            error = err
+            if lock is not None:
+                lock.release()
+            lock = None
+        for line in lines:
+            print(line, flush=True)
+    agree(error, training)
+    return RunFolder(folder, broadcast(run_id), lock)
+
+
+def write_run_json(folder: Path, run_id: str, resume: Resume, processes: int) -> list[str]:
+    """run.json: the id, start, host and processes; each resume appends its step and what it changed."""
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    run = read_run_json(folder) if resume.checkpoint else None
+    lines = []
+    if run is None or run["run_id"] != run_id:
+        run = {"run_id": run_id, "started": now, "host": socket.gethostname(), "processes": processes, "resumes": []}
+    if resume.checkpoint:
+        step = checkpoint_step(resume.checkpoint)
+        entry = {"at": now, "checkpoint": str(resume.checkpoint), "step": step, "processes": processes}
+        if resume.run_id is None:  # saved before run ids: this run adopts it (check_resume accepts it from now on)
+            run.setdefault("adopted_checkpoints", []).append(Path(resume.checkpoint).name)
+        if resume.refused:
+            entry["recipe_changes"] = {k: list(v[:2]) for k, v in resume.refused.items()}
+            lines.append(f"[resume] recipe changed at step {step} ({ALLOW_FLAG}; recorded in {folder / layout.RUN}): "
+                         f"{describe_changes(resume.refused)}")
+        if resume.noted:
+            entry["noted_changes"] = {k: list(v) for k, v in resume.noted.items()}
+            lines.append(f"[resume] changed, {', '.join(sorted({NOTED[k] for k in resume.noted}))} only: "
+                         f"{describe_changes(resume.noted)}")
+        run.setdefault("resumes", []).append(entry)
+    tmp = folder / (layout.RUN + ".tmp")
+    tmp.write_text(json.dumps(run, indent=2, default=str) + "\n")
+    os.replace(tmp, folder / layout.RUN)
+    return lines
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """An append-only JSONL a run writes per step. Every record file numbers its rows alike: `step` is the optimizer
+    step the row describes, 1-based (metrics.jsonl's row after step 1 and the rollouts generated for step 1 both say
+    1), so one step number joins them and a resume keeps rows up to the checkpoint's step."""
+
+    name: str
+    closing_keys: tuple = ()  # rows written once at the end of training; a resume drops them (the run goes on)
+
+    def keeps(self, row: dict, checkpoint_step: int) -> bool:
+        if any(key in row for key in self.closing_keys):
+            return False
+        step = row.get("step")
+        return isinstance(step, (int, float)) and step <= checkpoint_step
+
+
+METRICS = RecordFile(layout.METRICS, closing_keys=("train_runtime",))
+ROLLOUTS = RecordFile(layout.ROLLOUTS)
+RECORDS = {record.name: record for record in (METRICS, ROLLOUTS)}
+
+
+def start_record(path, global_step: int, record: RecordFile | None = None) -> str | None:
+    """Apply the resume / fresh-run policy to one record file at train begin; returns what was done, if anything."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    record = record or RECORDS.get(path.name, RecordFile(path.name))
+    if global_step == 0:
+        aside = path.with_name(f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
+        path.rename(aside)
+        return f"moved the previous run's {path.name} aside to {aside.name}"
+    kept, dropped = [], 0
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None  # a torn line from the crash
+        if isinstance(row, dict) and record.keeps(row, global_step):
+            kept.append(line)
+        else:
+            dropped += 1
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    os.replace(tmp, path)
+    return f"kept {len(kept)} rows of {path.name} up to step {global_step}, dropped {dropped}" if dropped else None
