@@ -12,10 +12,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from rlvr.analysis.zero_std import EXACT_SERIES, GROUP_SERIES, group_outcomes, zero_std_prediction
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, load_yaml_mapping, read_text
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     REWARD_PREFIX,
@@ -78,14 +77,37 @@ ROLLOUT_SERIES = GROUP_SERIES + EXACT_SERIES
 
 
 def read_jsonl(path) -> list[dict]:
-    """Rows of a JSONL file; a torn last line (a run killed mid-write) is dropped, not fatal."""
-    rows = []
-    for line in Path(path).read_text().splitlines():
+    """Rows of a JSONL record; a torn line (a run killed mid-write) is read around. A file that is not text, a line
+    that is JSON but not an object, or not one whole line: one ConfigError naming the file."""
+    rows, torn = [], 0
+    for number, line in enumerate(read_text(path, "RUN_DIR").splitlines(), 1):
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except ValueError:
+            torn += bool(line.strip())
             continue
+        if not isinstance(row, dict):
+            raise ConfigError("RUN_DIR", f"{path}: line {number} is JSON but not an object: {line[:40]}")
+        rows.append(row)
+    if torn and not rows:
+        raise ConfigError("RUN_DIR", f"{path}: none of its {torn} line(s) is whole JSON (torn, or not a record)")
     return rows
+
+
+def training_rows(rows: list, source) -> tuple[list[dict], dict]:
+    """A record's training rows (a loss or a reward logged) and its closing row (train_runtime; {} while unfinished),
+    ours or plain TRL's. A row that is not an object, or a training row without a step, is one ConfigError."""
+    training, final = [], {}
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise ConfigError("RUN_DIR", f"{source}: row {number} is not an object: {str(row)[:40]}")
+        if "train_runtime" in row:
+            final = row
+        elif "loss" in row or "reward" in row or any(key.startswith(REWARD_PREFIX) for key in row):
+            if not isinstance(row.get("step"), (int, float)) or isinstance(row.get("step"), bool):
+                raise ConfigError("RUN_DIR", f"{source}: row {number} has no step number ({', '.join(list(row)[:4])})")
+            training.append(row)
+    return training, final
 
 
 @dataclass
@@ -166,13 +188,7 @@ def load_run(path, label: str | None = None) -> Run:
     metrics = path / layout.METRICS
     if not metrics.exists():
         raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} here (not a run directory)")
-    rows, final = [], {}
-    for row in read_jsonl(metrics):
-        if "train_runtime" in row:
-            final = row
-        elif "loss" in row or any(key.startswith(REWARD_PREFIX) for key in row):
-            rows.append(row)
-    return Run(path, label or path.name, rows, final)
+    return Run(path, label or path.name, *training_rows(read_jsonl(metrics), metrics))
 
 
 def saved_training_args(run_dir) -> dict:
@@ -257,10 +273,7 @@ def load_trl_run(path: Path, state_file: Path) -> Run:
         raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
     if not isinstance(history, list):
         raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
-    rows = [row for row in history if isinstance(row, dict) and "train_runtime" not in row
-            and ("loss" in row or "reward" in row)]
-    final = next((row for row in history if isinstance(row, dict) and "train_runtime" in row), {})
-    return Run(path, path.name, rows, final)
+    return Run(path, path.name, *training_rows(history, f"{state_file} log_history"))
 
 
 def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
@@ -273,7 +286,7 @@ def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
     if (path / layout.METRICS).exists():
         run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
         config = path / layout.CONFIG
-        settings = yaml.safe_load(config.read_text()) if config.exists() else {}
+        settings = load_yaml_mapping(config, "RUN_DIR") if config.exists() else {}
     elif state_file := newest_trainer_state(path):
         run, source = load_trl_run(path, state_file), f"plain TRL ({state_file.relative_to(path)})"
         settings = saved_training_args(state_file.parent) or saved_training_args(path)
