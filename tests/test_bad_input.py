@@ -465,6 +465,7 @@ def test_bad_input_is_one_named_line(name, argv, field, ws, capsys):
     (["recipes/grpo.py", "--output_dir", "/tmp/x"], "--config"),
     (["-m", "data.cli", "--config", FAST_RECIPE, "--output_dir", "/tmp/x", "--size", "0"], "--size"),
     (["-m", "rlvr.analysis.report", "/nonexistent", "--last_k", "0"], "--last_k"),
+    (["benchmarks/tiny_main_job.py", "--num_samples", "0"], "--num_samples"),  # README's main command
 ])
 def test_console_scripts_print_one_line(argv, field):
     result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
