@@ -29,11 +29,13 @@ DEFAULT_CONFIG = "recipes/tiny/grpo.yaml"
 EXPECTED = {"before": (0.17625, 0.17625), "after": (0.55, 0.75), "min_gain": 0.40}
 
 from benchmarks.machine_load import measured_load
+from rlvr.analysis import before_after
 from rlvr.analysis.evaluate import evaluate
-from rlvr.analysis.loaders import load_run
+from rlvr.analysis.loaders import load_run, read_jsonl
 from rlvr.analysis.summaries import last, time_totals
-from rlvr.metrics.keys import TIME_PHASES as PHASES
 from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.metrics.keys import TIME_PHASES as PHASES
+from rlvr.runs import layout
 from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.training.config import load_recipe, validate
 
@@ -99,6 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
         "load": load,
     }
     (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_comparison(out, args.config, report)  # `rlvr report runs/bench-tiny/grpo` shows it
 
     seconds = split["seconds"]
     print(f"\nwall time: {total_s:.0f} s (eval before {before['wall_s']:.0f} s, GRPO {grpo_s:.0f} s, "
@@ -118,6 +121,21 @@ def main(argv: list[str] | None = None) -> dict:
         print(line)
     print(f"report: {out / 'benchmark.json'}")
     return report
+
+
+def write_comparison(out: Path, config: str, report: dict) -> dict:
+    """The held-out before/after of this job, paired prompt by prompt as `rlvr before-after` pairs them, into the run
+    folder's `before_after/` (where `rlvr report` reads a comparison), with the job's own measurement as its note."""
+    summaries = {side: json.loads((out / f"eval_{side}.json").read_text()) for side in before_after.SIDES}
+    rollouts = [read_jsonl(layout.rollouts_beside(out / f"eval_{side}.json")) for side in before_after.SIDES]
+    wall, k = report["wall_s"], next(key for key in report["after"] if key.startswith("pass@"))
+    scores = " · ".join(f"{key} {report['before'][key]:.3f} -> {report['after'][key]:.3f}"
+                        for key in ("exact_match", "mean_correctness", k))
+    note = (f"From `benchmark.json` (`python benchmarks/tiny_main_job.py`): held-out {scores}; GRPO "
+            f"{wall['grpo']:.0f} s of {wall['total']:.0f} s wall, {report['samples_per_s']:.1f} generated samples/s.")
+    comparison = {"config": config, "models": {side: summaries[side].get("model") for side in before_after.SIDES},
+                  "summaries": summaries, "prompts": before_after.pair_prompts(*rollouts), "note": note}
+    return before_after.save(comparison, out / "grpo" / layout.BEFORE_AFTER_DIR)
 
 
 def expectation_lines(report: dict, comparable: bool) -> list[str]:

@@ -12,10 +12,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlvr.inputs import (ArgumentParser, ConfigError, check_writable_folder, cli, load_recipe_yaml, non_negative_int,
-                      one_line, positive_int)
+from huggingface_hub import DatasetCard
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 from rlvr.data.generate import build_dataset, dataset_card
 from rlvr.data.spec import DataSpec
+
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    check_writable_folder,
+    cli,
+    load_recipe_yaml,
+    non_negative_int,
+    one_line,
+    positive_int,
+)
 
 
 def read_spec(path: str) -> DataSpec:
@@ -25,8 +36,6 @@ def read_spec(path: str) -> DataSpec:
 
 def check_repo_id(repo_id: str) -> None:
     """An invalid Hub id fails before the data is generated, with the Hub library's message on one line."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
     try:
         validate_repo_id(repo_id)
     except HFValidationError as err:
@@ -35,8 +44,6 @@ def check_repo_id(repo_id: str) -> None:
 
 def push_to_hub(dataset, spec: DataSpec, repo_id: str, private: bool) -> None:
     """Push rows and card. Any Hub failure (offline, no token, no network) becomes one line naming the flag."""
-    from huggingface_hub import DatasetCard
-
     try:
         dataset.push_to_hub(repo_id, private=private)
         DatasetCard(dataset_card(spec, dataset)).push_to_hub(repo_id, repo_type="dataset")

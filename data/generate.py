@@ -18,10 +18,11 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
-
+import yaml
+from datasets import Dataset, DatasetDict, Value, concatenate_datasets, load_dataset, load_from_disk
 from rlvr.data.levels import HELD_OUT_SETS, levels_of, range_attribute
 from rlvr.data.spec import TINY_SYSTEM_PROMPT, DataSpec
+
 from rlvr.inputs import ConfigError
 
 REQUIRED_COLUMNS = ("prompt", "answer", "metadata")
@@ -31,6 +32,7 @@ DIFFICULTY_KEYS = {"spell_backward": "word_len"}
 
 def resolve_system_prompt(system_prompt: str | None) -> str | None:
     """A reasoning_gym prompt name ("DeepSeekZero"), "tiny", literal text, or None."""
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.utils import SYSTEM_PROMPTS
 
     if system_prompt is None or system_prompt == "":
@@ -73,6 +75,7 @@ def _entry_to_row(entry: dict, system_prompt: str | None) -> dict:
 
 def build_dataset(spec: DataSpec) -> DatasetDict:
     """Same spec + seed -> identical rows. `test_size` distinct questions are held out; no question is in both splits."""
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     import reasoning_gym
     from reasoning_gym.composite import DatasetSpec
 
@@ -120,8 +123,6 @@ def load_task_dataset(source: str) -> DatasetDict:
 
 def int_difficulty(ds: Dataset) -> Dataset:
     """The `difficulty` column as int64 (None where a row has none), whatever type the stored dataset gave it."""
-    from datasets import Value
-
     if "difficulty" not in ds.column_names or ds.features["difficulty"] == Value("int64"):
         return ds
     ds = ds.map(lambda row: {"difficulty": as_difficulty(row["difficulty"])})
@@ -130,8 +131,6 @@ def int_difficulty(ds: Dataset) -> Dataset:
 
 def dataset_card(spec: DataSpec, dataset: DatasetDict) -> str:
     """A Hub dataset card that records the spec and seed, so anyone can regenerate the exact rows."""
-    import yaml
-
     sizes = ", ".join(f"{split}: {len(ds)}" for split, ds in dataset.items())
     return (
         "---\ntags: [reasoning-gym, rlvr, grpo]\n---\n"
@@ -151,8 +150,6 @@ def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
     """(DatasetDict, levels kept): `spec.size` rows per level, built by `build_dataset` from the spec with the
     level's range in the task config, train rows concatenated with an int `level` column (index into the levels
     kept). The test split is the named held-out set when the spec names one, else every level's held-out rows."""
-    from datasets import concatenate_datasets
-
     task = spec.specs[task_index]
     definition = range_attribute(task.name, attribute)
     kept, trains, tests, skipped = [], [], [], []
@@ -179,6 +176,7 @@ def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
 @lru_cache(maxsize=8)
 def build_held_out(name: str, system_prompt: str | None):
     """The named held-out set as a Dataset with the recipe's system prompt; identical rows for the same name."""
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     import reasoning_gym
 
     held = HELD_OUT_SETS[name]

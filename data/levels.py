@@ -33,6 +33,7 @@ class Level:
 
 def range_attribute(task: str, attribute: str | None, where: str = "curriculum.attribute"):
     """The task's registered curriculum attribute (a reasoning_gym RangeAttributeDefinition); one line if none."""
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.coaching.attributes import RangeAttributeDefinition
     from reasoning_gym.factory import create_curriculum, has_curriculum
 

@@ -11,6 +11,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from rlvr.data.levels import HELD_OUT_SETS
+
 from rlvr.inputs import ConfigError, mapping_field, one_line
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
@@ -21,6 +23,7 @@ PROMPT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")  # one identifier-like wo
 
 
 def prompt_names() -> tuple[str, ...]:
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.utils import SYSTEM_PROMPTS
 
     return ("tiny", *SYSTEM_PROMPTS)
@@ -82,8 +85,6 @@ class DataSpec:
             raise ConfigError(f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}")
         check_prompt_name(self.system_prompt, f"{field_name}.system_prompt")
         if self.held_out is not None:
-            from rlvr.data.levels import HELD_OUT_SETS
-
             if self.held_out not in HELD_OUT_SETS:
                 raise ConfigError(f"{field_name}.held_out", f"unknown held-out set {self.held_out!r}; choose one of "
                                                             f"{', '.join(HELD_OUT_SETS)}")
@@ -116,6 +117,7 @@ def _parse_task(item: Any, where: str) -> TaskSpec:
 
 
 def _validate_task(task: TaskSpec, where: str) -> None:
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.data import read_data_file
     from reasoning_gym.factory import DATASETS
 
@@ -138,6 +140,6 @@ def _validate_task(task: TaskSpec, where: str) -> None:
     try:  # the task's own limits, which validate() does not know: one item is made, as training would
         DATASETS[task.name][0](replace(config, size=1, seed=0))[0]
     except Exception as err:  # noqa: BLE001 - whatever the task raises, the config is what cannot work
-        lengths = sorted({len(w) for w in read_data_file(config.data_file).split()}) if hasattr(config, "data_file") else []
-        known = f"; reasoning_gym's {config.data_file} has words of {lengths[0]} to {lengths[-1]} letters" if lengths else ""
+        lengths = {len(w) for w in read_data_file(config.data_file).split()} if hasattr(config, "data_file") else ()
+        known = f"; reasoning_gym's {config.data_file} has words of {min(lengths)} to {max(lengths)} letters" if lengths else ""
         raise ConfigError(f"{where}.config", f"{task.name} cannot make a question from it ({one_line(err)}){known}") from None

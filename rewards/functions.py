@@ -20,11 +20,14 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from trl.rewards import get_soft_overlong_punishment
+
 FORMAT_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
 @lru_cache(maxsize=None)
 def _scorer(task: str):
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     import reasoning_gym
 
     return reasoning_gym.get_score_answer_fn(task)
@@ -83,6 +86,14 @@ def success(completions, answer, metadata=None, **kwargs) -> list[float]:
     return [float(exact_answer(t, a) and format_score(t) == 1.0) for t, a in zip(texts, answer)]
 
 
+def group_side(solved) -> str | None:
+    """THE definition of a prompt group's side, by its completions' `success` (exactly right, full format):
+    "all_wrong" when none is right, "all_correct" when every one is, None when they mix. The batch readings
+    (`zero_std_side/*`), the rollouts' `groups/*` series, their figure, the report and the doctor all read it."""
+    solved = [bool(s) for s in solved]
+    return "all_wrong" if not any(solved) else "all_correct" if all(solved) else None
+
+
 CAPPED_BELOW_EXACT = 0.99  # the most a not-exactly-right answer earns under capped_correctness
 
 
@@ -111,8 +122,6 @@ def binary(completions, answer, metadata=None, **kwargs) -> list[float]:
 
 def overlong_penalty(max_length: int, cache_length: int):
     """DAPO's soft overlong penalty: 0 up to max_length - cache_length tokens, then linear to -1 at max_length."""
-    from trl.rewards import get_soft_overlong_punishment
-
     penalty = get_soft_overlong_punishment(max_completion_len=max_length, soft_punish_cache=cache_length)
     penalty.__name__ = "penalty"  # instance attribute: TRL logs the reward under this name
     return penalty

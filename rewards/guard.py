@@ -41,11 +41,12 @@ import sys
 import threading
 from pathlib import Path
 
+from transformers import TrainerState
+
 from rlvr.inputs import ConfigError
 from rlvr.runs import layout
 
 PROBE_ROWS = 2
-ERROR_FILE = layout.REWARD_ERROR
 
 
 HARD_STOP_GRACE = 60  # seconds past the limit before faulthandler ends a process whose reward never returned
@@ -101,8 +102,6 @@ def probe_texts(answer) -> list[str]:
 def call_kwargs(rows: list[dict], texts: list[str]) -> dict:
     """Arguments exactly as TRL's `_calculate_rewards` passes them: prompts, completions, completion_ids, every dataset
     column but prompt as a list, the trainer state and the two logging hooks."""
-    from transformers import TrainerState
-
     conversational = isinstance(rows[0].get("prompt"), list)
     keys = [key for key in rows[0] if key not in ("prompt", "completion", "completion_ids")]
     return {
@@ -240,7 +239,7 @@ def _guarded(func, output_dir: str, seconds: float | None = None):
             "row": {k: v[index] for k, v in kwargs.items() if isinstance(v, list) and len(v) == size
                     and k not in ("completions", "completion_ids")} if found else None,
         }
-        path = Path(output_dir) / ERROR_FILE
+        path = Path(output_dir) / layout.REWARD_ERROR
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2, default=str, ensure_ascii=False) + "\n")
         what = "the call is described" if timed_out else "the completion and its row are"

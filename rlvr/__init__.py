@@ -1,6 +1,6 @@
 """Shared machinery for the recipes: config, runner, trainer hooks, callbacks. Kept import-light on purpose.
 
-The design card keeps `rewards/`, `data/` and `recipes/` at the top of the repository; they are the sub-packages
+`rewards/`, `data/` and `recipes/` sit at the top of the repository, where a reader looks first; they are the sub-packages
 `rlvr.rewards`, `rlvr.data` and `rlvr.recipes`. An install copies them under `rlvr/` (pyproject's package-dir). In
 a checkout they sit beside this folder, so the repository root joins this package's search path: `import
 rlvr.rewards` then finds `<root>/rewards` from a plain clone, a git worktree or an editable install alike, with no

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import math
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,8 +28,6 @@ class ConfigError(ValueError):
 
 def cli(main, *args, **kwargs):
     """Run a command-line `main`: bad input ends the process with one line on stderr and exit status 2."""
-    import sys
-
     try:
         return main(*args, **kwargs)
     except ConfigError as err:
@@ -145,8 +145,6 @@ def read_yaml(path, field: str):
 def mapping_field(raw, field: str, known, example: str) -> dict:
     """A spec field given as a YAML mapping or, from the command line, a JSON object string: the dict, with every
     key in `known`. Errors name the field (`data`, `curriculum`) or the unknown key (`data.sizes`)."""
-    import json
-
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)

@@ -1,12 +1,15 @@
 """`rlvr report` on the main job's run (benchmarks/tiny_main_job.py's layout): the doctor's findings, and the
 held-out before/after the main job computed beside the run instead of "Not run yet"."""
 
+import importlib.util
 import json
 
+from conftest import REPO
 from test_doctor import from_step, healthy_rows, write_run
 
 from rlvr.analysis.loaders import load_run
-from rlvr.analysis.report import build_report, main_job_comparison
+from rlvr.analysis.before_after import load
+from rlvr.analysis.report import build_report
 
 
 def evaluation(model: str, correctness: float, exact: float) -> tuple[dict, list[dict]]:
@@ -21,18 +24,28 @@ def evaluation(model: str, correctness: float, exact: float) -> tuple[dict, list
     return summary, rollouts
 
 
+def main_job():
+    spec = importlib.util.spec_from_file_location("tiny_main_job", REPO / "benchmarks" / "tiny_main_job.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_evaluations(bench, model_after: str) -> None:
+    for side, correctness, exact in (("before", 0.5, 0.0), ("after", 1.0, 1.0)):
+        summary, rollouts = evaluation("models/tiny-speller" if side == "before" else model_after, correctness, exact)
+        (bench / f"eval_{side}.json").write_text(json.dumps(summary))
+        (bench / f"eval_{side}.rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
+
+
 def test_main_job_report_shows_its_before_after_and_the_doctor(tmp_path):
     bench = tmp_path / "bench-tiny"
     run = write_run(bench / "grpo", from_step(healthy_rows(), 11, **{"step/truncated": 0.9}))
-    for side, correctness, exact in (("before", 0.5, 0.0), ("after", 1.0, 1.0)):
-        summary, rollouts = evaluation("models/tiny-speller" if side == "before" else "runs/bench-tiny/grpo",
-                                       correctness, exact)
-        (bench / f"eval_{side}.json").write_text(json.dumps(summary))
-        (bench / f"eval_{side}.rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
-    (bench / "benchmark.json").write_text(json.dumps({
+    write_evaluations(bench, "runs/bench-tiny/grpo")
+    main_job().write_comparison(bench, "recipes/tiny/grpo.yaml", {
         "wall_s": {"total": 200.0, "grpo": 170.0}, "samples_per_s": 52.0,
         "before": {"exact_match": 0.0, "mean_correctness": 0.5, "pass@2": 0.0},
-        "after": {"exact_match": 1.0, "mean_correctness": 1.0, "pass@2": 1.0}}))
+        "after": {"exact_match": 1.0, "mean_correctness": 1.0, "pass@2": 1.0}})
 
     report = build_report(run).read_text()
     before_after = report.split("## Before / after training")[1].split("## Time accounting")[0]
@@ -43,11 +56,11 @@ def test_main_job_report_shows_its_before_after_and_the_doctor(tmp_path):
     assert "1. [problem] step 11: truncation: 90%" in doctor and "**1 problem(s) found.**" in doctor
 
 
-def test_evaluations_of_another_model_are_not_paired_with_the_run(tmp_path):
+def test_the_report_pairs_no_evaluations_it_finds_beside_the_run(tmp_path):
+    """Only a comparison written into the run folder (`rlvr before-after`, the main job) is shown: evaluation files
+    that merely lie beside the run, of another model, are not paired with it."""
     bench = tmp_path / "bench-tiny"
     run = write_run(bench / "grpo", healthy_rows())
-    for side in ("before", "after"):
-        summary, rollouts = evaluation("runs/elsewhere/other", 0.5, 0.0)
-        (bench / f"eval_{side}.json").write_text(json.dumps(summary))
-        (bench / f"eval_{side}.rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
-    assert main_job_comparison(load_run(run)) is None
+    write_evaluations(bench, "runs/elsewhere/other")
+    assert load(load_run(run).path) is None
+    assert "Not run yet" in build_report(run).read_text().split("## Before / after training")[1]

@@ -91,7 +91,7 @@ def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     assert sum("train_runtime" in r for r in metrics) == 1
     rollouts = rows(out / "rollouts.jsonl")
     assert Counter(r["step"] for r in rollouts) == {step: 16 for step in range(1, 5)}  # numbered as metrics.jsonl
-    assert not list(out.glob("metrics.*.jsonl")) and not list(out.glob("rollouts.*.jsonl"))  # nothing moved aside
+    assert not (out / "previous-runs").exists()  # nothing moved aside
     assert (out / "checkpoint-4" / "trainer_state.json").exists()
 
 
@@ -170,4 +170,4 @@ def test_a_fresh_run_moves_old_records_aside(tmp_path):
     old = tmp_path / "rollouts.jsonl"
     old.write_text('{"step": 0}\n')
     assert "aside" in start_record(old, 0, ROLLOUTS)
-    assert not old.exists() and [p.read_text() for p in tmp_path.glob("rollouts.*.jsonl")] == ['{"step": 0}\n']
+    assert not old.exists() and [p.read_text() for p in tmp_path.glob("previous-runs/*/rollouts.jsonl")] == ['{"step": 0}\n']

@@ -47,7 +47,7 @@ def rollout_rows():
     return [
         {"step": step, "round": 0, "group": group, "question": "Spell this word backward: cat", "answer": "tac",
          "difficulty": 3, "completion": "<think>t a c</think><answer>tac</answer>", "completion_tokens": 10,
-         "correctness": c, "format": 1.0, "penalty": 0.0, "total": c + 0.5, "binary": c}
+         "correctness": c, "format": 1.0, "success": float(c == 1.0), "penalty": 0.0, "total": c + 0.5, "binary": c}
         for (step, group), scores in ROLLOUT_CORRECTNESS.items() for c in scores
     ]
 

@@ -9,15 +9,21 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 from conftest import REPO, read_jsonl
-from rlvr.rewards.functions import completion_text, correctness, format
+from rlvr.rewards.functions import completion_text, correctness, format, success
 
+from rlvr.analysis.loaders import load_run
+from rlvr.analysis.plots import plot_runs
+from rlvr.metrics.callbacks import RolloutLogCallback
+from rlvr.metrics.keys import GENERATED_SAMPLES, LOSS, group_key, zero_std_side_key
 from rlvr.metrics.readings import batch_readings, zero_std_sides
 from rlvr.metrics.reward_batch import RewardBatch, flat_groups, is_truncated, reward_components
 from rlvr.metrics.step_metrics import compute_step_metrics, hollow_content
+from rlvr.runs import layout
 
 RIGHT = "<think>s u n -> n u s</think><answer>nus</answer>"  # the tiny speller's own format, for the word `sun`
 
@@ -277,3 +283,34 @@ def test_evaluation_reports_the_watches_by_word_length():
     assert summary["overall"]["truncated"] == 0.5 and summary["overall"]["false_full_credit"] == 0.0
     assert format_table(summary).splitlines()[0].split()[-4:] == ["false_full_credit", "truncated", "truncated_wrong",
                                                                   "hollow_format"]
+
+
+def test_the_zero_std_figures_all_wrong_panels_agree_where_the_old_definitions_differed(tmp_path):
+    """`groups/all_wrong` (from rollouts.jsonl) and `zero_std_side/all_wrong` (the batch readings), drawn side by side
+    in zero_std_by_step.png, share one definition of "all wrong" (`rlvr.rewards.functions.group_side`). Group 0 has
+    partial credit and no exact answer: the old rollout definition (correctness all 0) called it not all wrong, the
+    readings all wrong. Every group here is flat on total, so the two panels must read the same."""
+    near = "<think>s u n</think><answer>nsu</answer>"  # partial credit, not the exact answer
+    wrong = "<think>s u n</think><answer>xyz</answer>"  # no letter right
+    texts = [near, near, RIGHT, RIGHT, wrong, wrong]
+    answers = ["nus"] * len(texts)
+    rewards = torch.tensor([correctness(texts, answers), format(texts), success(texts, answers)]).T
+    batch = RewardBatch(rewards_per_func=rewards, names=["correctness", "format", "success"],  # as a run measures
+                        weights=torch.tensor([1.0, 0.5, 0.0]), num_generations=2, completions=texts,
+                        rows=[{"answer": "nus", "task": "spell_backward"} for _ in texts],
+                        completion_lengths=[len(t) for t in texts])
+    correctness_of = batch.components()["correctness"].tolist()
+    assert 0 < correctness_of[0] < 1 and correctness_of[4] == 0  # where the old definitions split
+    assert flat_groups(batch.components()["total"], 2).all()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    state = SimpleNamespace(is_world_process_zero=True, global_step=0)
+    RolloutLogCallback(print_rollouts=False).on_rewards(SimpleNamespace(output_dir=str(run_dir)), state, None,
+                                                       batch=batch)
+    row = {"step": 1, GENERATED_SAMPLES: batch.size, LOSS: 0.0, **batch_readings(batch)}
+    (run_dir / layout.METRICS).write_text(json.dumps(row) + "\n")
+    run = load_run(run_dir)
+    for side, share in (("all_wrong", 2 / 3), ("all_correct", 1 / 3)):
+        assert run.values(group_key(side)) == pytest.approx(run.values(zero_std_side_key(side)))
+        assert run.values(group_key(side)) == [pytest.approx(share)]
+    assert (tmp_path / "plots" / "zero_std_by_step.png") in plot_runs([run], tmp_path / "plots", ["step"])

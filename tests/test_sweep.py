@@ -413,8 +413,8 @@ def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_
     with pytest.raises(SystemExit) as stopped:
         run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2)
     assert stopped.value.code == 143
-    assert capsys.readouterr().err.splitlines() == ["stopped by SIGTERM: 2 running run(s) checkpointed and stopped; "
-                                                     "rerun the same command to resume them"]
+    assert capsys.readouterr().err.splitlines() == [("stopped by SIGTERM: 2 running run(s) checkpointed and stopped; "
+                                                      "rerun the same command to resume them")]
     for label in ("a", "b"):
         assert "SIGTERM x 1" in (tmp_path / "out" / "demo" / label / "train.log").read_text()
     assert signal.getsignal(signal.SIGTERM) is before  # the sweep's own handler is gone again

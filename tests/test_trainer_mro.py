@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 from trl import GRPOTrainer
 
-from rlvr.speedups.shared_prefix import with_speedups
-from rlvr.speedups.shared_prefix import SharedPrefixTrainer
+from rlvr.speedups.shared_prefix import SharedPrefixTrainer, with_speedups
 from rlvr.training import config
 from rlvr.training.algorithms import ALGORITHMS, trainer_class
 from rlvr.training.curriculum import CurriculumSamplerTrainer, with_curriculum

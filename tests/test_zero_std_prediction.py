@@ -27,7 +27,8 @@ GROUPS = {
 
 def rollouts(groups=GROUPS):
     return [
-        {"step": step, "round": rnd, "group": group, "difficulty": difficulty, "correctness": c, "completion_tokens": 5}
+        {"step": step, "round": rnd, "group": group, "difficulty": difficulty, "correctness": c, "success": float(c == 1.0),
+         "completion_tokens": 5}
         for (step, rnd, group), (difficulty, scores) in groups.items() for c in scores
     ]
 

@@ -13,6 +13,10 @@ import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import AddedToken, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
     "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
@@ -43,9 +47,6 @@ class TinyModelConfig:
 
 
 def build_tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import AddedToken, PreTrainedTokenizerFast
-
     byte_alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     backend = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(byte_alphabet)}, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
@@ -61,9 +62,6 @@ def build_tokenizer():
 
 def build_tiny_model(output_dir: str | Path, config: TinyModelConfig | None = None) -> Path:
     """Write a random-weight tiny Qwen3 and its tokenizer to `output_dir` (overwrites), and return the path."""
-    import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
     config = config or TinyModelConfig()
     tokenizer = build_tokenizer()
     torch.manual_seed(config.seed)

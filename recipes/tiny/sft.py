@@ -20,12 +20,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere in the repo
 
-from transformers import TrainerCallback
-from trl import SFTConfig
+import torch
+from rlvr.data.generate import build_dataset
+from rlvr.data.spec import DataSpec
+from rlvr.recipes.tiny.model import TinyModelConfig, build_tiny_model, build_tokenizer
+from rlvr.recipes.tiny.sft_data import sft_dataset
+from rlvr.rewards.registry import resolve_reward_funcs
+from transformers import AutoModelForCausalLM, TrainerCallback
+from trl import SFTConfig, SFTTrainer
 
-from rlvr.training.config import RecipeParser
+from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, sampling_settings, score, summarize
 from rlvr.inputs import ConfigError
-from rlvr.recipes.tiny.model import TinyModelConfig
+from rlvr.training.config import RecipeParser, load_recipe, validate
 
 
 @dataclass
@@ -78,9 +84,6 @@ def model_shape(raw: dict | None) -> TinyModelConfig:
 
 def heldout(recipe: str) -> tuple[set[str], dict]:
     """The GRPO recipe's test questions (regenerated from its spec) and its sampling settings."""
-    from rlvr.training.config import load_recipe, validate
-    from rlvr.analysis.evaluate import sampling_settings
-
     grpo = validate(load_recipe(["--config", recipe, "--build_tiny_model", "true"]))  # no model needed yet
     return set(grpo.dataset["test"]["question"]), sampling_settings(grpo.training, {})
 
@@ -96,10 +99,6 @@ class ExactMatchStop(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.target is None or state.global_step % self.every:
             return
-        import torch
-
-        from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, score, summarize
-        from rlvr.rewards.registry import resolve_reward_funcs
 
         model.eval()
         padding_side = self.tokenizer.padding_side  # the sampler pads left, as TRL's generation does; SFT pads right
@@ -120,14 +119,6 @@ class ExactMatchStop(TrainerCallback):
 
 
 def main(argv: list[str] | None = None) -> Path:
-    from transformers import AutoModelForCausalLM
-    from trl import SFTTrainer
-
-    from rlvr.data.generate import build_dataset
-    from rlvr.data.spec import DataSpec
-    from rlvr.recipes.tiny.sft_data import sft_dataset
-    from rlvr.recipes.tiny.model import build_tiny_model, build_tokenizer
-
     args, training = parse(argv)
     shape = model_shape(args.model_shape)
     data = build_dataset(DataSpec.from_dict(args.data))

@@ -12,20 +12,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.tables import markdown_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_int, positive_int
 from rlvr.runs import layout
+from rlvr.training.validation import MODEL_FILES, flag_type
 
-OUT_SUBDIR = layout.BEFORE_AFTER_DIR
 SIDES = ("before", "after")
 
 
 def compare(before: str, after: str, config: str, num_prompts: int = 32, num_samples: int | None = None,
             ks=(1, 4, 8), seed: int = 0, out_dir=None, use_vllm: bool = False) -> dict:
     """Evaluate both models on the first `num_prompts` test prompts and pair their rollouts prompt by prompt."""
-    from rlvr.analysis.evaluate import evaluate
-
-    out = Path(out_dir or Path(after) / OUT_SUBDIR)
+    out = Path(out_dir or Path(after) / layout.BEFORE_AFTER_DIR)
     summaries, records = {}, {}
     for side, model in zip(SIDES, (before, after)):
         summary = evaluate(config, model_path=model, num_prompts=num_prompts, num_samples=num_samples, ks=tuple(ks),
@@ -35,6 +34,13 @@ def compare(before: str, after: str, config: str, num_prompts: int = 32, num_sam
         records[side] = [json.loads(line) for line in Path(summary["files"]["rollouts"]).read_text().splitlines()]
     comparison = {"config": config, "models": {"before": before, "after": after},
                   "summaries": summaries, "prompts": pair_prompts(records["before"], records["after"])}
+    return save(comparison, out)
+
+
+def save(comparison: dict, out: Path) -> dict:
+    """`before_after.json` (what `load` and the report read) and `before_after.md` into `out`. A comparison may carry
+    a `note`: one markdown line the report prints above it (how it was measured, by whom)."""
+    out.mkdir(parents=True, exist_ok=True)
     (out / layout.BEFORE_AFTER).write_text(json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
     (out / "before_after.md").write_text(render_markdown(comparison) + "\n")
     return comparison
@@ -99,6 +105,7 @@ def render_markdown(comparison: dict, show: int = 12) -> str:
     models, counts = comparison["models"], changes(comparison["prompts"])
     n = comparison["summaries"]["before"]["num_samples"]
     return "\n\n".join([
+        *([comparison["note"]] if comparison.get("note") else []),
         (f"Before: `{models['before']}` · after: `{models['after']}` · {len(comparison['prompts'])} held-out "
          f"prompts x {n} samples, the recipe's sampling settings (`{comparison['config']}`)."),
         (f"Per prompt (mean correctness over its samples): **{counts['improved']} improved, {counts['regressed']} "
@@ -121,7 +128,7 @@ def render_text(comparison: dict, show: int = 8) -> str:
 
 def load(run_dir) -> dict | None:
     """A saved comparison inside a run directory, if before_after was run into it."""
-    path = Path(run_dir) / OUT_SUBDIR / layout.BEFORE_AFTER
+    path = Path(run_dir) / layout.BEFORE_AFTER_DIR / layout.BEFORE_AFTER
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -132,8 +139,6 @@ def _clip(text: str | None, width: int = 48) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from rlvr.training.validation import MODEL_FILES, flag_type  # training's rules for the fields it shares
-
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="model folder before training (e.g. models/tiny-speller)")
     parser.add_argument("--after", required=True, help="model folder after training (a run's output_dir)")
@@ -142,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num_samples", type=positive_int, default=None, help="samples per prompt (default: the largest k)")
     parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--seed", type=flag_type("seed", int), default=0)
-    parser.add_argument("--out", default=None, help=f"output folder (default <after>/{OUT_SUBDIR})")
+    parser.add_argument("--out", default=None, help=f"output folder (default <after>/{layout.BEFORE_AFTER_DIR})")
     parser.add_argument("--show", type=non_negative_int, default=8, help="prompts printed side by side")
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed)")
     args = parser.parse_args(argv)
@@ -152,11 +157,11 @@ def main(argv: list[str] | None = None) -> dict:
             raise ConfigError(f"--{flag}", f"no model at {str(folder)!r} (a folder with config.json or adapter_config.json)")
     if args.out:
         check_writable_folder(args.out, "--out")
-    print(f"[before-after] writing to {Path(args.out or Path(args.after) / OUT_SUBDIR)}/", flush=True)
+    print(f"[before-after] writing to {Path(args.out or Path(args.after) / layout.BEFORE_AFTER_DIR)}/", flush=True)
     comparison = compare(args.before, args.after, args.config, args.num_prompts, args.num_samples, args.k, args.seed,
                          args.out, args.use_vllm)
     print(render_text(comparison, args.show))
-    print(f"[before-after] wrote {Path(args.out or Path(args.after) / OUT_SUBDIR) / 'before_after.md'}")
+    print(f"[before-after] wrote {Path(args.out or Path(args.after) / layout.BEFORE_AFTER_DIR) / 'before_after.md'}")
     return comparison
 
 

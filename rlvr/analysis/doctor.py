@@ -30,6 +30,21 @@ from dataclasses import dataclass
 from rlvr.analysis.loaders import Run, load_any_run
 from rlvr.analysis.summaries import mean, time_totals, wall_time
 from rlvr.inputs import ArgumentParser, ConfigError, cli
+from rlvr.metrics.keys import (
+    CLIPPED_RATIO,
+    ENTROPY,
+    GENERATED_SAMPLES,
+    GRAD_NORM,
+    KL,
+    LEARNING_RATE,
+    LOSS,
+    MEAN_LENGTH,
+    REWARD,
+    TRL_ZERO_STD,
+    reward_key,
+    step_key,
+    zero_std_key,
+)
 
 WINDOW = 5  # logged steps averaged before a sustained condition counts
 
@@ -78,22 +93,22 @@ THRESHOLDS = {
 
 # reading -> the keys that carry it: this repo's first, then plain TRL's (`rewards/<fn>/mean` matched by name part)
 READINGS = {
-    "zero_std": ("zero_std_frac/total", "frac_reward_zero_std"),
-    "truncated": ("step/truncated", "completions/clipped_ratio"),
-    "truncated_wrong": ("step/truncated_wrong",),
-    "reward": ("avg_total", "reward"),
-    "success": ("avg_success", "rewards/success/mean"),
-    "correctness": ("avg_correctness", "rewards/correctness/mean", "rewards/*correct*/mean", "rewards/*accuracy*/mean"),
-    "format": ("avg_format", "rewards/format/mean", "rewards/*format*/mean"),
-    "format_flat": ("zero_std_frac/format",),
+    "zero_std": (zero_std_key("total"), TRL_ZERO_STD),
+    "truncated": (step_key("truncated"), CLIPPED_RATIO),
+    "truncated_wrong": (step_key("truncated_wrong"),),
+    "reward": (reward_key("total"), REWARD),
+    "success": (reward_key("success"), "rewards/success/mean"),
+    "correctness": (reward_key("correctness"), "rewards/correctness/mean", "rewards/*correct*/mean", "rewards/*accuracy*/mean"),
+    "format": (reward_key("format"), "rewards/format/mean", "rewards/*format*/mean"),
+    "format_flat": (zero_std_key("format"),),
     "format_std": ("rewards/format/std", "rewards/*format*/std"),
-    "entropy": ("entropy",),
-    "kl": ("kl",),
-    "grad_norm": ("grad_norm",),
-    "loss": ("loss",),
-    "false_full_credit": ("step/false_full_credit",),
-    "hollow_format": ("step/hollow_format",),
-    "mean_length": ("completions/mean_length",),
+    "entropy": (ENTROPY,),
+    "kl": (KL,),
+    "grad_norm": (GRAD_NORM,),
+    "loss": (LOSS,),
+    "false_full_credit": (step_key("false_full_credit"),),
+    "hollow_format": (step_key("hollow_format"),),
+    "mean_length": (MEAN_LENGTH,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
     "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
@@ -283,7 +298,7 @@ def check_learning_rate(run, settings, keys):
     findings = []
     lr = setting(settings, "learning_rate", None)
     if lr is None and run.rows:
-        lr = run.rows[0].get("learning_rate", "?")
+        lr = run.rows[0].get(LEARNING_RATE, "?")
     if keys.get("reward"):
         rewards = list(windows(points(run, keys["reward"])))
         if rewards:
@@ -390,7 +405,7 @@ def check_idle_groups(run, settings, keys):
     if not (found := sustained(run, keys, "zero_std", "idle_groups")):
         return []
     series, hit = found
-    caveat = " (TRL's isclose(std, 0) count)" if keys["zero_std"] == "frac_reward_zero_std" else ""
+    caveat = " (TRL's isclose(std, 0) count)" if keys["zero_std"] == TRL_ZERO_STD else ""
     cause, remedy = idle_cause(run, keys, settings, hit[0])
     return [Finding("problem", hit[0],
                     f"idle groups: {from_step(series, hit[0]):.0%} of prompt groups flat on the reward "
@@ -446,7 +461,7 @@ def check_compute(run, settings, keys):
         parts.append(f"generation {share:.0%} of step time")
     # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
     seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
-    samples = run.rows[-1].get("generated_samples")
+    samples = run.rows[-1].get(GENERATED_SAMPLES)
     if seconds and finite(samples):
         parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
     elif seconds:

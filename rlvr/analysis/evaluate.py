@@ -16,16 +16,31 @@ pass@k uses the unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from rich.progress import ProgressColumn
+import torch
+from peft import PeftModel
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+from rich.text import Text
+from transformers import AutoTokenizer, GenerationConfig
+from trl.trainer.utils import create_model_from_path
 
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
+from rlvr.metrics.keys import step_key
+from rlvr.metrics.reward_batch import RewardBatch, is_truncated, reward_components
+from rlvr.metrics.step_metrics import compute_step_metrics
+from rlvr.planning import generation_batch_for, shape_from_config
+from rlvr.rewards.functions import exact_answer
 from rlvr.runs import layout
+from rlvr.training.config import load_recipe, validate
+from rlvr.training.model_loading import model_init_kwargs, quantization_config
+from rlvr.training.validation import check_model_folder, flag_type
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
 
@@ -56,8 +71,6 @@ def sampling_settings(training, overrides: dict) -> dict:
 def eval_device(training) -> str:
     """Where the trainer would put the policy: this process's CUDA device when there is one, else the CPU
     (`use_cpu: true` keeps a recipe on the CPU even on a GPU machine, as it does for training)."""
-    import torch
-
     if training.use_cpu or not torch.cuda.is_available():
         return "cpu"
     return f"cuda:{training.local_process_index}"
@@ -65,8 +78,6 @@ def eval_device(training) -> str:
 
 def check_vllm(use_vllm: bool, device: str) -> None:
     """`--use_vllm` fails before any model loads, in one line, where vLLM cannot run."""
-    import importlib.util
-
     if not use_vllm:
         return
     if importlib.util.find_spec("vllm") is None:
@@ -79,17 +90,11 @@ def load_policy(model_path: str, recipe, device: str):
     """The policy as the trainer loads it: `rlvr.training.model_loading`'s from_pretrained arguments (the recipe's dtype and
     attention, QLoRA's quantization config) through TRL's own `create_model_from_path`, placed on `device`.
     A folder holding only a LoRA adapter (what a `use_peft` run saves) loads its base, then the adapter."""
-    from trl.trainer.utils import create_model_from_path
-
-    from rlvr.training.model_loading import model_init_kwargs, quantization_config
-
     kwargs = {**model_init_kwargs(recipe.model, recipe.training), "device_map": {"": device}}
     if (quant := quantization_config(recipe.model)) is not None:
         kwargs["quantization_config"] = quant
     adapter = Path(model_path) / "adapter_config.json"
     if adapter.exists() and not (Path(model_path) / "config.json").exists():
-        from peft import PeftModel
-
         base = json.loads(adapter.read_text())["base_model_name_or_path"]
         return PeftModel.from_pretrained(create_model_from_path(base, **kwargs), model_path).eval()
     return create_model_from_path(model_path, **kwargs).eval()
@@ -127,9 +132,6 @@ def prompts_per_batch(model, device: str, num_samples: int, longest_prompt: int,
     memory hold (the planner's own terms, `rlvr.planning.generation_batch_for`); on the CPU a fixed 512 samples."""
     if device == "cpu":
         return max(1, SAMPLES_PER_BATCH // num_samples)
-    import torch
-
-    from rlvr.planning import generation_batch_for, shape_from_config
 
     shape = shape_from_config("policy", model.config.to_dict())
     free, _ = torch.cuda.mem_get_info(device)
@@ -144,10 +146,7 @@ def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, 
     `extra`: the recipe's `generation_kwargs`, which TRL adds to its GenerationConfig too. With the recipe's
     `prefix_attention` speed-up on, chunks whose prompts share a prefix sample through its loop instead: the same
     tokens as `generate` under the same seed (each prompt's rows repeated as `num_return_sequences` repeats them)."""
-    import torch
-    from transformers import GenerationConfig
-
-    from rlvr.speedups import prefix_attention
+    from rlvr.speedups import prefix_attention  # opt-in: only a recipe that names a speed-up imports its module
     from rlvr.speedups.shared_prefix import MIN_SHARED_PREFIX, shared_prompt_prefix
 
     tokenizer.padding_side = "left"
@@ -186,7 +185,7 @@ def until_eos(ids: list[int], eos_token_id) -> list[int]:
 def vllm_sampler(model_path: str, recipe, settings: dict, num_samples: int, seed: int):
     """The same chunks sampled by vLLM (what TRL's `use_vllm` generates with), with the same sampling settings.
     GPU only; pending a GPU run in this repo (`benchmarks/gpu_check.py` times it when vLLM is installed)."""
-    from vllm import LLM, SamplingParams
+    from vllm import LLM, SamplingParams  # optional dependency (the `vllm` extra, GPU only)
 
     model, training = recipe.model, recipe.training
     # The LLM and SamplingParams arguments TRL's colocated vLLM uses (trl/generation/vllm_generation.py).
@@ -210,9 +209,6 @@ def vllm_sampler(model_path: str, recipe, settings: dict, num_samples: int, seed
 
 def progress_bar(num_samples: int):
     """A rich progress bar on stderr: prompts done of all, samples/s and the time left."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("prompts"),
                     SamplesPerSecondColumn(num_samples), TimeRemainingColumn(), console=Console(stderr=True))
 
@@ -225,8 +221,6 @@ class SamplesPerSecondColumn(ProgressColumn):
         self.samples_per_prompt = samples_per_prompt
 
     def render(self, task):
-        from rich.text import Text
-
         elapsed = task.finished_time if task.finished else task.elapsed
         if not elapsed or not task.completed:
             return Text("? samples/s")
@@ -250,11 +244,6 @@ def score(rows: list[dict], completions: list[list[str]], rewards, completion_id
     `binary` from `rlvr.metrics.reward_batch.reward_components`, the trainer's single source for derived components.
     With the ids and the tokenizer's stop ids (EOS, padding), each record says whether the completion was cut off
     (`rlvr.metrics.reward_batch.is_truncated`, the trainer's test) and how many tokens it has."""
-    import torch
-
-    from rlvr.metrics.reward_batch import is_truncated, reward_components
-    from rlvr.rewards.functions import exact_answer
-
     flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
             for text, ids in zip(samples, id_lists or [None] * len(samples))]
     conversational = bool(rows) and not isinstance(rows[0]["prompt"], str)
@@ -360,12 +349,6 @@ def evaluate(
 ) -> dict:
     """Sample as the trainer samples (the recipe's device, dtype, quantization, chat template kwargs and sampling
     settings), score with the recipe's reward set, summarise; writes the JSON summary and the rollouts JSONL."""
-    import torch
-    from transformers import AutoTokenizer
-
-    from rlvr.training.config import load_recipe, validate
-    from rlvr.training.validation import check_model_folder
-
     loaded = load_recipe(["--config", config])
     model_args = loaded.model
     model_path = model_path or model_args.model_name_or_path
@@ -446,8 +429,6 @@ def step_metrics_of(records: list[dict], rewards, num_samples: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from rlvr.training.validation import flag_type  # sampling flags take training's range rules (RULES)
-
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="recipe YAML: its model loading, chat template kwargs, data, "
                                                         "sampling settings and reward set are used")

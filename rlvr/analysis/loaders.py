@@ -12,22 +12,32 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-from rlvr.analysis.zero_std import EXACT_SERIES, GROUP_SERIES, group_outcomes, zero_std_prediction
+from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
 from rlvr.inputs import ConfigError, load_yaml_mapping, read_text
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
+    ENTROPY,
+    EXACT_SERIES,
+    GENERATED_SAMPLES,
+    GENERATED_TOKENS,
+    GENERATION_SHARE,
+    GROUP_SERIES,
+    LOSS,
+    REWARD,
     REWARD_PREFIX,
     STEP_PREFIX,
     STOPPED_EARLY,
+    TRAIN_RUNTIME,
     components_in,
     ordered,
     reward_key,
+    step_key,
     zero_std_key,
+    zero_std_side_key,
 )
 from rlvr.runs import layout
 
-X_AXES = {"step": "step", "samples": "generated_samples", "tokens": "generated_tokens"}
+X_AXES = {"step": "step", "samples": GENERATED_SAMPLES, "tokens": GENERATED_TOKENS}
 X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
 
 
@@ -62,7 +72,7 @@ def curriculum_series(runs) -> list[str]:
     return sorted(keys, key=order)
 
 
-TABLE_READINGS = ("zero_std_side/all_wrong", "step/truncated", "step/hollow_format", "entropy")  # when logged
+TABLE_READINGS = (zero_std_side_key("all_wrong"), step_key("truncated"), step_key("hollow_format"), ENTROPY)  # when logged
 
 
 def table_series(run) -> list[str]:
@@ -70,7 +80,7 @@ def table_series(run) -> list[str]:
     `TABLE_READINGS` the run logged (all-wrong flat groups, truncation, hollow format, entropy), time share."""
     zero_std = [zero_std_key(c) for c in ("total", "correctness") if c in run.components]
     readings = [key for key in TABLE_READINGS if any(key in row for row in run.rows)]
-    return [*reward_series([run]), *zero_std, *readings, "time/generation_share"]
+    return [*reward_series([run]), *zero_std, *readings, GENERATION_SHARE]
 
 
 ROLLOUT_SERIES = GROUP_SERIES + EXACT_SERIES
@@ -101,9 +111,9 @@ def training_rows(rows: list, source) -> tuple[list[dict], dict]:
     for number, row in enumerate(rows, 1):
         if not isinstance(row, dict):
             raise ConfigError("RUN_DIR", f"{source}: row {number} is not an object: {str(row)[:40]}")
-        if "train_runtime" in row:
+        if TRAIN_RUNTIME in row:
             final = row
-        elif "loss" in row or "reward" in row or any(key.startswith(REWARD_PREFIX) for key in row):
+        elif LOSS in row or REWARD in row or any(key.startswith(REWARD_PREFIX) for key in row):
             if not isinstance(row.get("step"), (int, float)) or isinstance(row.get("step"), bool):
                 raise ConfigError("RUN_DIR", f"{source}: row {number} has no step number ({', '.join(list(row)[:4])})")
             training.append(row)
@@ -140,7 +150,7 @@ class Run:
     def held_out_curve(self, key: str = "exact_match") -> list[tuple[int, float]]:
         """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
         logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
-        samples = {count(row.get("step")): count(row.get("generated_samples")) for row in self.rows}
+        samples = {count(row.get("step")): count(row.get(GENERATED_SAMPLES)) for row in self.rows}
         points = []
         for path in (self.path / layout.EVAL_DIR).glob("checkpoint-*.json"):
             step = int(path.stem.removeprefix("checkpoint-"))
@@ -149,7 +159,7 @@ class Run:
                 points.append((samples[step], value))
         final = self.held_out("after").get(key) if (self.path / layout.EVAL_DIR / "after.json").exists() else None
         if final is not None and self.rows:
-            points.append((count(self.rows[-1].get("generated_samples")), final))
+            points.append((count(self.rows[-1].get(GENERATED_SAMPLES)), final))
         return sorted(points)
 
     def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
@@ -159,7 +169,7 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return "train_runtime" in self.final and STOPPED_EARLY not in self.final
+        return TRAIN_RUNTIME in self.final and STOPPED_EARLY not in self.final
 
     def rollouts(self) -> list[dict]:
         path = self.path / layout.ROLLOUTS
@@ -196,7 +206,10 @@ def saved_training_args(run_dir) -> dict:
     path = Path(run_dir) / "training_args.bin"
     if not path.exists():
         return {}
-    import torch  # only for this pickle: reading records needs no torch otherwise
+
+    # start-up: torch costs seconds to import (7.5 s measured on 2 loaded cores); only this pickle needs it, so
+    # `rlvr doctor` and the loaders read records without it
+    import torch
 
     return torch.load(path, weights_only=False).to_dict()
 

@@ -19,7 +19,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on servers and CI
+import io
+
 import matplotlib.pyplot as plt
+from PIL import Image
 
 from rlvr.analysis.loaders import (
     X_AXES,
@@ -33,15 +36,23 @@ from rlvr.analysis.loaders import (
 )
 from rlvr.analysis.summaries import seed_group, time_totals
 from rlvr.analysis.tables import series_table, text_table
-from rlvr.analysis.zero_std import EXACT_SERIES, GROUP_SERIES
 from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import (
+    CLIPPED_RATIO,
     CURRICULUM_PREFIX,
+    ENTROPY,
+    EXACT_SERIES,
+    GENERATION_SHARE,
+    GROUP_SERIES,
+    MEAN_LENGTH,
     TIME_PHASES,
     ZERO_STD_PREFIX,
     ZERO_STD_SIDE_PREFIX,
     ZERO_STD_SIDES,
+    exact_key,
+    group_key,
     reward_key,
+    step_key,
     zero_std_key,
     zero_std_side_key,
 )
@@ -58,34 +69,30 @@ PALETTE_COLOURS = 64  # line plots on white: 64 palette entries keep every line 
 
 def save(fig, path) -> None:
     """The figure as a palette PNG: matplotlib renders it, Pillow (matplotlib's own dependency) quantizes it."""
-    import io
-
-    from PIL import Image
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
     image = Image.open(buffer).convert("RGB")
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
 
 
-UNIT_INTERVAL = ("avg_correctness", "avg_format", "avg_success", "avg_binary", *GROUP_SERIES,  # fixed 0..1 axis,
-                 "completions/clipped_ratio", "step/truncated", "step/truncated_wrong", "step/hollow_format",
-                 "step/false_full_credit")  # with zero_std_frac/* and zero_std_side/*
-SAMPLING_SERIES = ("entropy", "completions/mean_length", "completions/clipped_ratio")  # TRL's own keys
+UNIT_INTERVAL = (*map(reward_key, ("correctness", "format", "success", "binary")), *GROUP_SERIES,  # fixed 0..1 axis,
+                 CLIPPED_RATIO, step_key("truncated"), step_key("truncated_wrong"), step_key("hollow_format"),
+                 step_key("false_full_credit"))  # with zero_std_frac/* and zero_std_side/*
+SAMPLING_SERIES = (ENTROPY, MEAN_LENGTH, CLIPPED_RATIO)  # TRL's own keys
 SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
 MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
 # A component that is a constant when its reward is not configured: (component, the TRL key its reward logs).
 UNCONFIGURED_CONSTANT = {"penalty": "rewards/penalty/mean"}
 CURRICULUM_UNIT_INTERVAL = (f"{CURRICULUM_PREFIX}weight/", f"{CURRICULUM_PREFIX}pass_rate/")  # shares and rates
-TITLES = {
-    "groups/all_wrong": "groups all wrong (correctness, rollouts)",
-    "groups/all_correct": "groups all correct (correctness, rollouts)",
-    "groups/mixed": "groups with contrast (correctness, rollouts)",
-    "zero_std_side/all_wrong": "flat on total, all wrong (too hard)",
-    "zero_std_side/all_correct": "flat on total, all right (solved)",
-    "zero_std_side/all_truncated": "flat on total, all cut off (length)",
-    "zero_std_side/identical": "flat on total, one text (collapsed)",
-    "entropy": "sampling entropy (TRL)",
+TITLES = {  # "all wrong" / "all right": no / every completion exactly right (`rlvr.rewards.functions.group_side`)
+    group_key("all_wrong"): "all groups, all wrong (no exact answer)",
+    group_key("all_correct"): "all groups, all right (every answer exact)",
+    group_key("mixed"): "all groups, right and wrong mixed",
+    zero_std_side_key("all_wrong"): "flat on total, all wrong (no exact answer)",
+    zero_std_side_key("all_correct"): "flat on total, all right (every answer exact)",
+    zero_std_side_key("all_truncated"): "flat on total, all cut off (length)",
+    zero_std_side_key("identical"): "flat on total, one text (collapsed)",
+    ENTROPY: "sampling entropy (TRL)",
 }
 
 
@@ -151,10 +158,10 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
 
 
 PREDICTION_STYLES = {  # series -> (label, line style); the logged partial-credit series is the grey reference
-    "zero_std_exact/observed": ("exact match, observed", "-"),
-    "zero_std_exact/predicted_self": ("p^G+(1-p)^G, p = own group", "--"),
-    "zero_std_exact/predicted_peers": ("p^G+(1-p)^G, p = peer groups", ":"),
-    "zero_std_frac/correctness": ("correctness, logged", "-"),
+    exact_key("observed"): ("exact match, observed", "-"),
+    exact_key("predicted_self"): ("p^G+(1-p)^G, p = own group", "--"),
+    exact_key("predicted_peers"): ("p^G+(1-p)^G, p = peer groups", ":"),
+    zero_std_key("correctness"): ("correctness, logged", "-"),
 }
 
 
@@ -203,7 +210,7 @@ def time_figure(runs: list[Run], path: Path) -> Path:
     bars.legend(fontsize=MIN_FONT_PT)
     bars.tick_params(axis="x", labelrotation=20)
     for run in runs:
-        xs, ys = run.series("time/generation_share", "step")
+        xs, ys = run.series(GENERATION_SHARE, "step")
         if xs:
             share.plot(xs, ys, marker="." if len(xs) < 30 else None, label=run.label)
     share.set_ylim(-0.05, 1.05)

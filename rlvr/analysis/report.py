@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import before_after, doctor
+from rlvr.analysis.evaluate import format_table
 from rlvr.analysis.loaders import (
     Run,
     count,
@@ -44,11 +45,10 @@ from rlvr.analysis.summaries import (
 )
 from rlvr.analysis.tables import markdown_table, series_table, summary_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
-from rlvr.metrics.keys import TIME_PHASES
+from rlvr.metrics.keys import GENERATED_SAMPLES, TIME_PHASES, group_key, zero_std_key
 from rlvr.runs import layout
+from rlvr.training.config import check_model_reachable
 
-CONFIG_NAME = layout.CONFIG  # the recipe a run used, copied beside its records (the sweep writes it)
-SPEC_NAME = layout.SWEEP_SPEC
 TRAINING_ARGS_SHOWN = (
     "learning_rate", "num_generations", "generation_batch_size", "per_device_train_batch_size",
     "gradient_accumulation_steps", "max_steps", "max_completion_length", "temperature", "top_p", "top_k",
@@ -58,7 +58,7 @@ TRAINING_ARGS_SHOWN = (
 
 def config_text(run_dir: Path, config: str | None = None) -> str:
     """The YAML a run used: its own config.yaml, else `config` (copied in for next time), else training_args.bin."""
-    own = run_dir / CONFIG_NAME
+    own = run_dir / layout.CONFIG
     if config:
         load_yaml_mapping(config, "--config")  # missing, a folder, binary or not a mapping: one line, nothing copied
     if config and not own.exists():
@@ -94,7 +94,7 @@ def images(paths: list[Path], report_dir: Path, names: tuple[str, ...]) -> str:
 
 def zero_std_reading(run: Run, last_k: int = 5) -> str:
     """A one-paragraph reading of the zero-std curve, numbers first, then what they suggest."""
-    total = run.values("zero_std_frac/total")
+    total = run.values(zero_std_key("total"))
     if not total:
         return "No zero_std_frac rows were logged."
     avg = mean(total)
@@ -104,12 +104,12 @@ def zero_std_reading(run: Run, last_k: int = 5) -> str:
          "completions scored alike, so the group-normalised advantage is 0 and they add no gradient: about "
          f"{1 - avg:.0%} of the generated groups carried the learning signal.")
     ]
-    correctness = run.values("zero_std_frac/correctness")
+    correctness = run.values(zero_std_key("correctness"))
     if correctness:
         tied = mean(correctness)
         from_format = " (so most of the total's contrast came from the format reward)" if tied > avg + 0.05 else ""
         parts.append(f"On correctness alone {tied:.0%} of groups were tied{from_format}.")
-    wrong, right = run.values("groups/all_wrong"), run.values("groups/all_correct")
+    wrong, right = run.values(group_key("all_wrong")), run.values(group_key("all_correct"))
     if wrong:
         wrong_end, right_end = tail_mean(wrong, last_k), tail_mean(right, last_k)
         parts.append(f"In the rollouts, {wrong_end:.0%} of the last steps' groups were all wrong and "
@@ -184,7 +184,7 @@ def add_reference_reach(runs: list[Run], summary: list[dict], reference: str | N
 
 SETTING_COLUMNS = ("heldout_exact_match_before", "heldout_exact_match_after", "heldout_mean_correctness_after",
                    "heldout_pass@8_after", "final_correctness", "auc_correctness", f"samples_to_{REACH_CORRECTNESS}",
-                   "mean_zero_std_correctness", REFERENCE_REACH, "generated_samples", "wall_time_s")
+                   "mean_zero_std_correctness", REFERENCE_REACH, GENERATED_SAMPLES, "wall_time_s")
 
 
 def settings_section(summary: list[dict]) -> list[str]:
@@ -296,46 +296,14 @@ def doctor_section(run: Run) -> list[str]:
             "\n".join(diagnosis.lines()) or "(no findings)"]  # each line starts "N. ": a Markdown numbered list
 
 
-def main_job_comparison(run: Run) -> dict | None:
-    """The held-out before/after that benchmarks/tiny_main_job.py computed beside its run (`eval_before.json`,
-    `eval_after.json` and their rollouts in the folder above `grpo/`), paired as `rlvr before-after` pairs them;
-    None when the run is not one of its runs."""
-    paths = {side: run.path.parent / layout.MAIN_JOB_EVAL.format(side=side) for side in before_after.SIDES}
-    rollouts = {side: layout.rollouts_beside(path) for side, path in paths.items()}
-    if not all(path.exists() for path in (*paths.values(), *rollouts.values())):
-        return None
-    summaries = {side: json.loads(path.read_text()) for side, path in paths.items()}
-    model = summaries["after"].get("model")
-    if model and Path(model).parts[-2:] != run.path.resolve().parts[-2:]:  # relative to wherever it was run from
-        return None  # evaluations of another model, not of this run
-    return {"config": summaries["after"].get("config"),
-            "models": {side: summaries[side].get("model") for side in before_after.SIDES},
-            "summaries": summaries,
-            "prompts": before_after.pair_prompts(*(read_jsonl(rollouts[side]) for side in before_after.SIDES))}
-
-
-def main_job_benchmark_line(run: Run, report_dir: Path) -> str:
-    """The main job's own measurement (benchmark.json beside the evaluations), one line; "" without one."""
-    path = run.path.parent / layout.MAIN_JOB_BENCHMARK
-    if not path.exists():
-        return ""
-    bench = json.loads(path.read_text())
-    wall, k = bench.get("wall_s", {}), next((key for key in bench.get("after", {}) if key.startswith("pass@")), None)
-    scores = " · ".join(f"{key} {bench['before'][key]:.3f} -> {bench['after'][key]:.3f}"
-                        for key in ("exact_match", "mean_correctness", k) if key and key in bench.get("after", {}))
-    return (f"From [{path.name}]({link(path, report_dir)}) (`python benchmarks/tiny_main_job.py`): held-out "
-            f"{scores}; GRPO {wall.get('grpo', 0):.0f} s of {wall.get('total', 0):.0f} s wall, "
-            f"{bench.get('samples_per_s', 0):.1f} generated samples/s.")
-
-
 def run_report(run: Run, report_dir: Path, config: str | None, before: str | None, num_prompts: int, last_k: int,
                max_rows: int) -> str:
     recipe = config_text(run.path, config)  # first: it copies --config in, which before/after then reads
-    comparison = before_after.load(run.path) or main_job_comparison(run)
+    comparison = before_after.load(run.path)
     if before:
-        if not (run.path / CONFIG_NAME).exists():
-            raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {CONFIG_NAME}")
-        comparison = before_after.compare(before, str(run.path), str(run.path / CONFIG_NAME), num_prompts)
+        if not (run.path / layout.CONFIG).exists():
+            raise ConfigError("--config", f"--before needs the recipe YAML: {run.path} has no {layout.CONFIG}")
+        comparison = before_after.compare(before, str(run.path), str(run.path / layout.CONFIG), num_prompts)
     pngs = plot_runs([run], report_dir / layout.PLOTS_DIR)
     summary = summarize([run], last_k)[0]
     records = [(f"- [{layout.METRICS}]({link(run.path / layout.METRICS, report_dir)}): {len(run.rows)} logged steps, "
@@ -367,7 +335,6 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
         images(pngs, report_dir, ("sampling_by_step.png", "step_metrics_by_step.png")),  # entropy, truncation, watches
         *curriculum_section([run], pngs, report_dir, max_rows),
         "## Before / after training",
-        *([line] if (line := main_job_benchmark_line(run, report_dir)) else []),
         before_after.render_markdown(comparison) if comparison else evaluations_section(run, report_dir),
         "## Time accounting",
         markdown_table(*time_table([run])),
@@ -379,12 +346,10 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
 def evaluations_section(run: Run, report_dir: Path) -> str:
     """The held-out evaluations already in the run folder (`evaluations_in`), each as evaluate prints it (per word
     length: exact match, reward means, pass@k, false_full_credit); "Not run yet" with the command only when none is."""
-    from rlvr.analysis.evaluate import format_table
-
     found = evaluations_in(run.path)
     if not found:
         return ("Not run yet: `python -m rlvr.analysis.before_after --before BASE_MODEL --after "
-                f"{run.path} --config {run.path / CONFIG_NAME}` (or `--before BASE_MODEL` here).")
+                f"{run.path} --config {run.path / layout.CONFIG}` (or `--before BASE_MODEL` here).")
     parts = ["Held-out evaluations found in the run folder (no before_after pairing; "
              "`--before BASE_MODEL` adds one):"]
     for path, summary in found:
@@ -404,14 +369,14 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
             raise ConfigError("--only", f"no run of {sweep_dir} is labelled {' or '.join(only)}")
     pngs = plot_runs(runs, report_dir / layout.PLOTS_DIR, x_axes)
     summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
-    spec = sweep_dir / SPEC_NAME
+    spec = sweep_dir / layout.SWEEP_SPEC
     labels = (yaml.safe_load(spec.read_text()) or {}).get("labels") if spec.exists() else None
     summary = write_summary(runs, summary_dir, last_k, labels[0] if isinstance(labels, list) and labels else None)
     inside = lambda path: Path(os.path.abspath(path)).is_relative_to(os.path.abspath(report_dir))
     run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
         f"- **{run.label}**: " + ", ".join(
             f"[{name}]({link(run.path / name, report_dir)})" if inside(run.path) else f"`{run.path / name}`"
-            for name in (CONFIG_NAME, layout.METRICS, layout.TRAIN_LOG) if (run.path / name).exists())
+            for name in (layout.CONFIG, layout.METRICS, layout.TRAIN_LOG) if (run.path / name).exists())
         for run in runs
     ]
     return "\n\n".join([
@@ -464,8 +429,6 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     if config and dirs != [path]:
         raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
     if before:
-        from rlvr.training.config import check_model_reachable
-
         try:
             check_model_reachable(before, will_build=False)
         except ConfigError as err:

@@ -11,6 +11,7 @@ was deleted is cleared when the sweep next trains.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -19,20 +20,16 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis.loaders import load_run
-from rlvr.analysis.report import SPEC_NAME
-from rlvr.analysis.sweep_spec import EVAL_DIR, SWEEP_RECIPE_NAME, Spec, Variant, load_spec
+from rlvr.analysis.sweep_spec import Spec, Variant, load_spec
 from rlvr.inputs import ConfigError
 from rlvr.runs import layout
 from rlvr.runs.code_record import code_identity, other_code
+from rlvr.training.config import load_recipe
 
 
 def parsed_fields(config: dict) -> list[dict]:
     """The recipe as its script parses it: (recipe, training, model) arguments as dicts, every default filled in, where
     the run writes left out."""
-    import dataclasses
-
-    from rlvr.training.config import load_recipe
-
     loaded = load_recipe(["--dry_run", "true"], config={**config, "output_dir": "RUN"}, source="a sweep run's recipe")
     parsed = (loaded.args, loaded.training, loaded.model)
     fields = [a.to_dict() if hasattr(a, "to_dict") else dataclasses.asdict(a) for a in parsed]
@@ -57,7 +54,7 @@ def evaluation_of(spec: Spec, config: dict) -> dict | None:
 
 def is_linked(run_dir: Path) -> bool:
     """A shared run: the folder itself links to another run, or holds links to its files (and its own evaluation)."""
-    return run_dir.is_symlink() or (run_dir / SWEEP_RECIPE_NAME).is_symlink()
+    return run_dir.is_symlink() or (run_dir / layout.SWEEP_RECIPE).is_symlink()
 
 
 def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool] | None:
@@ -65,7 +62,7 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool
     whether that sweep evaluated it the same way. The sweep links to it instead of training it again (the GRPO
     baseline of the KL sweep is the reference sweep's GRPO run, seed for seed). Only real runs are shared from."""
     candidates = []
-    for recipe in sorted(out.glob(f"*/*/{SWEEP_RECIPE_NAME}")):
+    for recipe in sorted(out.glob(f"*/*/{layout.SWEEP_RECIPE}")):
         run_dir = recipe.parent
         if is_linked(run_dir) or run_dir == variant.run_dir or not (run_dir / layout.METRICS).exists():
             continue
@@ -83,7 +80,7 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool
             print(f"[sweep] {variant.label}: not sharing {run_dir}: {why}; training it afresh", flush=True)
             continue
         try:
-            other = load_spec(run_dir.parent / SPEC_NAME)
+            other = load_spec(run_dir.parent / layout.SWEEP_SPEC)
         except (ConfigError, OSError):
             return run_dir, False
         return run_dir, evaluation_of(other, old) == evaluation_of(spec, variant.config)
@@ -100,7 +97,7 @@ def share(variant: Variant, source: Path, same_evaluation: bool) -> None:
         return
     variant.run_dir.mkdir()
     for entry in sorted(source.iterdir()):
-        if entry.name != EVAL_DIR:
+        if entry.name != layout.EVAL_DIR:
             (variant.run_dir / entry.name).symlink_to(os.path.relpath(entry, variant.run_dir),
                                                       target_is_directory=entry.is_dir())
 

@@ -8,8 +8,14 @@ from collections import defaultdict
 
 from rlvr.analysis.loaders import Run, count
 from rlvr.metrics.keys import (
+    GENERATED_SAMPLES,
+    GENERATED_TOKENS,
     TIME_PHASES,
+    TIME_TOTAL,
+    TRAIN_RUNTIME,
     reward_key,
+    time_key,
+    zero_std_key,
 )
 
 
@@ -47,15 +53,15 @@ def normalized_auc(xs, ys, x_end: float | None = None) -> float | None:
 
 def time_totals(run: Run) -> dict[str, float]:
     """Seconds per phase summed over the run, the total, and generation's share of it."""
-    totals = {phase: sum(run.values(f"time/{phase}_s")) for phase in TIME_PHASES}
-    totals["total"] = sum(run.values("time/total_s"))
+    totals = {phase: sum(run.values(time_key(phase))) for phase in TIME_PHASES}
+    totals["total"] = sum(run.values(TIME_TOTAL))
     totals["generation_share"] = totals["generation"] / totals["total"] if totals["total"] else None
     return totals
 
 
 def wall_time(run: Run) -> float:
     """Training wall time: TRL's train_runtime when the run finished, else the summed step times so far."""
-    return run.final.get("train_runtime") or time_totals(run)["total"]
+    return run.final.get(TRAIN_RUNTIME) or time_totals(run)["total"]
 
 
 def last(run: Run, key: str):
@@ -66,7 +72,7 @@ def last(run: Run, key: str):
 def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
     """Generated samples when avg_correctness, averaged over `window` logged steps, first reaches `threshold`. Only
     full windows count: one lucky first batch (64 samples of easy words) is not "reached"."""
-    xs, ys = run.series("avg_correctness", "samples")
+    xs, ys = run.series(reward_key("correctness"), "samples")
     for i in range(min(window, len(ys)) - 1, len(ys)):
         if mean(ys[max(0, i - window + 1) : i + 1]) >= threshold:
             return count(xs[i])
@@ -85,26 +91,26 @@ def samples_to_reach_held_out(run: Run, threshold: float) -> int | None:
 
 def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
     """One summary row per run. The AUC runs up to the sample budget every run reached, so it is compute-aligned."""
-    ends = [run.series("avg_correctness", "samples")[0][-1:] for run in runs]
+    ends = [run.series(reward_key("correctness"), "samples")[0][-1:] for run in runs]
     common_end = min((e[0] for e in ends if e), default=None)
     rows = []
     for run in runs:
-        xs, ys = run.series("avg_correctness", "samples")
+        xs, ys = run.series(reward_key("correctness"), "samples")
         totals = time_totals(run)
         rows.append({
             "run": run.label,
             "finished": run.finished,
             "steps": count(last(run, "step")),
-            "generated_samples": count(last(run, "generated_samples")),
-            "generated_tokens": count(last(run, "generated_tokens")),
+            GENERATED_SAMPLES: count(last(run, GENERATED_SAMPLES)),
+            GENERATED_TOKENS: count(last(run, GENERATED_TOKENS)),
             "final_correctness": tail_mean(ys, last_k),
-            "final_binary": tail_mean(run.values("avg_binary"), last_k),  # partial credit, as the homework defines it
-            "final_success": tail_mean(run.values("avg_success"), last_k),  # 0/1: exact answer and full format
+            "final_binary": tail_mean(run.values(reward_key("binary")), last_k),  # partial credit, as the homework defines it
+            "final_success": tail_mean(run.values(reward_key("success")), last_k),  # 0/1: exact answer and full format
             "auc_correctness": normalized_auc(xs, ys, common_end),
             "auc_up_to_samples": count(common_end),
             f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
-            "mean_zero_std_total": mean(run.values("zero_std_frac/total")),
-            "mean_zero_std_correctness": mean(run.values("zero_std_frac/correctness")),
+            "mean_zero_std_total": mean(run.values(zero_std_key("total"))),
+            "mean_zero_std_correctness": mean(run.values(zero_std_key("correctness"))),
             "wall_time_s": wall_time(run),
             "generation_share": totals["generation_share"],
             **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)

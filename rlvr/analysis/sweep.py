@@ -39,14 +39,17 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis import sweep_slurm
+from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, load_runs
-from rlvr.analysis.report import SPEC_NAME, build_report
+from rlvr.analysis.report import build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
 from rlvr.analysis.summaries import summarize
-from rlvr.analysis.sweep_spec import EVAL_DIR, Spec, Variant, load_spec, plan, render_config, select, validate_variant
+from rlvr.analysis.sweep_spec import Spec, Variant, load_spec, plan, render_config, select, validate_variant
 from rlvr.analysis.tables import summary_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 from rlvr.runs import layout
+from rlvr.runs.checkpoints import checkpoint_problem
+from rlvr.training.runner import main as train_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 SUBPROCESS_LAUNCHERS = ("python", "accelerate")  # a process per run: what --jobs runs, and a Slurm task
@@ -125,18 +128,16 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
     the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.runs.stopping: finish the
     step, save a checkpoint, stop; a second signal would stop it without one) and waits for it."""
     if launcher == "inprocess":
-        from rlvr.training.runner import main
-
         for i, variant in runs:
             print(f"[sweep] {i}/{total} {variant.label}: training in this process", flush=True)
             start = time.perf_counter()
             write_recipe(variant, spec)
-            main(["--config", str(variant.config_path), "--resume_from_checkpoint", "true"])
+            train_recipe(["--config", str(variant.config_path), "--resume_from_checkpoint", "true"])
             print(f"[sweep] {variant.label}: done in {time.perf_counter() - start:.0f} s", flush=True)
         return {variant.label: 0 for _, variant in runs}
     slots = core_slots(jobs)
     if slots:  # a tiny model is built once, here, not by two runs at once into one folder
-        from rlvr.recipes.tiny.model import ensure_tiny_model
+        from rlvr.recipes.tiny.model import ensure_tiny_model  # only a recipe that asks for the tiny model imports it
 
         for model in sorted({v.config["model_name_or_path"] for _, v in runs if v.config.get("build_tiny_model")}):
             ensure_tiny_model(model)
@@ -198,12 +199,10 @@ def eval_recipe(config: dict, spec: Spec, target: Path) -> Path:
 
 def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: str) -> dict:
     """Held-out pass@k of one model, written to <out_dir>/eval/<name>.json (skipped when already there)."""
-    from rlvr.analysis.evaluate import evaluate
-
-    output = out_dir / EVAL_DIR / f"{name}.json"
+    output = out_dir / layout.EVAL_DIR / f"{name}.json"
     if output.exists():
         return json.loads(output.read_text())
-    recipe = eval_recipe(config, spec, out_dir / EVAL_DIR / f"{name}.recipe.yaml")
+    recipe = eval_recipe(config, spec, out_dir / layout.EVAL_DIR / f"{name}.recipe.yaml")
     options = spec.evaluate
     return evaluate(str(recipe), model_path=model, num_samples=options["num_samples"], ks=tuple(options["k"]),
                     num_prompts=options["num_prompts"], output=str(output),
@@ -273,7 +272,7 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
         return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None, "smoke": smoke}
 
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / SPEC_NAME).write_text(spec.text)
+    (sweep_dir / layout.SWEEP_SPEC).write_text(spec.text)
     results = link_finished(variants, states, sources)
     codes = {}
     if report_only:
@@ -327,7 +326,7 @@ def submit_to_slurm(spec: Spec, sweep_dir: Path, variants: list[Variant], pendin
                 "smoke": command["smoke"]}
     sweep_slurm.file_options(sbatch_file or sweep_slurm.SBATCH_FILE)  # a missing options file: said before writing
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / SPEC_NAME).write_text(spec.text)
+    (sweep_dir / layout.SWEEP_SPEC).write_text(spec.text)
     results = {**link_finished(variants, states, sources), **{label: "queued" for label in queued}}
     if not tasks:
         print(f"[sweep] slurm: nothing to submit; {len(queued)} run(s) still queued or running, and the report job "
@@ -390,10 +389,8 @@ def why_left_out(run_dir: Path, code: int | None) -> str:
 def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
     """The run's complete checkpoint folders below `before_step` (the last step's weights are the run's own, which
     eval/after.json scores), in step order; torn ones from a crash are left out."""
-    from rlvr.runs.checkpoints import CHECKPOINT, checkpoint_problem
-
-    step = lambda p: int(CHECKPOINT.match(p.name).group(1))
-    found = [p for p in run_dir.iterdir() if p.is_dir() and CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
+    step = lambda p: int(layout.CHECKPOINT.match(p.name).group(1))
+    found = [p for p in run_dir.iterdir() if p.is_dir() and layout.CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
              and (before_step is None or step(p) < before_step)]
     return sorted(found, key=step)
 

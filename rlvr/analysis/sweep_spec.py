@@ -30,15 +30,21 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis.summaries import seed_group
-from rlvr.inputs import ConfigError, load_recipe_yaml, load_yaml_mapping, non_negative_float, positive_int, reject_unknown_keys
+from rlvr.inputs import (
+    ConfigError,
+    load_recipe_yaml,
+    load_yaml_mapping,
+    non_negative_float,
+    positive_int,
+    reject_unknown_keys,
+)
 from rlvr.runs import layout
+from rlvr.training.config import load_recipe, validate
 
-SWEEP_RECIPE_NAME = layout.SWEEP_RECIPE
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
 # The spec's `evaluate:` keys and defaults. every_steps: also evaluate a checkpoint saved every N optimizer steps
 # (eval/checkpoint-N.json), so held-out exact match has a curve over generated samples, not only an end point.
 EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None, "every_steps": None}
-EVAL_DIR = layout.EVAL_DIR  # <run>/eval/after.json; the base model's <sweep>/eval/before.json
 RECIPE_KEY = "recipe"
 
 
@@ -72,7 +78,7 @@ class Variant:
     @property
     def config_path(self) -> Path:
         """The recipe file the sweep writes and launches; the runner then records what ran as config.yaml."""
-        return self.run_dir / SWEEP_RECIPE_NAME
+        return self.run_dir / layout.SWEEP_RECIPE
 
 
 def load_spec(path) -> Spec:
@@ -200,8 +206,6 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
 
 def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
     """Parse the effective recipe exactly as its script will (no model loaded); apply the samples budget."""
-    from rlvr.training.config import load_recipe, validate
-
     source = f"the recipe of sweep run {variant.label!r}"
     try:  # the effective recipe is already in memory: parsed from the mapping, no file written or read
         recipe = validate(load_recipe(["--dry_run", "true"], config=copy.deepcopy(variant.config), source=source))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rlvr.analysis.loaders import Run, count, table_series
+from rlvr.metrics.keys import GENERATED_SAMPLES
 
 
 def downsample(items: list, max_rows: int) -> list:
@@ -19,7 +20,7 @@ def series_table(run: Run, max_rows: int = 20, keys=None) -> tuple[list[str], li
     """(headers, rows): step, samples and `keys` (default: `table_series`) for each logged step, downsampled."""
     keys = table_series(run) if keys is None else keys
     headers = ["step", "samples", *keys]
-    rows = [[count(row.get("step")), count(row.get("generated_samples")), *(row.get(k) for k in keys)] for row in run.rows]
+    rows = [[count(row.get("step")), count(row.get(GENERATED_SAMPLES)), *(row.get(k) for k in keys)] for row in run.rows]
     return headers, downsample(rows, max_rows)
 
 

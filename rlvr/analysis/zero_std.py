@@ -9,10 +9,16 @@ from __future__ import annotations
 from collections import defaultdict
 from statistics import fmean
 
-# From rollouts.jsonl: why a correctness group has no contrast (all wrong = too hard, all correct = solved).
-GROUP_SERIES = ("groups/all_wrong", "groups/all_correct", "groups/mixed")
-# From rollouts.jsonl: zero-std groups of exact match (correctness == 1), observed and predicted (`zero_std_prediction`).
-EXACT_SERIES = ("zero_std_exact/observed", "zero_std_exact/predicted_self", "zero_std_exact/predicted_peers")
+from rlvr.metrics.keys import (
+    EXACT_SERIES,
+    GENERATED_SAMPLES,
+    GENERATED_TOKENS,
+    GROUP_SIDES,
+    MIXED,
+    exact_key,
+    group_key,
+)
+from rlvr.rewards.functions import group_side
 
 
 def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
@@ -36,23 +42,21 @@ def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:
     for step in sorted(by_step):
         seen_samples += samples[step]
         seen_tokens += tokens[step]
-        x = {"step": step, "generated_samples": seen_samples, "generated_tokens": seen_tokens}
+        x = {"step": step, GENERATED_SAMPLES: seen_samples, GENERATED_TOKENS: seen_tokens}
         steps.append((x, by_step[step]))
     return steps
 
 
 def group_outcomes(rollouts: list[dict]) -> list[dict]:
-    """Per optimizer step, the fraction of prompt groups whose correctness is all 0, all 1, or mixed."""
+    """Per optimizer step, the fraction of prompt groups that are all wrong, all correct (`group_side`, by each
+    rollout's `success`: the definition the batch readings' `zero_std_side/*` use) or mixed. A group flat on total
+    and all wrong counts in both `groups/all_wrong` and `zero_std_side/all_wrong`."""
     rows = []
     for x, groups in rollout_steps(rollouts):
-        scored = [s for s in ([r.get("correctness") for r in g if r.get("correctness") is not None] for g in groups) if s]
-        n = len(scored) or 1
-        rows.append({
-            **x,
-            "groups/all_wrong": sum(all(v == 0 for v in s) for s in scored) / n,
-            "groups/all_correct": sum(all(v == 1 for v in s) for s in scored) / n,
-            "groups/mixed": sum(len(set(s)) > 1 for s in scored) / n,
-        })
+        sides = [group_side(s) for s in ([r["success"] == 1.0 for r in g if r.get("success") is not None]
+                                          for g in groups) if s]
+        n = len(sides) or 1
+        rows.append({**x, **{group_key(side or MIXED): sides.count(side) / n for side in (*GROUP_SIDES, None)}})
     return rows
 
 
@@ -93,11 +97,11 @@ def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
                 outcomes.append((g[0].get("difficulty"), exact))
         row = {**x, **dict.fromkeys(EXACT_SERIES)}
         if outcomes:
-            row["zero_std_exact/observed"] = fmean([float(len(set(e)) == 1) for _, e in outcomes])
-            row["zero_std_exact/predicted_self"] = fmean([flat_probability(sum(e) / len(e), len(e)) for _, e in outcomes])
+            row[exact_key("observed")] = fmean([float(len(set(e)) == 1) for _, e in outcomes])
+            row[exact_key("predicted_self")] = fmean([flat_probability(sum(e) / len(e), len(e)) for _, e in outcomes])
             predicted = [flat_probability(peers, len(e)) for i, (_, e) in enumerate(outcomes)
                          if (peers := peer_rate(outcomes, i)) is not None]
-            row["zero_std_exact/predicted_peers"] = fmean(predicted) if predicted else None
+            row[exact_key("predicted_peers")] = fmean(predicted) if predicted else None
         rows.append(row)
     return rows
 

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
+import warnings
 from pathlib import Path
 
+from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
-from rlvr.metrics.keys import COUNTERS, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, STOPPED_EARLY, ordered, reward_key, zero_std_key
+from rlvr.metrics.keys import (
+    COUNTERS,
+    KNOWN_ORDER,
+    REWARD_PREFIX,
+    STEP_PREFIX,
+    STOPPED_EARLY,
+    TRAIN_RUNTIME,
+    ordered,
+    reward_key,
+    zero_std_key,
+)
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
 from rlvr.runs.stopping import early_stop
@@ -122,7 +135,7 @@ class MetricsJsonlCallback(TrainerCallback):
             return
         row = {"step": state.global_step, "epoch": state.epoch, "time": time.time()}
         row.update({key: _finite(value) for key, value in logs.items()})
-        if "train_runtime" in logs and (stop := early_stop(self.stops)):
+        if TRAIN_RUNTIME in logs and (stop := early_stop(self.stops)):
             row[STOPPED_EARLY] = stop.line  # TRL closes a stopped run as a finished one: this row says otherwise
         path = self._file(args)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,8 +169,6 @@ HIDDEN = ("binary", "penalty")  # derived ones the line leaves to metrics.jsonl 
 
 
 def _write(line: str) -> None:
-    from tqdm.auto import tqdm
-
     tqdm.write(line)  # above a live progress bar instead of through it
 
 
@@ -240,9 +251,6 @@ def silence_known_warnings() -> None:
     * transformers 5: "`is_gradient_checkpointing` is deprecated" (FutureWarning), which TRL 1.16 reads at every
       generation: TRL's call, not ours, and the attribute still works.
     """
-    import logging
-    import warnings
-
     logging.getLogger("DeepSpeed").addFilter(_DropMessage("Setting accelerator to CPU."))
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 

@@ -31,7 +31,7 @@ from torch import nn
 from rlvr.metrics.keys import zero_std_side_key
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, flat_groups, group_summary, is_truncated
 from rlvr.metrics.step_metrics import compute_step_metrics
-from rlvr.rewards.functions import completion_text
+from rlvr.rewards.functions import completion_text, group_side
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns a batch (and the rollouts) keeps
 
@@ -161,17 +161,17 @@ class ReadingsCallback(RewardBatchCallback):
 
 def zero_std_sides(batch: RewardBatch) -> dict[str, float]:
     """Which side the groups that are flat on `total` (`flat_groups`: no contrast, no gradient) are on, each as a
-    fraction of all the batch's groups: `all_wrong` (no completion exactly right, `RewardBatch.solved`: too hard),
-    `all_correct` (every one right: solved), `all_truncated` (every one cut off: a length budget), `identical` (the G
+    fraction of all the batch's groups: `all_wrong` and `all_correct` as `rlvr.rewards.functions.group_side` defines
+    them (no completion / every completion exactly right, `RewardBatch.solved`: too hard / solved), `all_truncated` (every one cut off: a length budget), `identical` (the G
     completions are one text: the policy collapsed, sampling entropy near 0). The sides overlap (an all-truncated
     group is usually all wrong too); right and wrong need the rows' answers, truncation the completion ids."""
     G = batch.num_generations
     flat = flat_groups(batch.components()["total"], G)
     sides = {}
     if batch.has_answers():
-        solved = batch.solved().reshape(-1, G)
-        sides["all_wrong"] = flat & ~solved.any(dim=1)
-        sides["all_correct"] = flat & solved.all(dim=1)
+        side = [group_side(group) for group in batch.solved().reshape(-1, G).tolist()]
+        for name in ("all_wrong", "all_correct"):
+            sides[name] = flat & torch.tensor([s == name for s in side], dtype=torch.bool)
     if batch.truncated is not None:
         sides["all_truncated"] = flat & torch.tensor(batch.truncated, dtype=torch.bool).reshape(-1, G).all(dim=1)
     texts = [batch.completions[i : i + G] for i in range(0, batch.size, G)]

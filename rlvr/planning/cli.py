@@ -3,9 +3,12 @@ a recipe's peak GPU memory, part by part, from the model's shape and the batch s
 
 from __future__ import annotations
 
+import torch
+
 from rlvr.inputs import ArgumentParser, cli, positive_float, positive_int
 from rlvr.planning.plan import MemoryPlan, format_plan, plan_recipe
 from rlvr.planning.shapes import GIB, launch_shape
+from rlvr.training.config import load_recipe, validate
 
 
 def main(argv: list[str] | None = None) -> MemoryPlan:
@@ -21,10 +24,6 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     parser.add_argument("--prompt_tokens", type=positive_int, help="longest prompt in tokens (default: from the data)")
     opts, rest = parser.parse_known_args(argv)
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
-
-    import torch
-
-    from rlvr.training.config import load_recipe, validate
 
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import torch
+
 from rlvr.inputs import ConfigError
 from rlvr.planning.shapes import (
     GIB,
@@ -230,8 +232,6 @@ def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = Fa
     and remedies, and with `stop` raises `ConfigError("memory_budget", ...)` so the run ends now, not at the OOM
     minutes in. Returns the plan; None when there is nothing to compare (CPU run) or the model's shape is unknown.
     """
-    import torch
-
     training = recipe.training
     total_bytes = None
     if free_bytes is None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from transformers import AutoConfig, AutoTokenizer
 
 from rlvr.inputs import ConfigError, load_yaml_mapping
 
@@ -83,16 +85,12 @@ def resolve_shape(name_or_path: str, build_tiny_model: bool = False) -> ModelSha
         if name_or_path.lower() in (known.lower(), known.split("/")[1].lower()):
             return shape
     if build_tiny_model:
-        from dataclasses import asdict
-
-        from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer
+        from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer  # only for a tiny-model recipe
 
         tiny = {k: v for k, v in asdict(TinyModelConfig()).items() if k not in ("seed", "max_position_embeddings")}
         return shape_from_config(name_or_path, {**tiny, "vocab_size": len(build_tokenizer()),
                                                 "tie_word_embeddings": True, "dtype": "float32"})
     try:
-        from transformers import AutoConfig
-
         return shape_from_config(name_or_path, AutoConfig.from_pretrained(name_or_path, local_files_only=True).to_dict())
     except (OSError, ValueError, KeyError):
         raise ConfigError(
@@ -240,8 +238,6 @@ def estimate_prompt_tokens(prompts, model_path: str | None = None) -> int:
     folder, else estimated from its characters."""
     longest = max(prompts, key=_prompt_chars)
     if model_path and (Path(model_path) / "tokenizer_config.json").exists() and not isinstance(longest, str):
-        from transformers import AutoTokenizer
-
         ids = AutoTokenizer.from_pretrained(model_path).apply_chat_template(longest, add_generation_prompt=True)
         return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
     messages = 1 if isinstance(longest, str) else len(longest) + 1

@@ -9,16 +9,16 @@ reports the torn ones it passed over.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
+from rlvr.inputs import one_line
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 
-CHECKPOINT = layout.CHECKPOINT
-
 
 def checkpoint_problem(path) -> str | None:
-    """Why a checkpoint folder cannot be resumed from (None when it can): a readable state and the weights."""
+    """Why a checkpoint folder cannot be resumed from (None when it can): a readable state and whole weights."""
     path = Path(path)
     try:
         state = json.loads((path / layout.TRAINER_STATE).read_text())
@@ -28,17 +28,7 @@ def checkpoint_problem(path) -> str | None:
         return "unreadable trainer_state.json"
     if not isinstance(state, dict) or "global_step" not in state:
         return "trainer_state.json has no global_step"
-    for index in SHARD_INDEXES:
-        if (path / index).exists():
-            try:
-                shards = set(json.loads((path / index).read_text())["weight_map"].values())
-            except (OSError, ValueError, KeyError):
-                return f"unreadable {index}"
-            missing = [s for s in shards if not (path / s).exists()]
-            return f"missing weight shard {missing[0]}" if missing else None
-    if not any((path / name).exists() and (path / name).stat().st_size > 0 for name in WEIGHT_FILES):
-        return "no model weights"
-    return None
+    return weights_problem(path, required=True)
 
 
 def last_complete_checkpoint(output_dir) -> tuple[str | None, list[tuple[str, str]]]:
@@ -47,7 +37,7 @@ def last_complete_checkpoint(output_dir) -> tuple[str | None, list[tuple[str, st
     if not root.is_dir():
         return None, []
     found = sorted(
-        ((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := CHECKPOINT.match(p.name))), reverse=True
+        ((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))), reverse=True
     )
     skipped = []
     for _, path in found:
@@ -58,3 +48,50 @@ def last_complete_checkpoint(output_dir) -> tuple[str | None, list[tuple[str, st
     return None, skipped
 
 
+def weights_problem(folder: Path, required: bool = False) -> str | None:
+    """THE weights check: why a folder's weights cannot be loaded whole (None when they can): a missing shard, or a
+    file empty or cut short (its size is checked against what its header describes; nothing but the headers is
+    read). A checkpoint (`required`) must hold weights; a model folder without them is a problem only when it has a
+    config.json. The recipe's model folder (`validation.check_model_folder`) and resume's checkpoints both ask here."""
+    for index in SHARD_INDEXES:
+        if (folder / index).exists():
+            try:
+                shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+                return f"{folder / index} is not a weight index ({one_line(err)})"
+            missing = [s for s in shards if not (folder / s).is_file()]
+            if missing:
+                return f"{folder / index} lists {missing[0]}, which is not in {folder}"
+            return next((p for p in (_weight_file_problem(folder / s) for s in shards) if p), None)
+    files = [folder / name for name in WEIGHT_FILES if (folder / name).exists()]
+    if not files:
+        if required:
+            return "no model weights"
+        if (folder / "config.json").exists():
+            return f"{folder} has config.json but no model weights ({', '.join(WEIGHT_FILES[:2])})"
+        return None
+    return next((p for p in map(_weight_file_problem, files) if p), None)
+
+
+def _weight_file_problem(path: Path) -> str | None:
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return f"{path} is empty"
+        with path.open("rb") as f:
+            head = f.read(8)
+            if path.suffix == ".safetensors":
+                if len(head) < 8:
+                    return f"{path} is cut short ({size} bytes, less than a safetensors header)"
+                length = int.from_bytes(head, "little")
+                if length > size - 8:
+                    return f"{path} is cut short: its header alone should be {length} bytes, the file has {size}"
+                header = json.loads(f.read(length))
+                end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+                if 8 + length + end > size:
+                    return f"{path} is cut short: {size} bytes, its header describes {8 + length + end}"
+            elif head[:2] == b"PK" and not zipfile.is_zipfile(path):  # torch.save's zip format, cut short
+                return f"{path} is cut short (its zip directory is missing)"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+        return f"{path} is not a readable weights file ({one_line(err)})"
+    return None

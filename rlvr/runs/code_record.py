@@ -26,6 +26,8 @@ from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 
+import torch
+
 from rlvr.runs import layout
 
 # The packages whose sources change what a run computes (rlvr.rewards is rewards/, rlvr.data data/, rlvr.recipes
@@ -90,8 +92,6 @@ def cpu_model() -> str | None:
 def machine_identity() -> dict:
     """Where a run computes: the CPU model, the kernel set torch's CPU ops dispatch to (`get_cpu_capability`, e.g.
     AVX512 or AVX2: ATEN_CPU_CAPABILITY can lower it), the cores, the OS, and the GPU if one is visible."""
-    import torch
-
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),

@@ -20,6 +20,8 @@ import errno
 import sys
 from contextlib import contextmanager
 
+from rlvr.runs.checkpoints import last_complete_checkpoint
+
 DISK_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded", "storagefull", "file write failed")
 DISK_FULL_STATUS = 1
@@ -38,8 +40,6 @@ def is_disk_full(err: BaseException | None) -> bool:
 
 
 def disk_full_line(err: BaseException, output_dir: str) -> str:
-    from rlvr.runs.checkpoints import last_complete_checkpoint
-
     where = f" writing {err.filename}" if isinstance(err, OSError) and err.filename else ""
     reason = err.strerror if isinstance(err, OSError) and err.strerror else " ".join(str(err).split())[:200]
     checkpoint, _ = last_complete_checkpoint(output_dir)

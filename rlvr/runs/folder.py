@@ -11,8 +11,8 @@ a fresh run into an old folder must decide what happens to rows already there. O
 
   * resume from a checkpoint at step C: rows describing steps after C are dropped (they are about to be redone),
     and a torn last line from the crash goes with them; rows up to C stay, so every step appears exactly once;
-  * fresh run (step 0) into a folder with an old file: the old file is moved aside to `<name>.<timestamp>.jsonl`,
-    never mixed in and never deleted.
+  * fresh run (step 0) with an old file still there (a record path outside the claimed folder, or callbacks used
+    without the runner): the file moves aside by the same policy as a whole run (`move_aside`).
 
 The lock is rlvr/runs/lock.py; the run's identity and what a resume may change, rlvr/runs/resume.py.
 """
@@ -30,7 +30,6 @@ from pathlib import Path
 
 from rlvr.inputs import ConfigError, check_writable_folder
 from rlvr.runs import layout
-from rlvr.runs.checkpoints import CHECKPOINT
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 from rlvr.runs.lock import RunLock, agree, broadcast
 from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, checkpoint_step, describe_changes, read_run_json
@@ -42,8 +41,7 @@ RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.RO
 FINAL_MODEL = ("config.json", "generation_config.json", "training_args.bin", "README.md", "chat_template.jinja",
                "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
                "merges.txt", "tokenizer.model", "adapter_config.json", *WEIGHT_FILES, *SHARD_INDEXES)
-WRITTEN_BY_A_RUN = re.compile(r"^(checkpoint-\d+|(model|pytorch_model|adapter_model)-\d+-of-\d+\.(safetensors|bin)|"
-                              r"(metrics|rollouts)\.\d{8}-\d{6}\.jsonl)$")
+WRITTEN_BY_A_RUN = re.compile(r"^(checkpoint-\d+|(model|pytorch_model|adapter_model)-\d+-of-\d+\.(safetensors|bin))$")
 # Any of these means the folder holds a run (README.md or config.json alone could be anything).
 RUN_MARKERS = (layout.RUN, layout.CONFIG, layout.METRICS, layout.ROLLOUTS, *WEIGHT_FILES, *SHARD_INDEXES)
 
@@ -65,9 +63,27 @@ def earlier_run_files(folder) -> list[Path]:
         return []
     entries = sorted(folder.iterdir())
     names = {p.name for p in entries}
-    if not (names & set(RUN_MARKERS) or any(CHECKPOINT.match(n) for n in names)):
+    if not (names & set(RUN_MARKERS) or any(layout.CHECKPOINT.match(n) for n in names)):
         return []
     return [p for p in entries if p.name in RUN_RECORDS or p.name in FINAL_MODEL or WRITTEN_BY_A_RUN.match(p.name)]
+
+
+def move_aside(folder: Path, files: list[Path], name: str) -> Path:
+    """THE fresh-start policy, for a whole earlier run and for a lone record file alike: the files move into
+    `previous-runs/<name>/` beside them (`<name>.2`, ... when taken), never deleted, never mixed with the new run."""
+    target = folder / layout.PREVIOUS_RUNS / name
+    for i in range(2, 1000):
+        if not target.exists():
+            break
+        target = folder / layout.PREVIOUS_RUNS / f"{name}.{i}"
+    target.mkdir(parents=True)
+    for path in files:
+        path.rename(target / path.name)
+    return target
+
+
+def unnamed() -> str:
+    return f"unnamed-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
 
 
 def move_earlier_run_aside(folder) -> str | None:
@@ -77,16 +93,9 @@ def move_earlier_run_aside(folder) -> str | None:
     if not files:
         return None
     old = read_run_json(folder)
-    name = old["run_id"] if old else f"unnamed-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
-    target = folder / layout.PREVIOUS_RUNS / name
-    for i in range(2, 1000):
-        if not target.exists():
-            break
-        target = folder / layout.PREVIOUS_RUNS / f"{name}.{i}"
-    target.mkdir(parents=True)
-    for path in files:
-        path.rename(target / path.name)
-    checkpoints = sorted((p.name for p in files if CHECKPOINT.match(p.name)), key=lambda n: int(n.split("-")[1]))
+    name = old["run_id"] if old else unnamed()
+    target = move_aside(folder, files, name)
+    checkpoints = sorted((p.name for p in files if layout.CHECKPOINT.match(p.name)), key=lambda n: int(n.split("-")[1]))
     parts = [*checkpoints, *(["the final model"] if any(p.name in WEIGHT_FILES for p in files) else []), "records"]
     return f"[run] {folder} held an earlier run ({name}: {', '.join(parts)}): moved to {target}/"
 
@@ -217,9 +226,8 @@ def start_record(path, global_step: int, record: RecordFile | None = None) -> st
         return None
     record = record or RECORDS.get(path.name, RecordFile(path.name))
     if global_step == 0:
-        aside = path.with_name(f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
-        path.rename(aside)
-        return f"moved the previous run's {path.name} aside to {aside.name}"
+        target = move_aside(path.parent, [path], unnamed())  # a record outside a claimed folder, or no claim
+        return f"moved the previous run's {path.name} aside to {target}/"
     kept, dropped = [], 0
     for line in path.read_text().splitlines():
         try:

@@ -17,7 +17,7 @@
         before_after/before_after.json   `rlvr before-after`
         report.md, plots/, summary.*     `rlvr report` (summary.json / .csv / .md: one row per run)
     <sweep>/sweep.yaml, <sweep>/eval/before.json, <sweep>/<label>/...   a sweep
-    <bench>/grpo/, <bench>/eval_before.json, eval_after.json, benchmark.json   benchmarks/tiny_main_job.py
+    <bench>/grpo/ (its before_after/ too), <bench>/eval_*.json, benchmark.json   benchmarks/tiny_main_job.py
 
 A leaf: it imports nothing of rlvr, so the trainer's callbacks, the analysis and the sweep can all read it.
 """
@@ -44,8 +44,6 @@ EVAL_DIR = "eval"
 BEFORE_AFTER_DIR = "before_after"
 BEFORE_AFTER = "before_after.json"
 REPORT = "report.md"
-MAIN_JOB_EVAL = "eval_{side}.json"  # benchmarks/tiny_main_job.py: held-out before/after, beside its grpo/ run
-MAIN_JOB_BENCHMARK = "benchmark.json"
 PLOTS_DIR = "plots"
 SUMMARY_JSON, SUMMARY_CSV, SUMMARY_MD = "summary.json", "summary.csv", "summary.md"
 DEFAULT_EVAL_ROOT = Path("runs") / "eval"  # `rlvr evaluate` without --output

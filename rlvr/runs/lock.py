@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+import torch.distributed as dist
+
 from rlvr.inputs import ConfigError
 from rlvr.runs import layout
 
@@ -148,8 +150,6 @@ def _release_all() -> None:
 def agree(error: ConfigError | None, training) -> None:
     """Rank 0's outcome on every rank: its ConfigError is raised there (one line) and ends the other ranks quietly
     with the same status, instead of leaving them waiting in the first collective."""
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         message = [None if error is None else (error.field, error.message)]
         dist.broadcast_object_list(message, src=0)
@@ -160,8 +160,6 @@ def agree(error: ConfigError | None, training) -> None:
 
 
 def broadcast(value):
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         box = [value]
         dist.broadcast_object_list(box, src=0)

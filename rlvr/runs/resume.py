@@ -25,6 +25,7 @@ from transformers.trainer_callback import ExportableState
 
 from rlvr.inputs import ConfigError, read_yaml
 from rlvr.runs import layout
+from rlvr.training.config import load_recipe
 
 # What a resume may change without --allow_recipe_change, by why it leaves the optimisation alone. ONE table: every
 # recipe field not listed (the algorithm, G, batch shape, learning rate and schedule, max_steps, rewards and weights,
@@ -126,8 +127,6 @@ def recipe_values(args, training, model, processes: int) -> dict:
 
 
 def _old_recipe(config_path: Path, processes: int) -> dict:
-    from rlvr.training.config import load_recipe
-
     old = read_yaml(config_path, "resume_from_checkpoint")
     if not isinstance(old, dict):
         raise ConfigError("resume_from_checkpoint", f"{config_path} is not a recipe mapping")

@@ -25,9 +25,12 @@ import signal
 import threading
 from dataclasses import dataclass
 
+import torch
+import torch.distributed as dist
 from transformers import TrainerCallback
 
 from rlvr.inputs import ConfigError
+from rlvr.runs.checkpoints import last_complete_checkpoint
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 RESUME_HINT = "rerun the same command with --resume_from_checkpoint true"
@@ -52,9 +55,6 @@ def early_stop(callbacks) -> EarlyStop | None:
 
 def any_rank(flag: bool, device) -> bool:
     """True on every rank if it is True on any: an all-reduce (max) when torch.distributed runs with several ranks."""
-    import torch
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return flag
     tensor = torch.tensor([int(flag)], device=device)
@@ -181,7 +181,6 @@ class DivergenceGuard(TrainerCallback):
         problem = self.problem(logs or {}) if self.stop is None else None
         if not any_rank(problem is not None, args.device):
             return
-        from rlvr.runs.checkpoints import last_complete_checkpoint
 
         control.should_save = False  # this step's weights are the bad ones: never written
         control.should_training_stop = True

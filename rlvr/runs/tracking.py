@@ -18,6 +18,9 @@ import difflib
 import importlib.util
 import netrc
 import os
+import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -43,10 +46,6 @@ def wandb_host() -> str:
 def server_reachable(url: str, timeout: float = REACH_TIMEOUT_S) -> bool:
     """The server answers an HTTP request (any status) within `timeout` seconds in all, DNS included. A bare TCP
     connect is not enough: proxies and sandboxes accept connections to hosts they cannot reach."""
-    import threading
-    import urllib.error
-    import urllib.request
-
     answered = threading.Event()
 
     def ask():

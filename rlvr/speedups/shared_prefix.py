@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 from trl import GRPOTrainer
+from trl.models import unwrap_model_for_generation
 
 from rlvr.speedups import prefix_attention
 from rlvr.speedups.registry import LOGPROB_SPEEDUPS
@@ -102,7 +103,6 @@ class SharedPrefixTrainer(GRPOTrainer):
             prefix_length = shared_prompt_prefix(prompt_ids)
         if prefix_length < MIN_SHARED_PREFIX:
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
-        from trl.models import unwrap_model_for_generation
 
         restated = ("prefix_attention" in self.speedups
                     and prefix_attention.reason_not(

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from trl.trainer.utils import nanstd
 
 from rlvr.inputs import ConfigError
 from rlvr.metrics.reward_batch import flat_rows
@@ -47,8 +48,6 @@ def _grouped(rewards: torch.Tensor, num_generations: int) -> tuple[torch.Tensor,
 
 def group_zscore(rewards: torch.Tensor, num_generations: int, eps: float = 1e-4) -> torch.Tensor:
     """GRPO: (r - group mean) / (group std + eps), with the unbiased std as TRL uses."""
-    from trl.trainer.utils import nanstd
-
     grouped = rewards.view(-1, num_generations)
     centred = grouped - torch.nanmean(grouped, dim=1, keepdim=True)
     return (centred / (nanstd(grouped, dim=1).unsqueeze(1) + eps)).view(-1)

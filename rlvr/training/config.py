@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field, fields
 
+import torch
+from huggingface_hub import constants, try_to_load_from_cache
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
-from rlvr.inputs import ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
+from rlvr.inputs import ArgumentParser, ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.runs.cpu_threads import parse_cpu_threads
 from rlvr.runs.stopping import check_divergence_fields
 from rlvr.speedups.registry import parse_speedups
+from rlvr.training.algorithms import ALGORITHMS, check_algorithm_config, config_class
+from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
 from rlvr.training.model_loading import check_quantization
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
 
@@ -208,8 +213,6 @@ class RecipeParser(TrlParser):
     def parse_args_and_config(self, args=None, **kwargs):
         """TrlParser's entry point for a parser of other dataclasses (the tiny SFT script): `--config` read once,
         `base:` resolved, the rest of the command line on top."""
-        import sys
-
         flags, rest = _launch_flags(list(sys.argv[1:] if args is None else args))
         config = load_recipe_yaml(flags.config) if flags.config is not None else {}
         return self.parse_recipe(config, rest, flags.config or "the command line")
@@ -222,8 +225,6 @@ PROSE_FIELDS = {"eval batch size": "per_device_eval_batch_size", "generations pe
 def _launch_flags(argv: list[str]):
     """The flags needed before the full parser exists (the algorithm picks the config class), read by argparse
     rather than by hand; everything else stays in `rest` for the full parser."""
-    from rlvr.inputs import ArgumentParser
-
     parser = ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--config", help="a recipe YAML file")
     parser.add_argument("--algorithm")
@@ -252,8 +253,6 @@ def choose_algorithm(cli_value: str | None, config: dict, source: str, script_al
     A per-algorithm script (`recipes/dapo.py`) refuses a recipe of another algorithm in one line, so a DAPO YAML can
     never be trained silently by GRPO's trainer.
     """
-    from rlvr.training.algorithms import ALGORITHMS
-
     name = cli_value or config.get("algorithm") or script_algorithm or "grpo"
     if name not in ALGORITHMS:
         raise ConfigError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
@@ -270,10 +269,6 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
     """THE recipe loader: reads `--config PATH` once (`base:` chain resolved), then parses YAML + CLI into
     (RecipeArguments, the algorithm's config, ModelConfig). A caller holding the mapping already (a sweep) passes
     `config=` and no file is read at all. Every failure is a `ConfigError`."""
-    import sys
-
-    from rlvr.training.algorithms import config_class
-
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, rest = _launch_flags(argv)
     if config is None:
@@ -288,8 +283,6 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
     defaults = dict(config)
     dry_run = flags.dry_run.lower() in ("true", "1", "yes") if flags.dry_run is not None else config.get("dry_run") is True
     if dry_run and "--use_cpu" not in rest:
-        import torch
-
         if not torch.cuda.is_available():  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
             defaults["use_cpu"] = True
     dataclass_types = (RecipeArguments, config_class(algorithm), ModelConfig)
@@ -310,10 +303,6 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
 
 def check_model_reachable(name_or_path: str, will_build: bool) -> None:
     """Offline, a model that is neither a local folder nor in the HF cache fails now, not after a Hub timeout."""
-    import os
-
-    from huggingface_hub import constants, try_to_load_from_cache
-
     if will_build or os.path.isdir(name_or_path) or not constants.HF_HUB_OFFLINE:
         return
     try:
@@ -329,8 +318,6 @@ def check_model_reachable(name_or_path: str, will_build: bool) -> None:
 def validate(loaded: LoadedRecipe) -> Recipe:
     """Checks that need more than one field; builds the data and the reward set (both cheap, no model) and calls
     each reward once on probe completions (`rlvr.rewards.guard`)."""
-    from rlvr.training.algorithms import check_algorithm_config
-
     args, training, model = loaded.args, loaded.training, loaded.model
     if not model.model_name_or_path:
         raise ConfigError("model_name_or_path", "is required")
@@ -360,7 +347,6 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         raise ConfigError("data", "set an inline data spec or dataset_name")
     curriculum = None
     if args.curriculum is not None:  # the train split becomes per-level pools of the data spec's task
-        from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
 
         spec = CurriculumSpec.from_dict(args.curriculum)
         check_curriculum(spec, data_spec, training)
@@ -394,8 +380,6 @@ def precision_warning(recipe: Recipe) -> str | None:
     """Full fine-tuning of bf16/fp16 weights with plain AdamW has no fp32 master copy: an update smaller than about
     1/256 of a weight rounds away, and at lr 5e-6 most weights never move. DeepSpeed ZeRO keeps fp32 masters; LoRA
     trains fp32 adapters."""
-    import os
-
     dtype = str(recipe.model.dtype or "")
     deepspeed = recipe.training.deepspeed or os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
     if dtype in ("bfloat16", "float16") and not recipe.model.use_peft and not deepspeed:

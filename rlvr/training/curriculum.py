@@ -44,6 +44,7 @@ from torch.utils.data import Sampler
 from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 
+from rlvr.data.generate import build_level_pools
 from rlvr.data.levels import Level, levels_of
 from rlvr.inputs import ConfigError, mapping_field
 from rlvr.metrics.keys import CURRICULUM_PREFIX as PREFIX
@@ -318,8 +319,6 @@ def curriculum_callback_for(spec: CurriculumSpec, levels: list[Level], num_gener
 def build_curriculum_data(spec: CurriculumSpec, data_spec):
     """(DatasetDict, levels): the per-level pools of the data spec's task (`rlvr.data.generate.build_level_pools`);
     start_level must name one of the levels kept."""
-    from rlvr.data.generate import build_level_pools
-
     levels_of(data_spec.specs[0].name, spec.attribute)  # the attribute exists: one line before any generation
     dataset, levels = build_level_pools(data_spec, attribute=spec.attribute)
     if spec.start_level >= len(levels):

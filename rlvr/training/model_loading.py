@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import importlib.util
 
+import torch
+from trl import get_quantization_config
+
 from rlvr.inputs import ConfigError
 
 
@@ -34,7 +37,6 @@ def check_quantization(model_args, training, dry_run: bool = False) -> None:
         return
     if training.use_cpu:
         raise ConfigError(flag, "bitsandbytes quantization needs a CUDA GPU, and this recipe sets use_cpu: true")
-    import torch
 
     if not torch.cuda.is_available():
         raise ConfigError(flag, "bitsandbytes quantization needs a CUDA GPU, and torch sees none here")
@@ -57,6 +59,4 @@ def model_init_kwargs(model_args, training) -> dict:
 def quantization_config(model_args):
     """TRL's `get_quantization_config`: a `BitsAndBytesConfig` for load_in_4bit / load_in_8bit (compute dtype =
     the recipe's dtype, quant type, nested quant, storage), else None."""
-    from trl import get_quantization_config
-
     return get_quantization_config(model_args)

@@ -22,6 +22,10 @@ import copy
 from dataclasses import dataclass, field
 
 import torch
+from peft import get_peft_model
+from safetensors.torch import load_model, save_model
+from transformers import AutoModelForTokenClassification
+from trl.trainer.utils import disable_dropout_in_model
 
 from rlvr.training.config import SingleRolloutConfig
 from rlvr.training.trainer import RLVRTrainer
@@ -95,20 +99,14 @@ class PPOTrainer(RLVRTrainer):
         self.value_model, self.value_optimizer = self.accelerator.prepare(*self._build_value_model(peft_config))
 
     def _build_value_model(self, peft_config):
-        from transformers import AutoModelForTokenClassification
-
         policy = self.accelerator.unwrap_model(self.model)
         source = self.args.value_model_name_or_path or getattr(policy, "name_or_path", None) or policy.config._name_or_path
         dtype = (self.args.model_init_kwargs or {}).get("dtype")
         value_model = AutoModelForTokenClassification.from_pretrained(source, num_labels=1, dtype=dtype)
         value_model.config.pad_token_id = self._tokenizer.pad_token_id
         if self.args.disable_dropout:
-            from trl.trainer.utils import disable_dropout_in_model
-
             disable_dropout_in_model(value_model)
         if peft_config is not None:
-            from peft import get_peft_model
-
             value_lora = copy.deepcopy(peft_config)
             value_lora.task_type = "TOKEN_CLS"
             value_lora.modules_to_save = ["score"]
@@ -203,8 +201,6 @@ class PPOTrainer(RLVRTrainer):
 
     def save_model(self, output_dir=None, _internal_call=False):
         """The critic is saved beside the policy (and in every checkpoint, which calls this) as `value_model/`."""
-        from safetensors.torch import save_model
-
         super().save_model(output_dir, _internal_call)
         if self.args.should_save:
             target = f"{output_dir or self.args.output_dir}/value_model"
@@ -213,8 +209,6 @@ class PPOTrainer(RLVRTrainer):
             save_model(critic, f"{target}/{VALUE_STATE}")  # full state (LoRA included) for resuming
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        from safetensors.torch import load_model
-
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:  # resuming: the critic continues too (its AdamW moments restart)
             load_model(self.accelerator.unwrap_model(self.value_model), f"{checkpoint}/value_model/{VALUE_STATE}")

@@ -26,10 +26,12 @@ from collections import defaultdict
 from functools import partial
 
 import torch
-from transformers import TrainerCallback
+from torch.optim.lr_scheduler import LambdaLR
+from transformers import TrainerCallback, get_scheduler
 from trl import GRPOTrainer
 
-from rlvr.metrics.keys import COUNTERS
+from rlvr.metrics.callbacks import RolloutLedger
+from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, time_key
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training import algorithms
@@ -163,8 +165,6 @@ class KLEstimatorMixin:
 #   samples and `max_steps` is the budget's step count, this is the step schedule exactly (step k = k x samples/step).
 
 def find_ledger(callbacks):
-    from rlvr.metrics.callbacks import RolloutLedger
-
     return next((cb for cb in callbacks if isinstance(cb, RolloutLedger)), None)
 
 
@@ -191,8 +191,6 @@ class SampleScheduleMixin:
         ledger = find_ledger(self.callback_handler.callbacks)
         if not budget or ledger is None or self.lr_scheduler is not None:
             return super().create_scheduler(num_training_steps, optimizer)
-        from torch.optim.lr_scheduler import LambdaLR
-        from transformers import get_scheduler
 
         optimizer = self.optimizer if optimizer is None else optimizer
         steps_schedule = get_scheduler(self.args.lr_scheduler_type, optimizer=optimizer,
@@ -285,15 +283,15 @@ class RewardHooksMixin:
             return {}
         total = step + spent.get("optimizer", 0.0)
         return {
-            "time/generation_s": generation,
-            "time/scoring_s": scoring,
-            "time/logprobs_s": max(rollout - generation - scoring, 0.0),
-            "time/reference_s": spent.get("reference", 0.0),
-            "time/old_policy_s": spent.get("old_policy", 0.0),
-            "time/optimization_s": max(total - rollout, 0.0),
-            "time/optimizer_s": spent.get("optimizer", 0.0),
-            "time/total_s": total,
-            "time/generation_share": generation / total,
+            time_key("generation"): generation,
+            time_key("scoring"): scoring,
+            time_key("logprobs"): max(rollout - generation - scoring, 0.0),
+            time_key("reference"): spent.get("reference", 0.0),
+            time_key("old_policy"): spent.get("old_policy", 0.0),
+            time_key("optimization"): max(total - rollout, 0.0),
+            time_key("optimizer"): spent.get("optimizer", 0.0),
+            TIME_TOTAL: total,
+            GENERATION_SHARE: generation / total,
         }
 
     def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:

@@ -21,13 +21,14 @@ import os
 import re
 import types
 import typing
-import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from transformers import TrainingArguments
 from trl import GRPOConfig
 
 from rlvr.inputs import ConfigError, check_writable_folder, one_line
+from rlvr.runs.checkpoints import weights_problem
 from rlvr.runs.tracking import check_trackers
 
 
@@ -201,8 +202,6 @@ def field_types(dataclass_types) -> dict:
 
 
 def _grpo_only_fields() -> set[str]:
-    from transformers import TrainingArguments
-
     return {f.name for f in fields(GRPOConfig)} - {f.name for f in fields(TrainingArguments)}
 
 
@@ -319,51 +318,6 @@ def check_model_folder(value: str, field: str) -> None:
                 raise ConfigError(field, f"{path / name} has no model_type: not a transformers model config")
     if problem := weights_problem(path):
         raise ConfigError(field, problem)
-
-
-def weights_problem(folder: Path) -> str | None:
-    """Why a model folder's weights cannot be loaded whole (None when they can): a missing shard, or a file cut short
-    (its size is checked against what its header describes; nothing but the headers is read)."""
-    from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
-
-    for index in SHARD_INDEXES:
-        if (folder / index).exists():
-            try:
-                shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-                return f"{folder / index} is not a weight index ({one_line(err)})"
-            missing = [s for s in shards if not (folder / s).is_file()]
-            if missing:
-                return f"{folder / index} lists {missing[0]}, which is not in {folder}"
-            return next((p for p in (_weight_file_problem(folder / s) for s in shards) if p), None)
-    files = [folder / name for name in WEIGHT_FILES if (folder / name).exists()]
-    if not files:
-        if (folder / "config.json").exists():
-            return f"{folder} has config.json but no model weights ({', '.join(WEIGHT_FILES[:2])})"
-        return None
-    return next((p for p in map(_weight_file_problem, files) if p), None)
-
-
-def _weight_file_problem(path: Path) -> str | None:
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
-            head = f.read(8)
-            if path.suffix == ".safetensors":
-                if len(head) < 8:
-                    return f"{path} is cut short ({size} bytes, less than a safetensors header)"
-                length = int.from_bytes(head, "little")
-                if length > size - 8:
-                    return f"{path} is cut short: its header alone should be {length} bytes, the file has {size}"
-                header = json.loads(f.read(length))
-                end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
-                if 8 + length + end > size:
-                    return f"{path} is cut short: {size} bytes, its header describes {8 + length + end}"
-            elif head[:2] == b"PK" and not zipfile.is_zipfile(path):  # torch.save's zip format, cut short
-                return f"{path} is cut short (its zip directory is missing)"
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
-        return f"{path} is not a readable weights file ({one_line(err)})"
-    return None
 
 
 def check_dataset_path(value: str, field: str = "dataset_name") -> None:
