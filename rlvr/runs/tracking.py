@@ -24,6 +24,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
+from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
 from rlvr.inputs import ConfigError, check_writable_folder
 
 REACH_TIMEOUT_S = 5.0
@@ -113,8 +115,6 @@ def check_trackers(report_to: list[str] | str | None, output_dir: str | None) ->
     """Every tracker named is one transformers knows and is installed, and TensorBoard's folder can be made
     (`output_dir` None: a dry run, which writes nothing): a typo or a log folder under a file is one line before
     anything is written, not a traceback once the model has loaded."""
-    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-
     known = ["all", "none", *INTEGRATION_TO_CALLBACK]
     for name in reporters_of(report_to):
         if name not in known:
