@@ -107,7 +107,8 @@ def write_run(folder: Path, folder_run: str, checkpoint_run: str) -> None:
                                                         "algorithm": "grpo", "output_dir": str(folder)}))
     state = {"global_step": 2, "stateful_callbacks": {"RunIdentityCallback": {"args": {"run_id": checkpoint_run}}}}
     (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(state))
-    (folder / "checkpoint-2" / "model.safetensors").write_bytes(b"weights")
+    header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'  # whole weights, as far as headers go
+    (folder / "checkpoint-2" / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 4)
 
 
 def recipe_with(ws: Path, name: str, **changes) -> str:
