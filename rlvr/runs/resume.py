@@ -182,10 +182,6 @@ def check_resume(recipe, checkpoint: str | None, processes: int) -> Resume:
         raise ConfigError("resume_from_checkpoint", f"{folder / layout.RUN} is damaged (not JSON with a run_id): whose "
                           f"checkpoint {checkpoint} is cannot be checked; restore that file, or start afresh with "
                           f"--resume_from_checkpoint false (the earlier run is moved aside)")
-    step, max_steps = checkpoint_step(checkpoint), recipe.training.max_steps
-    if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
-        raise ConfigError("max_steps", f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
-                          f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir")
     owner = checkpoint_run_id(checkpoint)
     adopted = owner is None and run is not None and Path(checkpoint).name in run.get("adopted_checkpoints", ())
     if run is not None and owner != run["run_id"] and not adopted:
@@ -193,6 +189,10 @@ def check_resume(recipe, checkpoint: str | None, processes: int) -> Resume:
         raise ConfigError("resume_from_checkpoint", f"{checkpoint} {whose}, not to run {run['run_id']} that {folder} "
                           f"holds: resume a run in its own output_dir, or start this one fresh with "
                           f"--resume_from_checkpoint false")
+    step, max_steps = checkpoint_step(checkpoint), recipe.training.max_steps
+    if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
+        raise ConfigError("max_steps", f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
+                          f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir")
     resume = Resume(checkpoint, owner)
     home = Path(checkpoint).parent  # the run's own folder: its config.yaml is the recipe it trained
     config_path = home / layout.CONFIG
