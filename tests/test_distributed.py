@@ -97,6 +97,7 @@ def check_run(output_dir: Path) -> tuple[list[dict], list[dict]]:
     return rows, rollouts
 
 
+@pytest.mark.serial
 def test_two_processes_gather_whole_groups(run_recipe, tiny_model_dir, tmp_path):
     """Sampling is seeded per process (TRL's set_seed(seed, device_specific=True)), so 1 and 2 processes draw different
     completions from the same prompts: the runs agree on the prompts of every generation batch, and each agrees with

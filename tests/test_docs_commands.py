@@ -34,7 +34,8 @@ LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 NOT_RUN = {
     "pip install": "installs packages; CI's environment is installed by .ci/run",
     "python -m pytest": "the test suite itself",
-    "python benchmarks/tiny_main_job.py": "the main job, ~3 min of training; `pytest -m slow` runs it",
+    "make test": "the test suite itself (CI runs it: .ci/run)",
+    "make main": "the main job, ~3 min of training; `pytest -m slow` runs benchmarks/tiny_main_job.py",
     "python recipes/tiny/sft.py": "retrains models/tiny-speller from 20,000 rows (~500 steps); "
                                   "tests/test_sft_main.py runs the script on sft.yaml with a 4-step budget",
     "CUDA_VISIBLE_DEVICES=7 trl vllm-serve": "needs a GPU and vLLM",

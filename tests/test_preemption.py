@@ -133,6 +133,7 @@ def worker_pids(launcher_pid: int) -> dict[int, int]:
     raise AssertionError("torchrun's two workers did not start")
 
 
+@pytest.mark.serial
 def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_model_dir, tmp_path):
     """2 processes x 8 completions, one generation step per optimizer step; SIGTERM to rank 1 alone."""
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "recipes/grpo.py",

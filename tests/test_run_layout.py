@@ -35,3 +35,18 @@ def test_an_evaluation_is_named_after_what_it_holds(tmp_path, monkeypatch):
     assert one == "runs-a-grpo.grpo.test.200x8.json" and other != one
     assert layout.evaluation_name(str(tmp_path / "models" / "base"), "r.yaml", "test", 16, 2) == "models-base.r.test.16x2.json"
     assert layout.rollouts_beside(tmp_path / "after.json").name == "after.rollouts.jsonl"
+
+
+METRIC_KEY = re.compile(r"""["'](avg_\w+|zero_std_(frac|side|exact)/\w+|step/\w+|groups/\w+|time/\w+|generated_(samples|"""
+                        r"""tokens)|generation_step|train_runtime|completions/\w+|frac_reward_zero_std)["']""")
+
+
+def test_the_readers_name_every_metric_key_through_the_keys_module():
+    """rlvr/analysis (plots, report, doctor, summaries) spells no metric key: each comes from rlvr/metrics/keys.py, so
+    a renamed key cannot leave a reader looking for the old name."""
+    spelled = []
+    for path in (REPO / "rlvr" / "analysis").rglob("*.py"):
+        code = re.sub(r'"""[\s\S]*?"""', "", path.read_text())
+        code = "\n".join(line.split("#")[0] for line in code.splitlines())
+        spelled += [f"{path.relative_to(REPO)}: {m.group(0)}" for m in METRIC_KEY.finditer(code)]
+    assert not spelled, spelled

@@ -26,7 +26,6 @@ from rlvr.analysis.loaders import (
     evaluations_in,
     find_run_dirs,
     load_runs,
-    read_jsonl,
     saved_training_args,
 )
 from rlvr.analysis.plots import plot_runs
@@ -45,7 +44,7 @@ from rlvr.analysis.summaries import (
 )
 from rlvr.analysis.tables import markdown_table, series_table, summary_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
-from rlvr.metrics.keys import GENERATED_SAMPLES, TIME_PHASES, group_key, zero_std_key
+from rlvr.metrics.keys import GENERATED_SAMPLES, GENERATED_TOKENS, TIME_PHASES, group_key, zero_std_key
 from rlvr.runs import layout
 from rlvr.training.config import check_model_reachable
 
@@ -316,7 +315,7 @@ def run_report(run: Run, report_dir: Path, config: str | None, before: str | Non
     return "\n\n".join([
         f"# Run report: {run.label}",
         (f"`{run.path}` · {'finished' if run.finished else 'NOT finished'} · {summary['steps']} steps · "
-         f"{summary['generated_samples']} generated samples · {summary['generated_tokens']} completion tokens · "
+         f"{summary[GENERATED_SAMPLES]} generated samples · {summary[GENERATED_TOKENS]} completion tokens · "
          f"wall time {summary['wall_time_s']:.1f} s"),
         "## Config used",
         f"```yaml\n{recipe.rstrip()}\n```",

@@ -87,7 +87,7 @@ def train_command(variant: Variant, launcher: str, cpu_threads: int | None = Non
 
 def write_recipe(variant: Variant, spec: Spec) -> None:
     """The run's folder and the recipe it trains from. A fresh start moves earlier records aside, a resume trims them
-    (rlvr.runs.checkpoints.start_record, in the callbacks)."""
+    (rlvr.runs.folder.start_record, in the callbacks)."""
     variant.run_dir.mkdir(parents=True, exist_ok=True)
     variant.config_path.write_text(render_config(variant, spec))
 

@@ -54,7 +54,7 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
 class RolloutLogCallback(RewardBatchCallback):
     """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`
-    (resume and fresh-run handling: `rlvr.runs.checkpoints.start_record`)."""
+    (resume and fresh-run handling: `rlvr.runs.folder.start_record`)."""
 
     def __init__(self, path: str | None = None, print_rollouts: bool = True):
         self.path = path
@@ -116,7 +116,7 @@ def format_rollout(record: dict) -> str:
 class MetricsJsonlCallback(TrainerCallback):
     """Appends every logged row to a JSONL file (default `<output_dir>/metrics.jsonl`).
 
-    Resume and fresh-run handling is `rlvr.runs.checkpoints.start_record`, the policy every record file shares.
+    Resume and fresh-run handling is `rlvr.runs.folder.start_record`, the policy every record file shares.
     """
 
     def __init__(self, path: str | None = None, stops=()):
@@ -149,19 +149,10 @@ def _finite(value):
     return value
 
 
-# ---- the console line
-# The console of a training run: one compact line per logging step, where TRL/transformers print a ~60-key dict.
-#
-#     step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | cut 0.06 | 3.42 s/step
-#
-# Every key of the row still goes to `metrics.jsonl` (`MetricsJsonlCallback`); the console shows the numbers a person
-# watches while a run trains: how far it is (step, generated samples), the reward components, the fraction of prompt
-# groups with no contrast (zero-std groups teach GRPO nothing), the share of completions cut off at
-# `max_completion_length` (`step/truncated`: a cut completion is usually scored wrong), and the wall time per step. An evaluation row gets
-# its own short line, and the closing row says how long the run took.
-#
-# `quiet_console(trainer)` swaps transformers' `ProgressCallback` (progress bar + dict per log) for the same bar without
-# the dict, and drops `PrinterCallback` (the dict printer used when tqdm is disabled).
+# ---- the console line: one compact line per logging step where TRL/transformers print a ~60-key dict (the row
+# still goes whole to metrics.jsonl): step, generated samples, the reward components, zero_std, the cut-off share and
+# the time per step, e.g. `step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 |
+# cut 0.06 | 3.42 s/step`. `quiet_console` keeps transformers' progress bar and drops its dict printing.
 
 MAX_WIDTH = 200  # one terminal line, even with custom reward components
 SHOWN = ("correctness", "format", "success", "total")  # the components every line shows, when the run has them

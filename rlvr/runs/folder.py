@@ -1,20 +1,12 @@
 """One run per folder: claiming it (lock, run id, run.json) and what a fresh start does with an earlier run.
 
-Fresh start into a used folder. A run from step 0 into a folder that holds an earlier run (its run.json, config.yaml,
-records, checkpoints or final model) moves every file that run wrote into `previous-runs/<its id>/` and says so in
-one line: nothing is deleted, nothing is mixed, and a later `--resume_from_checkpoint true` can only find this run's
-checkpoints. Files a run does not write stay (a sweep's `recipe.yaml` and `train.log`, anything of the user's).
-
-Record files (metrics.jsonl, rollouts.jsonl, anything in `RECORDS`) are append-only while training, so a resume or
-a fresh run into an old folder must decide what happens to rows already there. One rule for all of them
-(`start_record`):
-
-  * resume from a checkpoint at step C: rows describing steps after C are dropped (they are about to be redone),
-    and a torn last line from the crash goes with them; rows up to C stay, so every step appears exactly once;
-  * fresh run (step 0) with an old file still there (a record path outside the claimed folder, or callbacks used
-    without the runner): the file moves aside by the same policy as a whole run (`move_aside`).
-
-The lock is rlvr/runs/lock.py; the run's identity and what a resume may change, rlvr/runs/resume.py.
+A run from step 0 into a folder that holds an earlier run moves every file that run wrote into
+`previous-runs/<its id>/` and says so in one line; files a run does not write stay (docs/reliability.md). Record
+files (metrics.jsonl, rollouts.jsonl: `RECORDS`) are append-only, and one rule says what happens to rows already
+there (`start_record`): on resume from step C, rows after C (and a torn last line) are dropped, so every step appears
+once; at step 0 a file still there (a record path outside the claimed folder, or callbacks used without the runner)
+moves aside by the same policy as a whole run (`move_aside`). The lock is rlvr/runs/lock.py; the run's identity and
+what a resume may change, rlvr/runs/resume.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""Resume: which run a checkpoint belongs to, and what a resume may change in the recipe.
+"""Resume: which run a checkpoint belongs to, and what a resume may change in the recipe (docs/reliability.md,
+"One run per folder", says what a user sees).
 
-Identity. Every run gets an id (`<UTC start>-<6 hex>`) when it starts from step 0. It is written to
-`<output_dir>/run.json` and, through `RunIdentityCallback` (a stateful Trainer callback), into the
-`trainer_state.json` of every checkpoint the run saves: transformers writes that file last, so a checkpoint that is
-complete always says which run it belongs to. A resume continues the id of the checkpoint it loads.
-
-`--resume_from_checkpoint` takes only a checkpoint of the folder's own run (the ids agree) and says so; another
-run's checkpoint is refused in one line. The recipe is compared with the run's own `config.yaml`: a change to a field
-that changes what is optimised is refused in one line naming the field and both values, unless
-`--allow_recipe_change true` (the change is then recorded in run.json); fields in `RESUME_MAY_CHANGE` (memory,
-speed, records and logging, when to save or stop early) are allowed and noted. Everything not in that table counts
-as what is optimised: a field nobody classified is refused, never silently mixed.
+Every run gets an id (`<UTC start>-<6 hex>`) at step 0, written to run.json and, through `RunIdentityCallback`, into
+every checkpoint's trainer_state.json (written last, so a complete checkpoint names its run). A resume takes only its
+own run's checkpoint, and compares the recipe with the run's config.yaml: a field that changes what is optimised is
+refused unless `--allow_recipe_change true` (then recorded); fields in `RESUME_MAY_CHANGE` are noted. A field nobody
+classified counts as what is optimised.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
-"""Preemption: on SIGTERM or SIGINT a run finishes its optimizer step, writes a complete checkpoint and exits.
+"""How a run stops early and safely: preemption (SIGTERM, SIGINT) and divergence (below). docs/reliability.md,
+"Preemption and divergence", says what a user sees.
 
-Schedulers (Slurm, Kubernetes, most cloud spot instances) send SIGTERM some seconds before they kill a job; Ctrl-C
-sends SIGINT. The handler only records the signal: stopping inside a signal handler could tear an optimizer step or a
-file write. At the end of the current optimizer step (`on_step_end`) the callback asks the Trainer to save a checkpoint
-(`control.should_save`, whatever `save_strategy` says, "no" included) and to stop; the Trainer saves it right after,
-in the same step, through its ordinary checkpoint path, so the checkpoint holds the weights, optimizer, scheduler,
-RNG states and the stateful callbacks (the rollout ledger's counters) of that step. The record files were written
-up to that step and `start_record` trims anything later on resume, so every step appears once in every record.
-
-With several processes the signal may reach the ranks at different steps (or only one of them). At every step end
-the ranks all-reduce the flag (a max), so all of them stop after the same step and save one checkpoint together.
-
-Exit status: 128 + the signal number (143 for SIGTERM, 130 for SIGINT), the shell's convention for "ended by that
-signal", so a scheduler or a wrapper script sees an unfinished job (Slurm's `--requeue` requeues it) even though
-nothing was lost. The last stderr line names the checkpoint and the resume flag. A second signal while the first is
-being honoured ends the process at once (the default action): press Ctrl-C twice to stop without a checkpoint.
+Preemption. The handler only records the signal (stopping inside it could tear an optimizer step or a file write).
+At the end of the current optimizer step (`on_step_end`) the callback asks the Trainer to save a checkpoint
+(`control.should_save`, whatever `save_strategy` says) and to stop; the Trainer saves it right after through its
+ordinary checkpoint path (weights, optimizer, scheduler, RNG, the stateful callbacks), and the record files were
+written up to that step. With several processes the ranks all-reduce the flag (a max) at every step end, so all stop
+after the same step. Exit status 128 + the signal; a second signal ends the process at once (the default action).
 """
 
 from __future__ import annotations
@@ -108,32 +100,12 @@ class PreemptionCallback(TrainerCallback):
         self._previous.clear()
 
 
-# ---- divergence
-# Divergence guard: a run whose loss or grad norm turns NaN/inf, or whose mean reward collapses, stops unsaved.
-#
-# Two triggers, checked on every logged row (`on_log`):
-#
-#   * `divergence_guard: true` (the default): `loss` or `grad_norm` is NaN or infinite. A non-finite grad norm means
-#     the optimizer step just applied NaN/inf gradients, and a non-finite loss means the weights (or the numerics of
-#     this batch) are already broken: nothing after this point is worth keeping. (transformers' `logging_nan_inf_filter`,
-#     on by default, logs a NaN step's loss as the running mean; its grad norm still shows the NaN.)
-#   * `min_mean_reward: X` (opt-in; `min_mean_reward_component: total` or the name of a reward, e.g. correctness):
-#     the step's mean reward `avg_<component>` is below X for `min_mean_reward_patience` logged rows in a row.
-#
-# What "stopped before the bad update is saved" means exactly. The Trainer logs a step after its optimizer step, and
-# saves a checkpoint right after logging it. When the guard trips at step S, it cancels step S's checkpoint
-# (`control.should_save = False`), stops training, and the runner skips the final `save_model`: the weights produced
-# by step S (and any later ones) are never written, so the newest complete checkpoint on disk is the one saved before
-# step S, and `--resume_from_checkpoint true` restarts from it. That checkpoint was trained by steps whose logged loss
-# and grad norm were finite; for the reward trigger, it holds the weights before the row that completed the patience
-# window (steps of the window before it may have been saved, if they were save steps).
-#
-# A step is checked only if it is logged. So that no save step escapes the check when `logging_steps` is larger than
-# `save_steps`, the guard asks the Trainer to log every step that is about to be saved (one extra metrics row at such
-# steps, nothing else changes).
-#
-# The row of the bad step stays in metrics.jsonl (non-finite values are written as null): the record shows why the run
-# stopped. A resume trims it with every other row after the checkpoint (`rlvr.runs.checkpoints.start_record`).
+# ---- divergence: a run whose loss or grad norm turns NaN/inf (`divergence_guard`, on by default), or whose mean
+# reward stays below `min_mean_reward` for `min_mean_reward_patience` logged rows, stops unsaved (docs/reliability.md).
+# The Trainer logs a step after its optimizer step and saves right after logging it, so the guard, tripping at step S
+# in `on_log`, cancels S's checkpoint and the runner skips the final save: the newest complete checkpoint is the last
+# good one. So that no save step escapes the check, the guard has every step about to be saved logged. The bad row
+# stays in metrics.jsonl (non-finite values as null); a resume trims it with the rest (`folder.start_record`).
 
 NON_FINITE_KEYS = ("loss", "grad_norm")
 DIVERGED_STATUS = 1

@@ -2,7 +2,7 @@
 needs to train it (trainer class, config class, advantage estimator, loss form, the config it requires).
 
 Like rlhf-book's `loss:` field with one `compute_advantages` dispatch: an algorithm that differs from GRPO only in
-its advantage is one function in `advantages.py` plus one line here (and a recipe YAML with `base:` + `algorithm:`).
+its advantage is one function above the registry plus one line in it (and a recipe YAML with `base:` + `algorithm:`).
 The variants TRL expresses with config alone (Dr. GRPO, GSPO, CISPO, SAPO) use TRL's own advantage and loss; their
 entry lists the fields that define them, so `algorithm: drgrpo` with `scale_rewards: group` fails up front instead
 of silently training GRPO.

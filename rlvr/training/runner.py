@@ -5,6 +5,10 @@
 
 A per-algorithm script passes its algorithm's name; the registry (`rlvr/training/algorithms.py`) gives the trainer
 and config classes, and a recipe of another algorithm is refused in one line.
+
+Reading one GRPO step of recipes/grpo.yaml: `recipes/grpo.py` calls `run`, this module builds the trainer (`prepare`,
+`build_trainer`), and one optimizer step then runs through `STEP_FILES`, in that order; those ten files are all the
+project code a step executes (tests/test_step_files.py traces a step and holds the list to it).
 """
 
 from __future__ import annotations
@@ -43,6 +47,19 @@ from rlvr.training.curriculum import curriculum_callback_for
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
 from rlvr.training.trainer import SampleBudgetCallback, trainer_for
 
+STEP_FILES = (
+    "rlvr/training/trainer.py",  # RLVRTrainer: TRL's step plus its seams (rewards in, advantages, KL, sample budget)
+    "rewards/guard.py",  # every reward call guarded: one named line instead of a crash, a time limit
+    "rewards/functions.py",  # the reward functions, and "all wrong" / "all right" (`group_side`)
+    "rlvr/metrics/readings.py",  # the scored batch gathered once over processes, and what is read off it
+    "rlvr/metrics/reward_batch.py",  # RewardBatch: the reward components and flat groups
+    "rlvr/metrics/step_metrics.py",  # the step/* watches (truncation, false full credit, hollow format)
+    "rlvr/training/algorithms.py",  # the registry: the algorithm's advantages, flat groups zeroed
+    "rlvr/metrics/callbacks.py",  # the ledger, rollouts.jsonl, metrics.jsonl and the console line
+    "rlvr/metrics/keys.py",  # every metric key, named once
+    "rlvr/runs/stopping.py",  # at the step's end: preemption and divergence
+)
+
 
 def callbacks_for(recipe: Recipe) -> list:
     args = recipe.args
@@ -66,7 +83,6 @@ def callbacks_for(recipe: Recipe) -> list:
 
 def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
-
     args, training, model_args = recipe.args, recipe.training, recipe.model
     apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu",
                       echo=lambda line: print(line, flush=True))
@@ -93,7 +109,6 @@ def build_trainer(recipe: Recipe):
 
 def write_run_config(recipe: Recipe) -> None:
     """`<output_dir>/config.yaml`: the recipe YAML with the command-line overrides applied, i.e. what actually ran."""
-
     config = dict(recipe.yaml)  # as read once, `base:` chain resolved: the file holds every field that ran
     argv = recipe.argv
     config["algorithm"] = recipe.training.algorithm
@@ -112,8 +127,7 @@ def write_run_config(recipe: Recipe) -> None:
 def resume_checkpoint(value, output_dir: str) -> str | None:
     """`resume_from_checkpoint: true` means the last COMPLETE checkpoint in output_dir (`rlvr.runs.checkpoints`): torn
     folders from a crash mid-save are skipped, and either case is said in one line. Whose checkpoint it is, and what
-    the recipe changes, is `rlvr.runs.folder.check_resume`'s."""
-
+    the recipe changes, is `rlvr.runs.resume.check_resume`'s."""
     if value in (None, "", False, "false", "False"):
         return None
     if value in (True, "true", "True", "last"):
@@ -134,7 +148,6 @@ def hold_run_folder(recipe: Recipe):
     """One run per folder (`rlvr/runs/folder.py`), read-only part: the folder is not another live run's, the
     checkpoint is this folder's run's, and the recipe changes only what a resume may change. Returns the checks'
     outcome for `claim_run_folder`."""
-
     training = recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
     resume = check_resume(recipe, checkpoint, training.world_size)
@@ -146,7 +159,6 @@ def hold_run_folder(recipe: Recipe):
 
 def claim_run_folder(recipe: Recipe, resume) -> None:
     """Lock the folder for this run's lifetime, move an earlier run aside on a fresh start, record the run id."""
-
     recipe.run_folder = claim(recipe, resume, recipe.training.world_size)
 
 

@@ -45,33 +45,13 @@ from rlvr.training.curriculum import with_curriculum
 TRL_ZERO_STD, TRL_ZERO_STD_RELABELLED = "frac_reward_zero_std", "trl/frac_reward_zero_std_isclose"
 
 
-# ---- the KL estimator (`kl_estimator: k1 | k2 | k3`)
-# Which estimator of KL(policy || reference) the loss's KL term uses: `kl_estimator: k1 | k2 | k3`.
-#
-# TRL 1.16's GRPOTrainer has only k3. Schulman's estimators ("Approximating KL Divergence", 2020), per completion
-# token, with d = logp - ref (the policy's minus the reference's log-prob of the sampled token):
-#
-#     k1 = d                      unbiased for the KL value, can be negative, high variance
-#     k2 = d^2 / 2                biased, low variance, >= 0
-#     k3 = exp(-d) + d - 1        unbiased, >= 0 (TRL's)
-#
-# In the loss they are differentiated, and what matters is the expected gradient. On-policy, per token with the
-# context held fixed, and with TRL's `use_bias_correction_kl` (default true: the term is multiplied by the
-# differentiable importance ratio, whose value is 1 on-policy):
-#
-#     use_bias_correction_kl: true    k1, k3 -> grad KL(pi || ref)      k2 -> grad KL(pi || ref) + E[d^2/2 grad logp]
-#     use_bias_correction_kl: false   k1 -> 0 (noise only)               k2 -> grad KL(pi || ref)
-#                                     k3 -> grad KL(ref || pi) (the forward KL)
-#
-# so with TRL's default, k1 and k3 pull toward the reference alike (differing in variance), and k2 adds a bias. The
-# logged `kl` is the chosen estimator's masked mean, as TRL logs k3's.
-#
-# How, without copying TRL's 250-line `_compute_loss`: TRL adds `beta * k3 * ratio` to every token's loss before the
-# loss-type aggregation, and every aggregation is linear. So the mixin lets TRL compute its loss, captures the policy's
-# per-token log-probs (with their graph) from `_get_per_token_logps_and_entropies` during that call, and adds
-# `beta * (k - k3) * ratio` aggregated as TRL aggregates that loss type. `tests/test_kl_estimator.py` checks the
-# aggregation and the ratio against TRL's own for every loss type (loss(beta) - loss(0) == the aggregated k3 term), so
-# a TRL upgrade that changes either fails there.
+# ---- the KL estimator (`kl_estimator: k1 | k2 | k3`; TRL 1.16 has only k3)
+# What each estimator's expected gradient pulls toward, with and without TRL's `use_bias_correction_kl`:
+# docs/algorithms.md, "KL estimators". How, without copying TRL's 250-line `_compute_loss`: TRL adds
+# `beta * k3 * ratio` to every token's loss before its (linear) loss-type aggregation, so the mixin lets TRL compute
+# its loss, captures the policy's per-token log-probs (with their graph) during that call, and adds
+# `beta * (k - k3) * ratio` aggregated as TRL aggregates that loss type. The logged `kl` is the chosen estimator's
+# masked mean. tests/test_kl_estimator.py checks the aggregation and the ratio against TRL's own for every loss type.
 
 def per_token_kl(logp: torch.Tensor, ref: torch.Tensor, estimator: str) -> torch.Tensor:
     """Schulman's k1, k2 or k3 per token; k3 is written exactly as TRL writes it, so the two agree bit for bit."""
@@ -151,18 +131,11 @@ class KLEstimatorMixin:
         return loss
 
 
-# ---- the sample budget (`max_generated_samples`)
-# A training budget in generated samples, not optimizer steps: `max_generated_samples`.
-#
-# Why: runs are compared at equal generation compute (the report's samples axis). For most algorithms a step generates a
-# fixed number of samples, so `max_steps` already fixes the budget. DAPO's dynamic sampling does not: its resampling
-# rounds generated 1.9x the samples of GRPO in the same 140 steps. With `max_generated_samples` set, the run
-#
-# - stops after the optimizer step during which the rollout ledger (all processes, resampling rounds included) reached
-#   the budget, and `max_steps` is only an upper bound;
-# - runs its learning-rate schedule on the same axis: the scheduler's progress is samples generated / budget, so a
-#   cosine decays to its end at the budget however many steps that takes. Where every step generates the same number of
-#   samples and `max_steps` is the budget's step count, this is the step schedule exactly (step k = k x samples/step).
+# ---- the sample budget (`max_generated_samples`): runs compared at equal generation compute. DAPO's resampling
+# generated 1.9x GRPO's samples in the same 140 steps, so with a budget set the run stops after the optimizer step in
+# which the rollout ledger (all processes, every round) reached it (`max_steps` is then only an upper bound), and the
+# learning-rate schedule runs on samples generated / budget: a cosine ends at the budget however many steps that takes
+# (with a fixed number of samples per step it is the step schedule exactly).
 
 def find_ledger(callbacks):
     return next((cb for cb in callbacks if isinstance(cb, RolloutLedger)), None)
