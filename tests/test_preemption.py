@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.analysis.loaders import load_run
