@@ -132,10 +132,8 @@ def load_spec(path) -> Spec:
         ks, n = evaluation["k"], evaluation["num_samples"]
         if not isinstance(n, int) or n < 1 or not isinstance(ks, list) or not all(isinstance(k, int) and 1 <= k <= n for k in ks):
             raise ConfigError("evaluate.k", f"each k must be an integer in [1, num_samples={n}], got {ks!r}")
-        every = evaluation["every_steps"]
-        if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
-            raise ConfigError("evaluate.every_steps", f"must be a positive integer (optimizer steps), got {every!r}")
-        for name, kind in (("num_prompts", positive_int), ("temperature", non_negative_float)):  # `rlvr evaluate`'s
+        checks = {"every_steps": positive_int, "num_prompts": positive_int, "temperature": non_negative_float}
+        for name, kind in checks.items():  # num_prompts and temperature as `rlvr evaluate` takes them
             if evaluation[name] is not None:
                 try:
                     kind(str(evaluation[name]))

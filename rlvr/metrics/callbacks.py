@@ -13,20 +13,10 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
-from rlvr.metrics.keys import (
-    COUNTERS,
-    KNOWN_ORDER,
-    REWARD_PREFIX,
-    STEP_PREFIX,
-    STOPPED_EARLY,
-    TRAIN_RUNTIME,
-    ordered,
-    reward_key,
-    zero_std_key,
-)
+from rlvr.metrics.keys import COUNTERS, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, ordered, reward_key, zero_std_key
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
-from rlvr.runs.stopping import early_stop
+from rlvr.runs.stopping import closing_note
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):
@@ -135,8 +125,7 @@ class MetricsJsonlCallback(TrainerCallback):
             return
         row = {"step": state.global_step, "epoch": state.epoch, "time": time.time()}
         row.update({key: _finite(value) for key, value in logs.items()})
-        if TRAIN_RUNTIME in logs and (stop := early_stop(self.stops)):
-            row[STOPPED_EARLY] = stop.line  # TRL closes a stopped run as a finished one: this row says otherwise
+        row.update(closing_note(logs, self.stops))
         path = self._file(args)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:

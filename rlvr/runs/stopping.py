@@ -22,6 +22,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from rlvr.inputs import ConfigError
+from rlvr.metrics.keys import STOPPED_EARLY, TRAIN_RUNTIME
 from rlvr.runs.checkpoints import last_complete_checkpoint
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -43,6 +44,13 @@ def early_stop(callbacks) -> EarlyStop | None:
         if isinstance(getattr(callback, "stop", None), EarlyStop):
             return callback.stop
     return None
+
+
+def closing_note(logs: dict, callbacks) -> dict:
+    """What the closing row (train_runtime) of a run the callbacks stopped early adds: its stop line. TRL closes a
+    stopped run as it closes a finished one; with this the records tell them apart (`Run.finished`)."""
+    stop = early_stop(callbacks) if TRAIN_RUNTIME in logs else None
+    return {STOPPED_EARLY: stop.line} if stop else {}
 
 
 def any_rank(flag: bool, device) -> bool:
