@@ -14,7 +14,6 @@ CPU kernel settings it was measured over (docs/measurements/main-job.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -34,9 +33,11 @@ from rlvr.analysis import before_after
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, read_jsonl
 from rlvr.analysis.summaries import last, time_totals
+from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import TIME_PHASES as PHASES
 from rlvr.runs import layout
 from rlvr.runs.cpu_threads import apply_cpu_threads
+from rlvr.training.config import load_recipe, validate
 
 
 def grpo_time_split(run_dir: Path) -> dict:
@@ -58,18 +59,20 @@ def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> 
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--output_dir", default="runs/bench-tiny")
-    parser.add_argument("--num_samples", type=int, default=8, help="evaluation samples per held-out prompt")
+    parser.add_argument("--num_samples", type=positive_int, default=8, help="evaluation samples per held-out prompt")
     parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
     parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for the evaluations and the GRPO run")
     args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
     comparable = (args.config == DEFAULT_CONFIG and args.num_samples == 8
                   and (extra == [] or (len(extra) == 2 and extra[0] == "--seed")))  # README's command, any seed
-    apply_cpu_threads(args.cpu_threads, use_cpu=True)  # the evaluations run here, with GRPO's thread count
     extra = ["--cpu_threads", args.cpu_threads, *extra]
     out = Path(args.output_dir)
+    check_writable_folder(out, "--output_dir")  # and the GRPO command's own flags, before the first evaluation:
+    validate(load_recipe(["--config", args.config, "--output_dir", str(out / "grpo"), *extra, "--dry_run", "true"], "grpo"))
+    apply_cpu_threads(args.cpu_threads, use_cpu=True)  # the evaluations run here, with GRPO's thread count
     start = time.perf_counter()
 
     def held_out(model: str | None, name: str) -> dict:
@@ -149,4 +152,4 @@ def expectation_lines(report: dict, comparable: bool) -> list[str]:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from rlvr.data.levels import HELD_OUT_SETS
 
-from rlvr.inputs import ConfigError, mapping_field
+from rlvr.inputs import ConfigError, mapping_field, one_line
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
@@ -118,6 +118,7 @@ def _parse_task(item: Any, where: str) -> TaskSpec:
 
 def _validate_task(task: TaskSpec, where: str) -> None:
     # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
+    from reasoning_gym.data import read_data_file
     from reasoning_gym.factory import DATASETS
 
     if task.name not in DATASETS:
@@ -136,3 +137,9 @@ def _validate_task(task: TaskSpec, where: str) -> None:
             config.validate()
     except (AssertionError, ValueError, TypeError) as err:  # TypeError: e.g. min_word_len: three vs an int bound
         raise ConfigError(f"{where}.config", str(err) or "rejected by reasoning_gym") from None
+    try:  # the task's own limits, which validate() does not know: one item is made, as training would
+        DATASETS[task.name][0](replace(config, size=1, seed=0))[0]
+    except Exception as err:  # noqa: BLE001 - whatever the task raises, the config is what cannot work
+        lengths = {len(w) for w in read_data_file(config.data_file).split()} if hasattr(config, "data_file") else ()
+        known = f"; reasoning_gym's {config.data_file} has words of {min(lengths)} to {max(lengths)} letters" if lengths else ""
+        raise ConfigError(f"{where}.config", f"{task.name} cannot make a question from it ({one_line(err)}){known}") from None

@@ -11,6 +11,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -178,16 +179,34 @@ def load_yaml_mapping(path, field: str, expected: str = "a YAML mapping of field
 
 def check_writable_folder(path, field: str) -> None:
     """`path` is a folder that exists and is writable, or one `mkdir -p` could create: the nearest existing ancestor
-    is a writable folder. A path under a regular file, or in a read-only place, fails here, before anything loads,
-    not as a `NotADirectoryError` traceback after the model has loaded."""
+    is a folder a file can be created in (tried with a temporary file, removed at once: `os.access` says yes to root
+    on a read-only mount), and each name still to create fits the file system. Fails here, before anything loads,
+    not as a traceback after the model has loaded."""
     target = Path(os.path.abspath(os.path.expanduser(str(path))))
-    if target.exists() and not target.is_dir():
+    if os.path.exists(target) and not target.is_dir():  # os.path.exists: False (not an error) for a too-long name
         raise ConfigError(field, f"{path} is a file, not a folder")
-    existing = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
+    existing = next(p for p in (target, *target.parents) if os.path.exists(p) or p == Path(p.anchor))
     if not existing.is_dir():
         raise ConfigError(field, f"cannot create {path}: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(field, f"cannot write to {path}: {existing} is not writable")
+    try:
+        longest = os.pathconf(existing, "PC_NAME_MAX")
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as err:
+        raise ConfigError(field, f"cannot write to {path}: {existing}: {err.strerror or err}") from None
+    for name in target.relative_to(existing).parts:
+        if len(os.fsencode(name)) > longest:
+            raise ConfigError(field, f"{path}: the name {name[:20]}... is {len(os.fsencode(name))} bytes, longer "
+                                     f"than the {longest} the file system allows")
+
+
+def read_text(path, field: str) -> str:
+    """A text file a flag names: missing, a folder, binary or unreadable is one `ConfigError` on `field`."""
+    try:
+        return Path(path).read_text()
+    except UnicodeDecodeError:
+        raise ConfigError(field, f"{path} is not a text file") from None
+    except OSError as err:
+        raise ConfigError(field, f"cannot read {path}: {err.strerror or err}") from None
 
 
 def one_line(err: BaseException) -> str:

@@ -76,6 +76,21 @@ def ws(tmp_path, monkeypatch):
     # run folders of the one-run-per-folder checks (under precious: the snapshot covers them)
     write_run(precious / "other", folder_run="run-B", checkpoint_run="run-A")
     write_run(precious / "own", folder_run="run-A", checkpoint_run="run-A")
+    write_run(precious / "torn_json", folder_run="run-B", checkpoint_run="run-A")  # run.json torn, then rebuilt?
+    (precious / "torn_json" / "run.json").write_text('{"run_id": "run-')
+    write_run(precious / "finished", folder_run="run-A", checkpoint_run="run-A")  # its checkpoint is at max_steps
+    config = (precious / "finished" / "config.yaml").read_text()
+    (precious / "finished" / "config.yaml").write_text(config.replace("max_steps: 3", "max_steps: 2"))
+    # damaged records (metrics.jsonl binary, lines that are JSON but not objects, only torn lines; a plain-TRL
+    # log_history whose rows carry no step), a run folder whose run.lock is a folder, a TensorBoard folder that is a file
+    for name, text in (("binary", bytes(range(256))), ("lists", b"[1, 2]\n[3]\n"), ("torn", b'{"step": 1, "lo\n{"st\n')):
+        (tmp_path / "damaged" / name).mkdir(parents=True)
+        (tmp_path / "damaged" / name / "metrics.jsonl").write_bytes(text)
+    (tmp_path / "damaged" / "trl").mkdir()
+    (tmp_path / "damaged" / "trl" / "trainer_state.json").write_text('{"log_history": [{"loss": 0.5}, {"loss": 0.4}]}')
+    (precious / "locked" / "run.lock").mkdir(parents=True)
+    (precious / "tb" / "tensorboard").parent.mkdir()
+    (precious / "tb" / "tensorboard").write_text("x")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -92,7 +107,8 @@ def write_run(folder: Path, folder_run: str, checkpoint_run: str) -> None:
                                                         "algorithm": "grpo", "output_dir": str(folder)}))
     state = {"global_step": 2, "stateful_callbacks": {"RunIdentityCallback": {"args": {"run_id": checkpoint_run}}}}
     (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(state))
-    (folder / "checkpoint-2" / "model.safetensors").write_bytes(b"weights")
+    header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'  # whole weights, as far as headers go
+    (folder / "checkpoint-2" / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 4)
 
 
 def recipe_with(ws: Path, name: str, **changes) -> str:
@@ -122,8 +138,11 @@ def runner(algorithm: str):
 def command(name):
     if name in ("grpo", "dapo", "ppo", "reinforce"):
         return runner(name)
+    if name == "main_job":
+        return __import__("benchmarks.tiny_main_job", fromlist=["main"]).main
     module = {"data": "rlvr.data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report", "sweep": "rlvr.analysis.sweep",
-              "evaluate": "rlvr.analysis.evaluate", "before_after": "rlvr.analysis.before_after", "memory_plan": "rlvr.planning.cli"}[name]
+              "evaluate": "rlvr.analysis.evaluate", "before_after": "rlvr.analysis.before_after", "memory_plan": "rlvr.planning.cli",
+              "doctor": "rlvr.analysis.doctor"}[name]
     return __import__(module, fromlist=["main"]).main
 
 
@@ -368,7 +387,50 @@ RUN_FOLDER_ROWS = [
     ("sweep", lambda w: ["bomb.yaml", "--out", "precious"], "SPEC"),
     ("grpo", lambda w: [*RUN, "--reward_time_limit", "-1"], "reward_time_limit"),
 ]
-ROWS += NEW_ROWS + RUN_FOLDER_ROWS
+UNWRITABLE = "/sys/rlvr-out"  # os.access says yes to root, the write itself fails (EACCES): only a real write tells
+SPEC_EVAL = "name: s\nbase: {}\nvary: {{seed: [1]}}\nevaluate: {}\n"
+# The commands added last, and the values that used to fail only after config.yaml was written or the model loaded
+LATE_ROWS = [
+    *[(command_, lambda w, kind=kind, argv=argv: [f"damaged/{kind}", *argv], "RUN_DIR")
+      for kind in ("binary", "lists", "torn", "trl")
+      for command_, argv in (("doctor", []), ("plots", ["--out", "precious/plots"]), ("report", ["--out", "precious/r.md"]))],
+    ("plots", lambda w: ["precious", "--out", "afile.txt/plots"], "--out"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "afile.txt/sweeps", "--dry_run"], "--out"),
+    ("plots", lambda w: ["precious", "--out", UNWRITABLE], "--out"),
+    ("report", lambda w: ["precious", "--out", f"{UNWRITABLE}/r.md"], "--out"),
+    ("sweep", lambda w: ["spec.yaml", "--out", UNWRITABLE, "--dry_run"], "--out"),
+    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", UNWRITABLE], "--output_dir"),
+    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", f"{UNWRITABLE}/e.json"], "--output"),
+    ("grpo", lambda w: [*RUN, "--output_dir", UNWRITABLE], "output_dir"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--launcher", "slurm", "--dry_run", "--sbatch_file",
+                         "binary.yaml"], "--sbatch_file"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--launcher", "slurm", "--dry_run",
+                         "--sbatch=--partition='gpu"], "--sbatch"),
+    ("grpo", lambda w: [*RUN, "--output_dir", "precious/locked"], "output_dir"),
+    ("grpo", lambda w: [*RUN, "--output_dir", "precious/" + "x" * 300], "output_dir"),
+    ("grpo", lambda w: [*RUN, "--report_to", "tensorbord"], "report_to"),
+    ("grpo", lambda w: [*RUN, "--report_to", "tensorboard", "--output_dir", "precious/tb"], "report_to"),
+    ("grpo", lambda w: [*RUN, "--seed", str(2**32)], "seed"),
+    ("grpo", lambda w: ["--config", recipe_with(w, "w11", task_min_word_len=11, task_max_word_len=12),
+                        "--output_dir", "precious"], "data.specs[0].config"),
+    ("data", lambda w: ["--config", recipe_with(w, "w12", task_min_word_len=11, task_max_word_len=14),
+                        "--output_dir", "precious"], "data.specs[0].config"),
+    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "many"], "cpu_threads"),
+    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--num_samples", "0"], "--num_samples"),
+    ("sweep", lambda w: [(w / "e1.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{num_prompts: 0}")) and "e1.yaml",
+                         "--out", "precious", "--dry_run"], "evaluate.num_prompts"),
+    ("sweep", lambda w: [(w / "e2.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{temperature: -1}")) and "e2.yaml",
+                         "--out", "precious", "--dry_run"], "evaluate.temperature"),
+    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--rollouts", "precious/e.json"],
+     "--rollouts"),
+    ("report", lambda w: ["precious", "--out", "precious/r.md", "--only", "g-2"], "--only"),
+    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--show", "-1"],
+     "--show"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--free_gib", "nan"], "--free_gib"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/torn_json"], "resume_from_checkpoint"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "2"], "max_steps"),
+]
+ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS
 
 
 def snapshot(folder: Path) -> dict:
@@ -387,7 +449,7 @@ def test_table_is_broad():
                         "memory_plan"}
 
 
-@pytest.mark.parametrize("name, argv, field", ROWS, ids=[row_id(r) for r in ROWS])
+@pytest.mark.parametrize("name, argv, field", ROWS, ids=[row_id(r) + ("-late" if r in LATE_ROWS else "") for r in ROWS])
 def test_bad_input_is_one_named_line(name, argv, field, ws, capsys):
     before = snapshot(ws / "precious")
     args = argv(ws)
@@ -404,6 +466,7 @@ def test_bad_input_is_one_named_line(name, argv, field, ws, capsys):
     (["recipes/grpo.py", "--output_dir", "/tmp/x"], "--config"),
     (["-m", "data.cli", "--config", FAST_RECIPE, "--output_dir", "/tmp/x", "--size", "0"], "--size"),
     (["-m", "rlvr.analysis.report", "/nonexistent", "--last_k", "0"], "--last_k"),
+    (["benchmarks/tiny_main_job.py", "--num_samples", "0"], "--num_samples"),  # README's main command
 ])
 def test_console_scripts_print_one_line(argv, field):
     result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)

@@ -84,6 +84,19 @@ def test_report_to_tensorboard_without_it_installed_is_one_line_of_bad_input(mon
 
 
 @needs_tensorboard
+def test_a_tensorboard_folder_that_cannot_be_made_is_one_line_before_anything_is_written(monkeypatch, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "afile" / "tb"))
+    with pytest.raises(ConfigError, match="is a file, not a folder") as err:
+        tracking.configure_trackers(["tensorboard"], str(tmp_path / "run"))
+    assert err.value.field == "TENSORBOARD_LOGGING_DIR" and not (tmp_path / "run").exists()
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR")
+    with pytest.raises(ConfigError, match="unknown tracker 'tensorbord'; did you mean 'tensorboard'") as err:
+        tracking.check_trackers(["tensorbord"], None)
+    assert err.value.field == "report_to"
+
+
+@needs_tensorboard
 def test_each_run_writes_into_its_own_folder_unless_the_user_chose_one(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
     for run in ("a", "b"):  # two runs in one process (a test run, a notebook)

@@ -350,7 +350,8 @@ def test_generation_batch_fills_the_free_memory():
     assert generation_batch_for(TINY, 100, 1e15, 2, limit=64) == 64
 
 
-@pytest.mark.parametrize("flag", ["--num_processes", "--free_gib", "--prompt_tokens"])
-def test_planner_rejects_non_positive_numbers_in_one_line(flag):
-    with pytest.raises(ConfigError, match=f"{flag}: must be positive"):
-        main(["--config", str(REPO / "recipes/grpo.yaml"), flag, "0"])
+@pytest.mark.parametrize("flag, value", [("--num_processes", "0"), ("--free_gib", "0"), ("--prompt_tokens", "0"),
+                                         ("--free_gib", "nan"), ("--total_gib", "-1")])
+def test_planner_rejects_non_positive_numbers_in_one_line(flag, value):
+    with pytest.raises(ConfigError, match=f"^{flag}: argument {flag}: must be a positive"):
+        main(["--config", str(REPO / "recipes/grpo.yaml"), flag, value])

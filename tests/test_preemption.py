@@ -28,8 +28,10 @@ import pytest
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
+from rlvr.analysis.loaders import load_run
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.metrics.keys import is_timing
 
@@ -86,6 +88,8 @@ def check_stop(returncode: int, stderr: str, out: Path, signalled_at: int) -> in
     assert [p.name for p in out.glob("checkpoint-*")] == [checkpoint.name]  # save_strategy "no": only this one
     assert not (out / "model.safetensors").exists()  # no final save for an unfinished run
     assert [r["step"] for r in logged_steps(out)] == list(range(1, step + 1))
+    closing = read_jsonl(out / "metrics.jsonl")[-1]  # TRL closes it as if finished; the row says it was stopped
+    assert "train_runtime" in closing and STOP_LINE.match(closing["stopped_early"]) and not load_run(out).finished
     return step
 
 
@@ -103,6 +107,7 @@ def test_sigterm_mid_run_resumes_as_if_uninterrupted(tiny_model_dir, tmp_path):
                              timeout=300, check=False)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"[resume] from {out / f'checkpoint-{step}'}" in resumed.stdout
+    assert load_run(out).finished
     whole = subprocess.run([*command, "--output_dir", str(reference)], cwd=REPO, env=ENV, capture_output=True,
                            text=True, timeout=300, check=False)
     assert whole.returncode == 0, whole.stderr[-3000:]

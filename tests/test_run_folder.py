@@ -103,6 +103,14 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
         "holds: resume a run in its own output_dir, or start this one fresh with --resume_from_checkpoint false")]
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing written, nothing moved
     shutil.rmtree(out / "checkpoint-5")
+    # B's checkpoint at max_steps: the run is finished, and resuming it is refused (the Trainer would train step 3)
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    status, _, err = train(out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true")
+    assert status == 2 and error_lines(err) == [(
+        f"error: max_steps: {out / 'checkpoint-2'} is at step 2, and max_steps is 2: the run is finished; to train "
+        "further raise max_steps (--allow_recipe_change true), or use another output_dir")]
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    shutil.rmtree(out / "checkpoint-2")  # as if B had been stopped after step 1
 
     # the same recipe resumes B's own checkpoint; a lock file left by a killed run is taken over, and said so
     (out / layout.LOCK).write_text(json.dumps({"host": socket.gethostname(), "pid": 999_999_999, "run_id": b_id,
@@ -110,11 +118,12 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
     status, stdout, err = train(out, two_runs["model"], "--seed", "2", "--max_steps", "2",
                                 "--resume_from_checkpoint", "true")
     assert status == 0, err[-3000:]
-    assert f"[resume] from {out / 'checkpoint-2'} (run {b_id})" in stdout
+    assert f"[resume] from {out / 'checkpoint-1'} (run {b_id})" in stdout
     assert f"[run] took over a stale lock in {out} (host {socket.gethostname()} pid 999999999" in stdout
     assert "[resume] changed" not in stdout and "recipe changed" not in stdout  # the same recipe: nothing to note
-    assert read_run_json(out)["run_id"] == b_id and [r["step"] for r in read_run_json(out)["resumes"]] == [2]
+    assert read_run_json(out)["run_id"] == b_id and [r["step"] for r in read_run_json(out)["resumes"]] == [1]
     assert not (out / layout.LOCK).exists()
+    assert [r["step"] for r in read_jsonl(out / layout.METRICS) if "loss" in r] == [1, 2]  # each step once
 
 
 def test_a_changed_resume_is_refused_and_allowed_with_the_flag_recorded(two_runs, tmp_path):

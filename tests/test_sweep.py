@@ -388,9 +388,11 @@ sys.exit(143 if got else 0)
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
-def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_path, tiny_model_dir, monkeypatch):
+def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_path, tiny_model_dir, monkeypatch,
+                                                                           capsys):
     """SIGTERM to the sweep (as Ctrl-C): each run side by side gets exactly one SIGTERM, the signal on which a run
-    checkpoints and stops (a second one would stop it without a checkpoint), and the sweep waits for them."""
+    checkpoints and stops (a second one would stop it without a checkpoint), and the sweep waits for them, then ends
+    with one line and exit status 143 (no traceback)."""
     import signal
     import threading
 
@@ -408,8 +410,11 @@ def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_
 
     before = signal.getsignal(signal.SIGTERM)
     threading.Thread(target=stop_when_both_run, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(SystemExit) as stopped:
         run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2)
+    assert stopped.value.code == 143
+    assert capsys.readouterr().err.splitlines() == [("stopped by SIGTERM: 2 running run(s) checkpointed and stopped; "
+                                                      "rerun the same command to resume them")]
     for label in ("a", "b"):
         assert "SIGTERM x 1" in (tmp_path / "out" / "demo" / label / "train.log").read_text()
     assert signal.getsignal(signal.SIGTERM) is before  # the sweep's own handler is gone again

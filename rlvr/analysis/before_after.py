@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.tables import markdown_table, text_table
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_int, positive_int
 from rlvr.metrics.keys import PER_K
 from rlvr.runs import layout
 from rlvr.training.validation import MODEL_FILES, flag_type
@@ -111,8 +111,8 @@ def render_markdown(comparison: dict, show: int = 12) -> str:
          f"prompts x {n} samples, the recipe's sampling settings (`{comparison['config']}`)."),
         (f"Per prompt (mean correctness over its samples): **{counts['improved']} improved, {counts['regressed']} "
          f"regressed, {counts['unchanged']} unchanged**."),
-        "pass@k (unbiased), maj@k (majority answer of the first k samples) and mean format reward by word length, "
-        "before and after:",
+        ("pass@k (unbiased), maj@k (majority answer of the first k samples) and mean format reward by word length, "
+         "before and after:"),
         markdown_table(*pass_at_k_table(comparison)),
         f"The first sample of each prompt (first {min(show, len(comparison['prompts']))}), scored correctness/format:",
         markdown_table(*rollout_rows(comparison, show, code=True)),
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--seed", type=flag_type("seed", int), default=0)
     parser.add_argument("--out", default=None, help=f"output folder (default <after>/{layout.BEFORE_AFTER_DIR})")
-    parser.add_argument("--show", type=int, default=8, help="prompts printed side by side")
+    parser.add_argument("--show", type=non_negative_int, default=8, help="prompts printed side by side")
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed)")
     args = parser.parse_args(argv)
     for flag in ("before", "after"):

@@ -461,6 +461,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--output", default=None, help="JSON summary (default runs/eval/<model path>.<recipe>.<split>.<prompts>x<samples>.json)")
     parser.add_argument("--rollouts", default=None, help="rollouts JSONL (default: beside the summary)")
     args = vars(parser.parse_args(argv))
+    if args["output"] and args["rollouts"] and Path(args["output"]).resolve() == Path(args["rollouts"]).resolve():
+        raise ConfigError("--rollouts", f"{args['rollouts']} is also --output: the rollouts would overwrite the summary")
     for flag in ("output", "rollouts"):  # written after sampling: a path under a file fails now, not then
         if args[flag]:
             if Path(args[flag]).is_dir():

@@ -12,10 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, load_yaml_mapping, read_text
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     ENTROPY,
@@ -29,6 +27,7 @@ from rlvr.metrics.keys import (
     REWARD,
     REWARD_PREFIX,
     STEP_PREFIX,
+    STOPPED_EARLY,
     TRAIN_RUNTIME,
     components_in,
     ordered,
@@ -89,14 +88,46 @@ ROLLOUT_SERIES = GROUP_SERIES + EXACT_SERIES
 
 
 def read_jsonl(path) -> list[dict]:
-    """Rows of a JSONL file; a torn last line (a run killed mid-write) is dropped, not fatal."""
-    rows = []
-    for line in Path(path).read_text().splitlines():
+    """Rows of a JSONL record; a torn line (a run killed mid-write) is read around. A file that is not text, a line
+    that is JSON but not an object, or not one whole line: one ConfigError naming the file."""
+    rows, torn = [], 0
+    for number, line in enumerate(read_text(path, "RUN_DIR").splitlines(), 1):
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except ValueError:
+            torn += bool(line.strip())
             continue
+        if not isinstance(row, dict):
+            raise ConfigError("RUN_DIR", f"{path}: line {number} is JSON but not an object: {line[:40]}")
+        rows.append(row)
+    if torn and not rows:
+        raise ConfigError("RUN_DIR", f"{path}: none of its {torn} line(s) is whole JSON (torn, or not a record)")
     return rows
+
+
+def training_rows(rows: list, source) -> tuple[list[dict], dict]:
+    """A record's training rows (a loss or a reward logged) and its closing row (train_runtime; {} while unfinished),
+    ours or plain TRL's. A row that is not an object, or a training row without a step, is one ConfigError. Each
+    training row takes the `EVAL_PREFIX` keys of the evaluation row logged at its step (TRL's `eval_strategy`), so
+    held-out figures read, plot and compare as columns of that step; an evaluation with no training row at its step
+    (`eval_on_start`) is left out."""
+    training, final, evaluations = [], {}, []
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise ConfigError("RUN_DIR", f"{source}: row {number} is not an object: {str(row)[:40]}")
+        if TRAIN_RUNTIME in row:
+            final = row
+        elif LOSS in row or REWARD in row or any(key.startswith(REWARD_PREFIX) for key in row):
+            if not isinstance(row.get("step"), (int, float)) or isinstance(row.get("step"), bool):
+                raise ConfigError("RUN_DIR", f"{source}: row {number} has no step number ({', '.join(list(row)[:4])})")
+            training.append(row)
+        elif any(key.startswith(EVAL_PREFIX) for key in row):
+            evaluations.append(row)
+    by_step = {row["step"]: row for row in training}
+    for row in evaluations:
+        if row.get("step") in by_step:
+            by_step[row["step"]].update({key: value for key, value in row.items() if key.startswith(EVAL_PREFIX)})
+    return training, final
 
 
 @dataclass
@@ -148,7 +179,7 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return TRAIN_RUNTIME in self.final
+        return TRAIN_RUNTIME in self.final and STOPPED_EARLY not in self.final
 
     def rollouts(self) -> list[dict]:
         path = self.path / layout.ROLLOUTS
@@ -177,21 +208,7 @@ def load_run(path, label: str | None = None) -> Run:
     metrics = path / layout.METRICS
     if not metrics.exists():
         raise ConfigError("RUN_DIR", f"{path}: no {layout.METRICS} here (not a run directory)")
-    history = read_jsonl(metrics)
-    final = next((row for row in reversed(history) if TRAIN_RUNTIME in row), {})
-    return Run(path, label or path.name, with_evaluations([row for row in history if TRAIN_RUNTIME not in row]), final)
-
-
-def with_evaluations(history: list[dict]) -> list[dict]:
-    """The training rows (a loss or a reward), each with the `EVAL_PREFIX` keys of the evaluation row logged at its
-    step (TRL's `eval_strategy`): held-out figures then read, plot and compare as columns of that step. An
-    evaluation with no training row at its step (`eval_on_start`) is left out."""
-    rows = [row for row in history if LOSS in row or REWARD in row or any(k.startswith(REWARD_PREFIX) for k in row)]
-    by_step = {row.get("step"): row for row in rows}
-    for row in history:
-        if row.get("step") in by_step and any(key.startswith(EVAL_PREFIX) for key in row):
-            by_step[row["step"]].update({key: value for key, value in row.items() if key.startswith(EVAL_PREFIX)})
-    return rows
+    return Run(path, label or path.name, *training_rows(read_jsonl(metrics), metrics))
 
 
 def saved_training_args(run_dir) -> dict:
@@ -279,9 +296,7 @@ def load_trl_run(path: Path, state_file: Path) -> Run:
         raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
     if not isinstance(history, list):
         raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
-    rows = with_evaluations([row for row in history if isinstance(row, dict) and TRAIN_RUNTIME not in row])
-    final = next((row for row in history if isinstance(row, dict) and TRAIN_RUNTIME in row), {})
-    return Run(path, path.name, rows, final)
+    return Run(path, path.name, *training_rows(history, f"{state_file} log_history"))
 
 
 def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
@@ -294,7 +309,7 @@ def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
     if (path / layout.METRICS).exists():
         run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
         config = path / layout.CONFIG
-        settings = yaml.safe_load(config.read_text()) if config.exists() else {}
+        settings = load_yaml_mapping(config, "RUN_DIR") if config.exists() else {}
     elif state_file := newest_trainer_state(path):
         run, source = load_trl_run(path, state_file), f"plain TRL ({state_file.relative_to(path)})"
         settings = saved_training_args(state_file.parent) or saved_training_args(path)

@@ -37,7 +37,7 @@ from rlvr.analysis.loaders import (
 )
 from rlvr.analysis.summaries import seed_group, time_totals
 from rlvr.analysis.tables import series_table, text_table
-from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import (
     CLIP_RATIO,
     CLIPPED_RATIO,
@@ -272,8 +272,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")
     parser.add_argument("--max_rows", type=positive_int, default=20, help="rows per run in the printed table")
     args = parser.parse_args(argv)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ConfigError("--out", f"{args.out} is a file; the PNGs need a folder")
+    check_writable_folder(args.out, "--out")
     runs = load_runs(args.run_dirs)
     print(f"[plots] writing to {args.out}/", flush=True)
     paths = plot_runs(runs, args.out, args.x)

@@ -424,6 +424,8 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
     if out.is_dir():
         raise ConfigError("--out", f"{out} is a folder; name the report file, e.g. {out / layout.REPORT}")
     check_writable_folder(out.parent, "--out")  # not under a file: fails now, not as a traceback from mkdir
+    if only and dirs == [path]:
+        raise ConfigError("--only", f"picks runs of a sweep; {path} is one run")
     if config and dirs != [path]:
         raise ConfigError("--config", "a sweep's runs each hold their own config.yaml; point the report at one run")
     if before:

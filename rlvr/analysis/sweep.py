@@ -46,7 +46,7 @@ from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_link
 from rlvr.analysis.summaries import summarize
 from rlvr.analysis.sweep_spec import Spec, Variant, load_spec, plan, render_config, select, validate_variant
 from rlvr.analysis.tables import summary_table, text_table
-from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 from rlvr.runs import layout
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
@@ -141,8 +141,13 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
 
         for model in sorted({v.config["model_name_or_path"] for _, v in runs if v.config.get("build_tiny_model")}):
             ensure_tiny_model(model)
-    queue, free, running, codes = list(runs), list(range(jobs)), {}, {}
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM: KeyboardInterrupt, as Ctrl-C
+    queue, free, running, codes, received = list(runs), list(range(jobs)), {}, {}, []
+
+    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: a KeyboardInterrupt, the signal remembered for the exit status
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         while queue or running:
             while queue and free:
@@ -165,13 +170,19 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
                 if proc.returncode:
                     print(tail(variant.run_dir / layout.TRAIN_LOG), flush=True)
     except KeyboardInterrupt:
+        for signum in previous:
+            signal.signal(signum, signal.SIG_DFL)  # a second signal ends the sweep at once
         for proc in running:
             proc.send_signal(signal.SIGTERM)
         for proc in running:
             proc.wait()
-        raise
+        name = signal.Signals(received[0] if received else signal.SIGINT)
+        print(f"stopped by {name.name}: {len(running)} running run(s) checkpointed and stopped; rerun the same command "
+              "to resume them", file=sys.stderr, flush=True)
+        sys.exit(128 + name)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     return codes
 
 
@@ -228,6 +239,7 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
     overrides = dict(overrides or {})
     smoke = is_smoke(overrides, smoke)
     out = out or (SMOKE_OUT if smoke else "runs/sweeps")
+    check_writable_folder(out, "--out")  # a dry run too: the place is refused before anything trains
     if smoke:
         overrides.setdefault("max_steps", SMOKE_STEPS)
         if spec.evaluate:

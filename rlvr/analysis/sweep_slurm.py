@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from rlvr.analysis.sweep_spec import Variant
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, read_text
 from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,14 +44,17 @@ def file_options(path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError("--sbatch_file", f"no such file: {path}")
-    return [line.strip() for line in path.read_text().splitlines() if line.strip().startswith("#SBATCH")]
+    return [line.strip() for line in read_text(path, "--sbatch_file").splitlines() if line.strip().startswith("#SBATCH")]
 
 
 def flag_options(options: list[str] | None) -> list[str]:
     """`--sbatch` values as sbatch flags: `--partition=gpu`, `partition=gpu` and `-p gpu` all work."""
     flags = []
     for option in options or []:
-        parts = shlex.split(option)
+        try:
+            parts = shlex.split(option)
+        except ValueError as err:  # an unbalanced quote
+            raise ConfigError("--sbatch", f"cannot split {option!r} as a shell word list: {err}") from None
         if not parts:
             raise ConfigError("--sbatch", "an empty option")
         if not parts[0].startswith("-"):

@@ -21,6 +21,7 @@ max_steps. Running them is rlvr.analysis.sweep; linking runs another sweep alrea
 
 from __future__ import annotations
 
+import argparse
 import copy
 import math
 from dataclasses import dataclass, field
@@ -29,7 +30,14 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis.summaries import seed_group
-from rlvr.inputs import ConfigError, load_recipe_yaml, load_yaml_mapping, reject_unknown_keys
+from rlvr.inputs import (
+    ConfigError,
+    load_recipe_yaml,
+    load_yaml_mapping,
+    non_negative_float,
+    positive_int,
+    reject_unknown_keys,
+)
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
 
@@ -124,9 +132,13 @@ def load_spec(path) -> Spec:
         ks, n = evaluation["k"], evaluation["num_samples"]
         if not isinstance(n, int) or n < 1 or not isinstance(ks, list) or not all(isinstance(k, int) and 1 <= k <= n for k in ks):
             raise ConfigError("evaluate.k", f"each k must be an integer in [1, num_samples={n}], got {ks!r}")
-        every = evaluation["every_steps"]
-        if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
-            raise ConfigError("evaluate.every_steps", f"must be a positive integer (optimizer steps), got {every!r}")
+        checks = {"every_steps": positive_int, "num_prompts": positive_int, "temperature": non_negative_float}
+        for name, kind in checks.items():  # num_prompts and temperature as `rlvr evaluate` takes them
+            if evaluation[name] is not None:
+                try:
+                    kind(str(evaluation[name]))
+                except argparse.ArgumentTypeError as err:
+                    raise ConfigError(f"evaluate.{name}", str(err)) from None
     return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, seeds, evaluation, text)
 
 

@@ -19,6 +19,7 @@ from rlvr.metrics.keys import (
 )
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
+from rlvr.runs.stopping import closing_note
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):
@@ -111,8 +112,9 @@ class MetricsJsonlCallback(TrainerCallback):
     Resume and fresh-run handling is `rlvr.runs.folder.start_record`, the policy every record file shares.
     """
 
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, stops=()):
         self.path = path
+        self.stops = stops  # callbacks that may end the run early: their line goes into the closing row
 
     def _file(self, args) -> Path:
         return Path(self.path or Path(args.output_dir) / METRICS.name)
@@ -126,6 +128,7 @@ class MetricsJsonlCallback(TrainerCallback):
             return
         row = {"step": state.global_step, "epoch": state.epoch, "time": time.time()}
         row.update({key: _finite(value) for key, value in logs.items()})
+        row.update(closing_note(logs, self.stops))
         path = self._file(args)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:

@@ -35,6 +35,7 @@ PER_K = ("pass@", "maj@")
 COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = ("generation_step", "generated_samples",
                                                                    "generated_tokens")
 TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
+STOPPED_EARLY = "stopped_early"  # in the closing row of a run stopped before its end (a signal, the divergence guard)
 TIME_TOTAL, GENERATION_SHARE = "time/total_s", "time/generation_share"  # the step's time, generation's share of it
 
 # TRL's own keys that the readers (plots, report, doctor) read.

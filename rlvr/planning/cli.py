@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from rlvr.inputs import ArgumentParser, ConfigError, cli
+from rlvr.inputs import ArgumentParser, cli, positive_float, positive_int
 from rlvr.planning.plan import MemoryPlan, format_plan, plan_recipe
 from rlvr.planning.shapes import GIB, launch_shape
 from rlvr.training.config import load_recipe, validate
@@ -15,18 +15,14 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     parser = ArgumentParser(
         description="Estimate a recipe's peak GPU memory, part by part (loads nothing).", allow_abbrev=False,
         epilog="Other arguments (--config X.yaml, --field value) are the recipe's, as for recipes/grpo.py.")
-    parser.add_argument("--free_gib", type=float, help="free GPU memory to compare with (default: this GPU's)")
-    parser.add_argument("--total_gib", type=float, help="total GPU memory, for vLLM colocate's reserved fraction")
+    parser.add_argument("--free_gib", type=positive_float, help="free GPU memory to compare with (default: this GPU's)")
+    parser.add_argument("--total_gib", type=positive_float, help="total GPU memory, for vLLM colocate's reserved fraction")
     parser.add_argument("--accelerate_config", help="an accelerate_configs/*.yaml: its processes and ZeRO stage")
-    parser.add_argument("--num_processes", type=int, help="processes (GPUs) the run is launched on")
+    parser.add_argument("--num_processes", type=positive_int, help="processes (GPUs) the run is launched on")
     parser.add_argument("--zero_stage", type=int, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage (0 = DDP/none)")
     parser.add_argument("--ppo", action="store_true", help="plan PPO (value model); implied by a PPO recipe")
-    parser.add_argument("--prompt_tokens", type=int, help="longest prompt in tokens (default: from the data)")
+    parser.add_argument("--prompt_tokens", type=positive_int, help="longest prompt in tokens (default: from the data)")
     opts, rest = parser.parse_known_args(argv)
-    for flag in ("free_gib", "total_gib", "num_processes", "prompt_tokens"):
-        value = getattr(opts, flag)
-        if value is not None and value <= 0:
-            raise ConfigError(f"--{flag}", f"must be positive, got {value}")
     processes, stage = launch_shape(opts.accelerate_config) if opts.accelerate_config else (None, None)
     cuda = torch.cuda.is_available()
     # dry_run: validate without requiring the weights; TrainingArguments rejects bf16 on a machine without a GPU

@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, check_writable_folder
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 from rlvr.runs.lock import RunLock, agree, broadcast
-from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, describe_changes, read_run_json
+from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, checkpoint_step, describe_changes, read_run_json
 
 # What a run (and the commands that describe it) writes at the top of its folder; a fresh start moves these aside.
 RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
@@ -113,8 +113,15 @@ class RunFolder:
 
 def refuse_if_in_use(recipe) -> None:
     """A second run into a folder a live run holds fails at once, before anything else is checked."""
-    line = RunLock(recipe.training.output_dir).in_use() if recipe.training.process_index == 0 else None
-    agree(ConfigError("output_dir", line) if line else None, recipe.training)
+    error = None
+    if recipe.training.process_index == 0:
+        try:
+            check_writable_folder(recipe.training.output_dir, "output_dir")  # a folder the lock can be made in
+            line = RunLock(recipe.training.output_dir).in_use()
+            error = ConfigError("output_dir", line) if line else None
+        except ConfigError as err:
+            error = err
+    agree(error, recipe.training)
 
 
 def check_model_outside(recipe, resume: Resume) -> None:
@@ -156,11 +163,6 @@ def claim(recipe, resume: Resume, processes: int) -> RunFolder:
     return RunFolder(folder, broadcast(run_id), lock)
 
 
-def _checkpoint_step(checkpoint: str) -> int | None:
-    match = layout.CHECKPOINT.match(Path(checkpoint).name)
-    return int(match.group(1)) if match else None
-
-
 def write_run_json(folder: Path, run_id: str, resume: Resume, processes: int) -> list[str]:
     """run.json: the id, start, host and processes; each resume appends its step and what it changed."""
     now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -169,7 +171,7 @@ def write_run_json(folder: Path, run_id: str, resume: Resume, processes: int) ->
     if run is None or run["run_id"] != run_id:
         run = {"run_id": run_id, "started": now, "host": socket.gethostname(), "processes": processes, "resumes": []}
     if resume.checkpoint:
-        step = _checkpoint_step(resume.checkpoint)
+        step = checkpoint_step(resume.checkpoint)
         entry = {"at": now, "checkpoint": str(resume.checkpoint), "step": step, "processes": processes}
         if resume.run_id is None:  # saved before run ids: this run adopts it (check_resume accepts it from now on)
             run.setdefault("adopted_checkpoints", []).append(Path(resume.checkpoint).name)

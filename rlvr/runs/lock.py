@@ -63,6 +63,8 @@ class RunLock:
         """One line naming the live holder, if another process holds the lock now (read only)."""
         if str(self.folder.resolve()) in self.HELD or not self.path.exists():
             return None
+        if not self.path.is_file():
+            return f"{self.path} is not a file, and a run's lock must be one: remove it, or give another output_dir"
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:

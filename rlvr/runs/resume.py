@@ -161,12 +161,22 @@ def _shown(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def checkpoint_step(checkpoint) -> int | None:
+    """The step in a checkpoint folder's name (`checkpoint-12`: 12), None for another name."""
+    match = layout.CHECKPOINT.match(Path(checkpoint).name)
+    return int(match.group(1)) if match else None
+
+
 def check_resume(recipe, checkpoint: str | None, processes: int) -> Resume:
     """Read only: whose checkpoint this is, and what the recipe changes against the run's own config.yaml."""
     folder = Path(recipe.training.output_dir)
     if checkpoint is None:
         return Resume(None, None)
     run = read_run_json(folder)
+    if run is None and (folder / layout.RUN).exists():  # rebuilding it would accept any run's checkpoint
+        raise ConfigError("resume_from_checkpoint", f"{folder / layout.RUN} is damaged (not JSON with a run_id): whose "
+                          f"checkpoint {checkpoint} is cannot be checked; restore that file, or start afresh with "
+                          f"--resume_from_checkpoint false (the earlier run is moved aside)")
     owner = checkpoint_run_id(checkpoint)
     adopted = owner is None and run is not None and Path(checkpoint).name in run.get("adopted_checkpoints", ())
     if run is not None and owner != run["run_id"] and not adopted:
@@ -174,6 +184,10 @@ def check_resume(recipe, checkpoint: str | None, processes: int) -> Resume:
         raise ConfigError("resume_from_checkpoint", f"{checkpoint} {whose}, not to run {run['run_id']} that {folder} "
                           f"holds: resume a run in its own output_dir, or start this one fresh with "
                           f"--resume_from_checkpoint false")
+    step, max_steps = checkpoint_step(checkpoint), recipe.training.max_steps
+    if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
+        raise ConfigError("max_steps", f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
+                          f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir")
     resume = Resume(checkpoint, owner)
     home = Path(checkpoint).parent  # the run's own folder: its config.yaml is the recipe it trained
     config_path = home / layout.CONFIG

@@ -22,6 +22,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from rlvr.inputs import ConfigError
+from rlvr.metrics.keys import STOPPED_EARLY, TRAIN_RUNTIME
 from rlvr.runs.checkpoints import last_complete_checkpoint
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -37,12 +38,19 @@ class EarlyStop:
     status: int
 
 
-def early_stop(trainer) -> EarlyStop | None:
-    """The first callback of the trainer that stopped the run early (preemption, divergence guard), if any."""
-    for callback in trainer.callback_handler.callbacks:
+def early_stop(callbacks) -> EarlyStop | None:
+    """The first of the callbacks (a trainer's) that stopped the run early (preemption, divergence guard), if any."""
+    for callback in callbacks:
         if isinstance(getattr(callback, "stop", None), EarlyStop):
             return callback.stop
     return None
+
+
+def closing_note(logs: dict, callbacks) -> dict:
+    """What the closing row (train_runtime) of a run the callbacks stopped early adds: its stop line. TRL closes a
+    stopped run as it closes a finished one; with this the records tell them apart (`Run.finished`)."""
+    stop = early_stop(callbacks) if TRAIN_RUNTIME in logs else None
+    return {STOPPED_EARLY: stop.line} if stop else {}
 
 
 def any_rank(flag: bool, device) -> bool:

@@ -14,6 +14,7 @@ offline and says so in one line (wandb itself would prompt, or retry for ~100 s 
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import netrc
 import os
@@ -23,7 +24,9 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-from rlvr.inputs import ConfigError
+from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+from rlvr.inputs import ConfigError, check_writable_folder
 
 REACH_TIMEOUT_S = 5.0
 DEFAULT_HOST = "https://api.wandb.ai"
@@ -97,9 +100,6 @@ def configure_tensorboard(report_to: list[str] | str | None, output_dir: str) ->
     that opens the live view. Returns that line, or None when the run does not report to TensorBoard."""
     if "tensorboard" not in reporters_of(report_to):
         return None
-    if importlib.util.find_spec("tensorboard") is None:
-        raise ConfigError("report_to", "tensorboard is not installed: pip install 'rlvr-recipes[live]' "
-                                       "(or pip install tensorboard)")
     log_dir = os.environ.get("TENSORBOARD_LOGGING_DIR")
     if log_dir is None or log_dir in _LOG_DIRS_SET_HERE:  # the user's own TENSORBOARD_LOGGING_DIR wins
         log_dir = str(Path(output_dir) / TENSORBOARD_DIR)
@@ -111,7 +111,30 @@ def configure_tensorboard(report_to: list[str] | str | None, output_dir: str) ->
     return note
 
 
+def check_trackers(report_to: list[str] | str | None, output_dir: str | None) -> None:
+    """Every tracker named is one transformers knows and is installed, and TensorBoard's folder can be made
+    (`output_dir` None: a dry run, which writes nothing): a typo or a log folder under a file is one line before
+    anything is written, not a traceback once the model has loaded."""
+    known = ["all", "none", *INTEGRATION_TO_CALLBACK]
+    for name in reporters_of(report_to):
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            raise ConfigError("report_to", f"unknown tracker {name!r}{f'; did you mean {close[0]!r}?' if close else ''}"
+                                           f" (one of {', '.join(known)})")
+    if "tensorboard" not in reporters_of(report_to):
+        return
+    if importlib.util.find_spec("tensorboard") is None:
+        raise ConfigError("report_to", "tensorboard is not installed: pip install 'rlvr-recipes[live]' "
+                                       "(or pip install tensorboard)")
+    mine = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    if mine is not None and mine not in _LOG_DIRS_SET_HERE:
+        check_writable_folder(mine, "TENSORBOARD_LOGGING_DIR")
+    elif output_dir:
+        check_writable_folder(Path(output_dir) / TENSORBOARD_DIR, "report_to")
+
+
 def configure_trackers(report_to: list[str] | str | None, output_dir: str) -> None:
-    """Every tracker the run reports to, set up before the model loads."""
+    """Every tracker the run reports to, checked, then set up before the model loads."""
+    check_trackers(report_to, output_dir)
     configure_tensorboard(report_to, output_dir)
     configure_wandb(report_to)

@@ -65,16 +65,17 @@ def callbacks_for(recipe: Recipe) -> list:
     args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
+    stops = (PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/runs/stopping.py)
+             DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
+                             args.min_mean_reward_patience))  # after PreemptionCallback: it sees (and may cancel) its save
     return [
         ReadingsCallback(),
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
-        MetricsJsonlCallback(recipe.args.metrics_path),
+        MetricsJsonlCallback(recipe.args.metrics_path, stops),  # a run they stop is marked unfinished
         *([curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)] if recipe.curriculum else []),
-        PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/runs/stopping.py)
-        DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
-                        args.min_mean_reward_patience),  # after PreemptionCallback: it sees (and may cancel) its save
+        *stops,
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
         RunIdentityCallback(recipe.run_folder.run_id if recipe.run_folder else None),  # the run id, in each checkpoint
     ]
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
 
     with disk_full_exits(recipe.training.output_dir), released(recipe.run_folder):
         trainer.train(resume_from_checkpoint=checkpoint)
-        if stop := early_stop(trainer):
+        if stop := early_stop(trainer.callback_handler.callbacks):
             if trainer.args.process_index == 0:
                 print(stop.line, file=sys.stderr, flush=True)
             sys.exit(stop.status)

@@ -29,6 +29,7 @@ from trl import GRPOConfig
 
 from rlvr.inputs import ConfigError, check_writable_folder, one_line
 from rlvr.runs.checkpoints import weights_problem
+from rlvr.runs.tracking import check_trackers
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Num:
             return None
         if not math.isfinite(value):
             return f"must be a finite number, got {value!r}"
-        bounds = [f"{op} {b:g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+        bounds = [f"{op} {b:.10g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
                   if b is not None]
         ok = ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
               and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
@@ -94,8 +95,8 @@ RULES: dict[str, Num | OneOf] = {
     "eval_steps": POSITIVE,
     "eval_prompts": POSITIVE_INT,
     "save_total_limit": POSITIVE_INT,
-    "seed": NON_NEGATIVE,
-    "data_seed": NON_NEGATIVE,
+    "seed": Num(ge=0, le=2**32 - 1),  # numpy's and so accelerate's set_seed range
+    "data_seed": Num(ge=0, le=2**32 - 1),
     "warmup_steps": NON_NEGATIVE,
     "warmup_ratio": FRACTION,
     "dataloader_num_workers": NON_NEGATIVE,
@@ -342,6 +343,7 @@ def check_paths(args, training, model) -> None:
         check_model_path(model.model_name_or_path, "model_name_or_path", may_build=args.build_tiny_model)
     if value_model := getattr(training, "value_model_name_or_path", None):
         check_model_path(value_model, "value_model_name_or_path")
+    check_trackers(training.report_to, None if args.dry_run else training.output_dir)
     if not training.output_dir:
         return
     if os.path.exists(training.output_dir) and not os.path.isdir(training.output_dir):
