@@ -4,21 +4,8 @@
     rlvr doctor path/to/trl_output_dir      # a plain TRL GRPOTrainer output folder (trainer_state.json)
     rlvr doctor --thresholds                # the table of thresholds, each with why
 
-Each finding is one numbered line: the step where it first shows, what was measured, and a remedy. `problem` lines
-are what stops or spoils learning; `note` lines (the compute bill) are facts worth knowing. Exit status: 0 when no
-problem was found (notes only), 1 when at least one problem was, 2 on bad input (`error: RUN_DIR: ...`).
-
-What it reads. A run of this repo: `metrics.jsonl` (every logged row) and `config.yaml` (the recipe as it ran). A plain
-TRL output folder: `trainer_state.json`'s `log_history`, from the folder itself or else from its newest
-`checkpoint-*/`, and `training_args.bin` beside it when present. Every check uses whatever keys the run has (our
-`zero_std_frac/total` or TRL's `frac_reward_zero_std`, our `step/truncated` or TRL's `completions/clipped_ratio`,
-...: `READINGS`); a check whose keys the run lacks is skipped and listed as such, never guessed.
-
-How a condition "shows": a per-step reading is averaged over a sliding window of `WINDOW` logged steps, and a finding
-is raised at the first window whose mean crosses its threshold and from whose first step on the mean over the rest of
-the run stays across it: one unlucky batch, or a stretch the run recovered from, is not a finding. Its step is the
-first step of that window that is itself across the threshold (the onset). Non-finite values and spikes are
-single-step events and are reported at the step they occur.
+What it checks, the keys it reads (ours, else plain TRL's: `READINGS`), how a sustained condition "shows" (a
+sliding window of `WINDOW` steps) and the exit status: docs/doctor.md.
 """
 
 from __future__ import annotations
@@ -210,7 +197,6 @@ def finite(value) -> bool:
 
 
 def points(run: Run, key: str) -> list[tuple[int, float]]:
-    """(step, value) of every row with a finite value of `key`."""
     return [(int(row["step"]), float(row[key])) for row in run.rows if finite(row.get(key))]
 
 
@@ -223,20 +209,16 @@ def windows(series: list[tuple[int, float]], width: int = WINDOW):
 
 
 def first_sustained(series, passes) -> tuple[int, float] | None:
-    """The first window whose mean passes `passes(mean)` and from whose first step on the mean to the end of the run
-    passes too (a condition the run stayed in, not a stretch it went through): (the first step in that window that is
-    itself across, the mean from it on)."""
+    """(onset step, mean from it on) of a condition the run stayed in (docs/doctor.md), or None."""
     for step, value in windows(series):
         if passes(value) and passes(from_step(series, step)):
-            # the onset: the window's first step that is itself across (the window may start before it)
             onset = next((s for s, v in series if s >= step and passes(v)), step)
             return onset, from_step(series, onset)
     return None
 
 
 def sustained(run: Run, keys: dict, reading: str, threshold: str, below: bool = False):
-    """(the reading's series, `first_sustained` of it at or above the threshold, or below it), or None when the
-    run lacks the reading or never stays across: the shared first half of every threshold check."""
+    """(the reading's series, `first_sustained` of it across the threshold), or None: every threshold check's start."""
     if not keys.get(reading):
         return None
     limit = THRESHOLDS[threshold].value

@@ -183,23 +183,14 @@ class SampleScheduleMixin:
 
 
 class RewardHooksMixin:
-    """Dispatches gathered rewards to reward callbacks, logs what they return, and accounts for wall time.
+    """Hands each gathered `RewardBatch` (built once by `RewardReadings`, the reward-function wrapper a plain
+    `trl.GRPOTrainer` can take too) to the `RewardBatchCallback`s, keeps it as `self._reward_batch` for the advantage
+    dispatch, and accounts for wall time per log window (`time/*`, docs/speed.md "Measuring your own runs").
 
-    The reward batch comes from `RewardReadings`, the wrapper around the trainer's reward functions that any plain
-    `trl.GRPOTrainer` can take (`rlvr.metrics.readings.with_readings`): it builds the gathered `RewardBatch` once per
-    generation batch, which this mixin keeps as `self._reward_batch` for the advantage dispatch and hands to every
-    `RewardBatchCallback`, logging what they return at full precision into the trainer's metrics.
-
-    Time accounting (seconds per log window, logged as `time/*`): `generation` is sampling completions,
-    `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs (and the rest of
-    the rollout's bookkeeping), and `optimization` the forward/backward on the buffered batch plus the optimizer
-    step. Finer accounts inside those: `reference` and `old_policy` split the log-prob passes by model (a PEFT
-    run's reference is the policy with its adapter off, so it counts as `old_policy`), and `optimizer` is
-    `optimizer.step()` alone (timed by hooks on the optimizer). `total` is the training step plus the optimizer step
-    (not logging nor callbacks); `time/generation_share` is generation's share of it. `tokens_per_s/*` divide the
-    window's generated completion tokens by its generation and its total seconds (`keys.TOKEN_RATES`). A held-out
-    evaluation (`eval_strategy`) is not training time: its seconds are its row's `eval_runtime`, and it samples on a
-    forked RNG, so the training steps after it draw what they would have drawn without it.
+    `logprobs` is the rollout minus generation and scoring (log-prob passes and bookkeeping); a PEFT run's reference
+    is the policy with its adapter off, so it counts as `old_policy`; `total` is the training step plus
+    `optimizer.step()` (timed by hooks), not logging nor callbacks. A held-out evaluation is not training time (its
+    row's `eval_runtime`) and samples on a forked RNG, so the training steps after it draw what they would have drawn.
     """
 
     def __init__(self, *args, **kwargs):
@@ -216,14 +207,16 @@ class RewardHooksMixin:
             finally:
                 self._time_accounts = accounts or defaultdict(float)
 
+    def _account(self, account: str, amount: float) -> None:
+        self._time_accounts = getattr(self, "_time_accounts", None) or defaultdict(float)
+        self._time_accounts[account] += amount
+
     def _timed(self, account: str, fn, *args, **kwargs):
         start = time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
-            if not hasattr(self, "_time_accounts"):
-                self._time_accounts = defaultdict(float)
-            self._time_accounts[account] += time.perf_counter() - start
+            self._account(account, time.perf_counter() - start)
 
     def _generate(self, prompts):
         return self._timed("generation", super()._generate, prompts)
@@ -248,9 +241,7 @@ class RewardHooksMixin:
                 self._optimizer_started = time.perf_counter()
 
             def finished(*_):
-                if not hasattr(self, "_time_accounts"):
-                    self._time_accounts = defaultdict(float)
-                self._time_accounts["optimizer"] += time.perf_counter() - self._optimizer_started
+                self._account("optimizer", time.perf_counter() - self._optimizer_started)
 
             optimizer.register_step_pre_hook(started)
             optimizer.register_step_post_hook(finished)
@@ -291,8 +282,7 @@ class RewardHooksMixin:
         batch.round = getattr(self, "_sampling_round", 0)
         self._reward_batch = batch
         if batch.mode == "train":  # counted in the time accounts' window, for tokens_per_s/* (all processes' tokens)
-            self._time_accounts = getattr(self, "_time_accounts", None) or defaultdict(float)
-            self._time_accounts["generated_tokens"] += sum(batch.completion_lengths)
+            self._account("generated_tokens", sum(batch.completion_lengths))
         self._readings.dispatch(batch, kwargs, log=lambda name, value: self._metrics[batch.mode][name].append(value))
 
     def log(self, logs, start_time=None):
@@ -386,14 +376,11 @@ class AlgorithmMixin:
 #   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
 #       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
 #       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
-#   _generate, log                   RewardHooksMixin -> TRL          (time accounting, counters)
 #   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
-#   create_optimizer                 RewardHooksMixin -> Trainer      (hooks the optimizer step into time accounting)
-#   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
 #   __init__                         DAPOTrainer / PPOTrainer -> RewardHooksMixin -> RawCompletionsMixin -> TRL
 #       RewardHooks wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up.
-#   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
-#   evaluate                         RewardHooksMixin -> Trainer      (a forked RNG, no training time)
+#   The other overrides have one class each (MRO_CONTRACT); PPOTrainer's save_model and
+#   _load_optimizer_and_scheduler keep the critic beside the policy.
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
@@ -434,17 +421,12 @@ PRIVATE_OVERRIDES = {
 
 class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SampleScheduleMixin,
                   GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
-    choice of KL estimator and a learning-rate schedule over generated samples under `max_generated_samples`
-    (rlvr/training/trainer.py). The algorithm's loss form comes first (without a ratio, the KL term sees none either).
-    A recipe's curriculum and speed-ups are layers below these (`trainer_for`)."""
+    """TRL's GRPOTrainer with every mixin above, in `MRO_CONTRACT`'s order (the module docstring says what each does)."""
 
 
 def trainer_for(recipe) -> type:
-    """The trainer class a recipe trains with: its algorithm's (the registry's), plus the layers the recipe names,
-    each a GRPOTrainer subclass that Python's MRO places right above TRL, below every mixin above: the curriculum's
-    sampler when the recipe has a `curriculum:`, then the CPU speed-ups its `speedups:` field lists. A recipe that
-    names neither (recipes/grpo.yaml, the Qwen3 recipes) trains with the algorithm's class itself."""
+    """The recipe's algorithm's trainer class, plus the layers the recipe names (its `curriculum:` sampler, then its
+    `speedups:`), each placed by the MRO right above TRL, below every mixin."""
     trainer = trainer_class(recipe.training.algorithm)
     if recipe.curriculum:
         trainer = with_curriculum(trainer)
