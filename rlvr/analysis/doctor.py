@@ -548,11 +548,9 @@ def check_held_out(run, settings, keys):
     reward = points(run, keys["reward"])
     start, end = mean([v for s, v in reward if s <= first_until]), mean([v for s, v in reward if s > last_after])
     gain = mean([v for _, v in held_out[-third:]]) - mean([v for _, v in held_out[:third]])
-    if start is None or end is None or end - start < THRESHOLDS["proxy_rise"].value:
+    rise = None if start is None or end is None else end - start
+    if rise is None or rise < THRESHOLDS["proxy_rise"].value or gain > THRESHOLDS["truth_flat"].value:
         return []
-    if gain > THRESHOLDS["truth_flat"].value:
-        return []
-    rise = end - start
     best_step, best = max(held_out, key=lambda point: point[1])
     return [Finding("problem", held_out[0][0],
                     f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "

@@ -102,10 +102,6 @@ class KLEstimatorMixin:
 
     _captured_logps: list | None = None
 
-    @property
-    def kl_estimator(self) -> str:
-        return self.args.kl_estimator  # RLVRConfig's field: every config of the registry has it
-
     def _get_per_token_logps_and_entropies(self, *args, **kwargs):
         result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
         if self._captured_logps is not None:
@@ -113,7 +109,7 @@ class KLEstimatorMixin:
         return result
 
     def _compute_loss(self, model, inputs):
-        if self.beta == 0.0 or self.kl_estimator == "k3":
+        if self.beta == 0.0 or self.args.kl_estimator == "k3":
             return super()._compute_loss(model, inputs)
         self._captured_logps = []
         try:
@@ -124,7 +120,7 @@ class KLEstimatorMixin:
         ref = inputs["ref_per_token_logps"]
         mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
         weight = importance_weight(self, logp, inputs, mask)
-        chosen = per_token_kl(logp, ref, self.kl_estimator) * weight
+        chosen = per_token_kl(logp, ref, self.args.kl_estimator) * weight
         k3 = per_token_kl(logp, ref, "k3") * weight
         loss = loss + self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
         totals = self.accelerator.reduce(torch.stack([(chosen.detach() * mask).sum(), mask.sum().float()]), "sum")
