@@ -6,17 +6,10 @@ The dispatch reads `args.algorithm`: an algorithm with its own advantage estimat
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
 else (sampling, TRL's advantages, loss, logging) is TRL's.
 
-The seams, in one place (what replaces what in TRL's step):
-  rewards come in        no override: the reward functions are wrapped (`RewardReadings`, rlvr/metrics/readings.py,
-                         the same wrapper a plain TRL script uses), which keeps the scored batch (`RewardBatch`,
-                         gathered over processes, its components computed once) for every reader.
-  advantages replaced    `_generate_and_score_completions`: after TRL's call, `AlgorithmMixin` puts the registry's
-                         advantages in (or zeroes TRL's residues on flat groups), and fixes the completions table.
-  loss changed           `_compute_loss`: no importance ratio for ratio-free algorithms (`AlgorithmMixin`), another
-                         KL estimator (`KLEstimatorMixin`), PPO's value loss (rlvr/training/ppo.py).
-Layers a recipe opts into sit below these, right above TRL (`trainer_for`): the curriculum's sampler
-(rlvr/training/curriculum.py) and the CPU speed-ups (rlvr/speedups). Every TRL-private method overridden anywhere is
-listed with its reason in `PRIVATE_OVERRIDES`; tests/test_trainer_mro.py and tests/test_trl_contract.py check it.
+Rewards come in without an override (the reward functions are wrapped: `RewardHooksMixin`); what replaces what in
+TRL's step is `PRIVATE_OVERRIDES` (each TRL-private override with its reason) and `MRO_CONTRACT` (in which order),
+both checked by tests/test_trainer_mro.py and tests/test_trl_contract.py. Layers a recipe opts into sit below these,
+right above TRL (`trainer_for`): the curriculum's sampler and the CPU speed-ups (rlvr/speedups).
 """
 
 from __future__ import annotations
@@ -360,7 +353,6 @@ class AlgorithmMixin:
 # The MRO contract: which of our classes override which TRL (or transformers Trainer) method, outermost first, and
 # why in that order. RLVRTrainer's bases are listed in this order; DAPOTrainer and PPOTrainer subclass it and so sit
 # above every mixin; the layers a recipe opts into (`trainer_for`) sit below every mixin, right above TRL.
-# tests/test_trainer_mro.py checks the real MRO of the trainers against this table.
 #
 #   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardHooksMixin -> AlgorithmMixin -> TRL
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
@@ -393,8 +385,7 @@ MRO_CONTRACT = {
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
 # overrides, with the reason no public hook (a callback, a reward function, a config field) does the job. The
 # public ones (log, training_step, create_optimizer, create_scheduler, save_model, __init__) are Trainer's documented
-# extension points. tests/test_trainer_mro.py checks this table against the classes, tests/test_trl_contract.py
-# checks that each method still exists in TRL with the signature used here.
+# extension points.
 PRIVATE_OVERRIDES = {
     ("RewardHooksMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
     ("RewardHooksMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
