@@ -232,10 +232,6 @@ def mean_from(run: Run, key: str | None, step: int) -> float | None:
     return from_step(points(run, key), step) if key else None
 
 
-def tail(series, width: int = WINDOW) -> float | None:
-    return mean([v for _, v in series[-width:]])
-
-
 def from_step(series, step: int) -> float | None:
     return mean([v for s, v in series if s >= step])
 
@@ -441,7 +437,7 @@ def check_format(run, settings, keys):
     steps = [int(row["step"]) for row in run.rows]
     early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
     rates = points(run, solved)
-    start, end = mean([v for _, v in rates[:WINDOW]]), tail(rates)
+    start, end = mean([v for _, v in rates[:WINDOW]]), mean([v for _, v in rates[-WINDOW:]])
     if (saturated[0] > early or end is None or end >= THRESHOLDS["unsolved"].value
             or end - start >= THRESHOLDS["stalled"].value):
         return []

@@ -127,10 +127,6 @@ class KLEstimatorMixin:
 # learning-rate schedule runs on samples generated / budget: a cosine ends at the budget however many steps that takes
 # (with a fixed number of samples per step it is the step schedule exactly).
 
-def find_ledger(callbacks):
-    return next((cb for cb in callbacks if isinstance(cb, RolloutLedger)), None)
-
-
 class SampleBudgetCallback(TrainerCallback):
     """Stops training once the ledger has counted `budget` generated samples."""
 
@@ -151,7 +147,7 @@ class SampleScheduleMixin:
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         budget = getattr(self.args, "max_generated_samples", None)
-        ledger = find_ledger(self.callback_handler.callbacks)
+        ledger = next((cb for cb in self.callback_handler.callbacks if isinstance(cb, RolloutLedger)), None)
         if not budget or ledger is None or self.lr_scheduler is not None:
             return super().create_scheduler(num_training_steps, optimizer)
 
