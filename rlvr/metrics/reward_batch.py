@@ -1,10 +1,6 @@
-"""One scored generation batch (`RewardBatch`) and the callbacks that read it (`RewardBatchCallback`).
-
-HF `TrainerCallback` events never see rewards, so the reward wrapper (`rlvr.metrics.readings.RewardReadings`) calls
-`on_rewards` on every callback that subclasses `RewardBatchCallback`, once per generation batch, with the rewards
-gathered over all processes. What a callback returns is logged through TRL's own metric path (console, wandb,
-metrics.jsonl).
-"""
+"""One scored generation batch (`RewardBatch`) and the callbacks that read it (`RewardBatchCallback`): HF
+`TrainerCallback` events never see rewards, so the reward wrapper (`rlvr.metrics.readings`) calls `on_rewards` once per
+generation batch, gathered over all processes, and logs what a callback returns through TRL's own metric path."""
 
 from __future__ import annotations
 
