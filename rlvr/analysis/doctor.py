@@ -467,8 +467,7 @@ def check_hacks(run, settings, keys):
 
 
 def check_task_vs_reward(run, settings, keys):
-    """The reward rises while the task's own reward falls: the reward pays for something other than the task. Read
-    from the means alone, so a plain TRL run (no hack watches) is named too."""
+    """The reward rises while the task's own reward falls (from the means alone: plain TRL runs are named too)."""
     task, reward = keys.get("success") or keys.get("correctness"), keys.get("reward")
     if not task or not reward:
         return []
@@ -519,8 +518,7 @@ def check_vllm_mismatch(run, settings, keys):
 
 
 def check_clip(run, settings, keys):
-    """PPO's clip on a reused batch: the first update of a batch clips nothing by construction (the ratio is 1), so
-    this is a per-step event, read when it first happens, not a windowed mean."""
+    """PPO's clip on a reused batch: a per-step event (a batch's first update clips nothing), not a windowed mean."""
     limit = THRESHOLDS["clip_fraction"].value
     over = [(step, value) for step, value in points(run, keys["clip"]) if value >= limit]
     if not over:

@@ -116,11 +116,9 @@ class RewardReadings:
 
 
 def with_readings(trainer):
-    """Any `trl.GRPOTrainer`, with the readings: its reward functions wrapped (`RewardReadings`) and a
-    `ReadingsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
-    `zero_std_side/*` and the `step/*` watches (truncation, false full credit, hollow format) every generation batch,
-    gathered over processes, under `scale_rewards` group or batch alike; with an eval_dataset, its evaluation rows
-    get `rlvr evaluate`'s held-out figures too (rlvr/metrics/held_out.py). Returns the trainer."""
+    """Any `trl.GRPOTrainer`, with the readings (`batch_readings` every generation batch; with an eval_dataset,
+    `rlvr evaluate`'s held-out figures on its evaluation rows): its reward functions wrapped (`RewardReadings`) and a
+    `ReadingsCallback` added unless one is there. Returns the trainer."""
     if not any(isinstance(cb, ReadingsCallback) for cb in trainer.callback_handler.callbacks):
         trainer.add_callback(ReadingsCallback())
     if held_out := held_out_callback(trainer):

@@ -111,8 +111,7 @@ class RecipeArguments(ScriptArguments):
 
 @dataclass
 class RLVRConfig(GRPOConfig):
-    """GRPOConfig plus what every recipe of the family has: which algorithm of the registry it trains, and which KL
-    estimator its loss uses."""
+    """GRPOConfig plus what every recipe of the family has: its algorithm, KL estimator and sample budget."""
 
     algorithm: str = field(
         default="grpo",
@@ -161,9 +160,8 @@ class SingleRolloutConfig(RLVRConfig):
 
 @dataclass
 class LoadedRecipe:
-    """One read of a recipe: the merged YAML mapping (`base:` chain resolved, as in the file, before the command line),
-    the command line it was parsed with, and the parsed dataclasses. Everything downstream (validation, the run's
-    `config.yaml`, the dry run, sweeps) reads these, never the file again."""
+    """One read of a recipe (`base:` chain resolved, before the command line), its command line and the parsed
+    dataclasses: everything downstream (validation, the run's `config.yaml`, the dry run, sweeps) reads these."""
 
     yaml: dict
     source: str  # where the mapping came from, for messages: the file path, or a caller's name for an in-memory recipe
@@ -251,11 +249,8 @@ def _field_named_in(message: str, dataclass_types) -> str:
 
 
 def choose_algorithm(cli_value: str | None, config: dict, source: str, script_algorithm: str | None = None) -> str:
-    """Which algorithm a command line trains: `--algorithm`, else the recipe's `algorithm:`, else the script's.
-
-    A per-algorithm script (`recipes/dapo.py`) refuses a recipe of another algorithm in one line, so a DAPO YAML can
-    never be trained silently by GRPO's trainer.
-    """
+    """`--algorithm`, else the recipe's `algorithm:`, else the script's; a per-algorithm script (`recipes/dapo.py`)
+    refuses another algorithm's recipe in one line, so a DAPO YAML is never trained silently by GRPO's trainer."""
     name = cli_value or config.get("algorithm") or script_algorithm or "grpo"
     if name not in algorithms.ALGORITHMS:  # the registry as it is now (a test extends it)
         raise ConfigError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(algorithms.ALGORITHMS)}")

@@ -121,11 +121,9 @@ class KLEstimatorMixin:
         return loss
 
 
-# ---- the sample budget (`max_generated_samples`): runs compared at equal generation compute. DAPO's resampling
-# generated 1.9x GRPO's samples in the same 140 steps, so with a budget set the run stops after the optimizer step in
-# which the rollout ledger (all processes, every round) reached it (`max_steps` is then only an upper bound), and the
-# learning-rate schedule runs on samples generated / budget: a cosine ends at the budget however many steps that takes
-# (with a fixed number of samples per step it is the step schedule exactly).
+# ---- the sample budget (`max_generated_samples`, docs/algorithms.md): runs compared at equal generation compute.
+# DAPO's resampling generated 1.9x GRPO's samples in the same 140 steps; a cosine over samples generated / budget ends
+# at the budget however many steps that takes.
 
 class SampleBudgetCallback(TrainerCallback):
     """Stops training once the ledger has counted `budget` generated samples."""
@@ -262,8 +260,7 @@ class RewardHooksMixin:
         }
 
     def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
-        """Every scored batch: kept for the advantage dispatch (DAPO's filter, PPO), numbered by DAPO's sampling
-        round, read by the reward callbacks."""
+        """Every scored batch: kept for the advantage dispatch, numbered by DAPO's round, read by the callbacks."""
         batch.round = getattr(self, "_sampling_round", 0)
         self._reward_batch = batch
         if batch.mode == "train":  # counted in the time accounts' window, for tokens_per_s/* (all processes' tokens)
@@ -283,13 +280,9 @@ class RewardHooksMixin:
 
 
 class RawCompletionsMixin:
-    """Rewards see the text the model wrote, tags included.
-
-    With a response parser on the tokenizer (transformers 5 `response_template`, e.g. Qwen3's), TRL hands reward
-    functions `{"reasoning_content", "content"}` with `<think>...</think>` cut out, and an empty think block vanishes
-    without a trace, so the format reward could not tell it from a missing one. Without tool calling the parser buys
-    nothing, so it is switched off and TRL decodes completions verbatim.
-    """
+    """Rewards see the text the model wrote, tags included: a tokenizer's response parser (transformers 5
+    `response_template`, e.g. Qwen3's) cuts `<think>...</think>` out, so the format reward could not tell an empty think
+    block from a missing one. Without tool calling the parser buys nothing, so it is switched off."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -300,11 +293,8 @@ class RawCompletionsMixin:
 
 
 class AlgorithmMixin:
-    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py).
-
-    Advantages come from the batch's components (`self._reward_batch`, computed once). Where TRL computes them (GRPO,
-    Dr. GRPO, DAPO, GSPO, ...), the rows of flat groups are set to exactly 0 after it: TRL's float arithmetic leaves a
-    residue there (-1.2e-3 on a group of eight 1.1667 totals under GRPO), and its `isclose(std, 0)` does not see them."""
+    """The registry's advantage estimator and loss form for `args.algorithm`, from the batch's components (computed
+    once); where TRL computes the advantages, its residues on flat groups are zeroed (`zero_flat_groups` says why)."""
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
@@ -324,10 +314,9 @@ class AlgorithmMixin:
         return output
 
     def log_trained_advantages(self, advantages) -> None:
-        """The completions table (`log_completions: true`) shows the advantage each completion trained with. TRL
-        writes its own GRPO advantages there (`_logs["advantages"]`, the batch's rows gathered over processes, last),
-        which are not RLOO's, REINFORCE's, MaxRL's or PPO's, nor exactly 0 on a flat group. `advantages`: the
-        batch's, gathered, in TRL's row order, or a function of the logged ones (TRL's residues zeroed)."""
+        """The completions table (`log_completions: true`) shows the advantage each completion trained with, not the
+        GRPO ones TRL wrote to `_logs["advantages"]`. `advantages`: the batch's, gathered, in TRL's row order, or a
+        function of the logged ones (TRL's residues zeroed)."""
         logged = self._logs["advantages"]
         batch = len(self._reward_batch.completions)
         if len(logged) < batch:  # the table keeps fewer rows than one (evaluation) batch: nothing of it is shown
