@@ -374,9 +374,8 @@ def check_entropy(run, settings, keys):
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
-    """(which side the flat groups are on, the remedy for it): a reward constant over whole batches (TRL's
-    `reward_std`, the batch's std, 0) is named as such; else the sides from `zero_std_side/*`; a run without those
-    keys gets no side guessed from means (a mean success of 0.5 fits any mix of all-wrong and all-correct groups)."""
+    """(the flat groups' side, its remedy): a constant reward (TRL's batch `reward_std` 0), else `zero_std_side/*`;
+    never guessed from means (a mean success of 0.5 fits any mix of all-wrong and all-correct groups)."""
     g = settings.get("num_generations")
     small_g = isinstance(g, int) and g <= 2
     remedies = {
@@ -485,9 +484,9 @@ def check_task_vs_reward(run, settings, keys):
 
 
 def check_vllm_mismatch(run, settings, keys):
-    """TRL's correction of the vLLM/trainer mismatch (on by default with use_vllm): a ratio mean far below 1 is the
-    correction scaling the gradient down, by truncated sampling's kept mass (top_p/top_k) or a real mismatch; a
-    per-token gap that compounds past log(clip_max) over a completion gets it masked (huggingface/trl#4772)."""
+    """TRL's vLLM/trainer mismatch correction (on with use_vllm): a ratio mean far below 1 scales the gradient down
+    (top_p/top_k's kept mass, or a real mismatch); a gap compounding past log(clip_max) is masked
+    (huggingface/trl#4772)."""
     mode = setting(settings, "vllm_importance_sampling_mode", "sequence_mask")
     top_p, top_k = settings.get("top_p"), settings.get("top_k")
     cuts = [f"top_p {top_p}"] * (finite(top_p) and top_p < 1) + [f"top_k {top_k}"] * (finite(top_k) and top_k > 0)
