@@ -29,11 +29,6 @@ from rlvr.inputs import (
 )
 
 
-def read_spec(path: str) -> DataSpec:
-    raw = load_recipe_yaml(path)  # a recipe's `base:` chain is followed, so tiny variants have their data block
-    return DataSpec.from_dict(raw.get("data", raw))
-
-
 def check_repo_id(repo_id: str) -> None:
     """An invalid Hub id fails before the data is generated, with the Hub library's message on one line."""
     try:
@@ -66,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         check_writable_folder(args.output_dir, "--output_dir")
     if args.push_to_hub:
         check_repo_id(args.push_to_hub)
-    spec = read_spec(args.config)
+    raw = load_recipe_yaml(args.config)  # a recipe's `base:` chain is followed, so tiny variants have their data block
+    spec = DataSpec.from_dict(raw.get("data", raw))
     if args.seed is not None or args.size is not None:
         overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}
         spec = DataSpec.from_dict({**spec.to_dict(), **overrides})

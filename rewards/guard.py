@@ -68,10 +68,6 @@ def time_limit(seconds: float | None):
             faulthandler.cancel_dump_traceback_later()
 
 
-def _as_completion(text: str, conversational: bool):
-    return [{"role": "assistant", "content": text}] if conversational else text
-
-
 def probe_texts(answer) -> list[str]:
     """Empty, well formed (the right answer in the right tags) and malformed completions: they differ in length,
     correctness (0, 1, 0), format (0, 1, 0.75) and success, so no sensible reward is constant on them."""
@@ -85,7 +81,7 @@ def call_kwargs(rows: list[dict], texts: list[str]) -> dict:
     keys = [key for key in rows[0] if key not in ("prompt", "completion", "completion_ids")]
     return {
         "prompts": [row.get("prompt") for row in rows],
-        "completions": [_as_completion(text, conversational) for text in texts],
+        "completions": [[{"role": "assistant", "content": text}] if conversational else text for text in texts],
         "completion_ids": [list(text.encode())[:32] for text in texts],
         **{key: [row[key] for row in rows] for key in keys},
         "trainer_state": TrainerState(),

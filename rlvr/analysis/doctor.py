@@ -4,21 +4,8 @@
     rlvr doctor path/to/trl_output_dir      # a plain TRL GRPOTrainer output folder (trainer_state.json)
     rlvr doctor --thresholds                # the table of thresholds, each with why
 
-Each finding is one numbered line: the step where it first shows, what was measured, and a remedy. `problem` lines
-are what stops or spoils learning; `note` lines (the compute bill) are facts worth knowing. Exit status: 0 when no
-problem was found (notes only), 1 when at least one problem was, 2 on bad input (`error: RUN_DIR: ...`).
-
-What it reads. A run of this repo: `metrics.jsonl` (every logged row) and `config.yaml` (the recipe as it ran). A plain
-TRL output folder: `trainer_state.json`'s `log_history`, from the folder itself or else from its newest
-`checkpoint-*/`, and `training_args.bin` beside it when present. Every check uses whatever keys the run has (our
-`zero_std_frac/total` or TRL's `frac_reward_zero_std`, our `step/truncated` or TRL's `completions/clipped_ratio`,
-...: `READINGS`); a check whose keys the run lacks is skipped and listed as such, never guessed.
-
-How a condition "shows": a per-step reading is averaged over a sliding window of `WINDOW` logged steps, and a finding
-is raised at the first window whose mean crosses its threshold and from whose first step on the mean over the rest of
-the run stays across it: one unlucky batch, or a stretch the run recovered from, is not a finding. Its step is the
-first step of that window that is itself across the threshold (the onset). Non-finite values and spikes are
-single-step events and are reported at the step they occur.
+What it checks, the keys it reads (ours, else plain TRL's: `READINGS`), how a sustained condition "shows" (a
+sliding window of `WINDOW` steps) and the exit status: docs/doctor.md.
 """
 
 from __future__ import annotations
@@ -210,7 +197,6 @@ def finite(value) -> bool:
 
 
 def points(run: Run, key: str) -> list[tuple[int, float]]:
-    """(step, value) of every row with a finite value of `key`."""
     return [(int(row["step"]), float(row[key])) for row in run.rows if finite(row.get(key))]
 
 
@@ -223,20 +209,16 @@ def windows(series: list[tuple[int, float]], width: int = WINDOW):
 
 
 def first_sustained(series, passes) -> tuple[int, float] | None:
-    """The first window whose mean passes `passes(mean)` and from whose first step on the mean to the end of the run
-    passes too (a condition the run stayed in, not a stretch it went through): (the first step in that window that is
-    itself across, the mean from it on)."""
+    """(onset step, mean from it on) of a condition the run stayed in (docs/doctor.md), or None."""
     for step, value in windows(series):
         if passes(value) and passes(from_step(series, step)):
-            # the onset: the window's first step that is itself across (the window may start before it)
             onset = next((s for s, v in series if s >= step and passes(v)), step)
             return onset, from_step(series, onset)
     return None
 
 
 def sustained(run: Run, keys: dict, reading: str, threshold: str, below: bool = False):
-    """(the reading's series, `first_sustained` of it at or above the threshold, or below it), or None when the
-    run lacks the reading or never stays across: the shared first half of every threshold check."""
+    """(the reading's series, `first_sustained` of it across the threshold), or None: every threshold check's start."""
     if not keys.get(reading):
         return None
     limit = THRESHOLDS[threshold].value
@@ -248,10 +230,6 @@ def sustained(run: Run, keys: dict, reading: str, threshold: str, below: bool = 
 def mean_from(run: Run, key: str | None, step: int) -> float | None:
     """Mean of `key` from `step` to the end of the run; None without the key."""
     return from_step(points(run, key), step) if key else None
-
-
-def tail(series, width: int = WINDOW) -> float | None:
-    return mean([v for _, v in series[-width:]])
 
 
 def from_step(series, step: int) -> float | None:
@@ -396,9 +374,8 @@ def check_entropy(run, settings, keys):
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
-    """(which side the flat groups are on, the remedy for it): a reward constant over whole batches (TRL's
-    `reward_std`, the batch's std, 0) is named as such; else the sides from `zero_std_side/*`; a run without those
-    keys gets no side guessed from means (a mean success of 0.5 fits any mix of all-wrong and all-correct groups)."""
+    """(the flat groups' side, its remedy): a constant reward (TRL's batch `reward_std` 0), else `zero_std_side/*`;
+    never guessed from means (a mean success of 0.5 fits any mix of all-wrong and all-correct groups)."""
     g = settings.get("num_generations")
     small_g = isinstance(g, int) and g <= 2
     remedies = {
@@ -459,7 +436,7 @@ def check_format(run, settings, keys):
     steps = [int(row["step"]) for row in run.rows]
     early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
     rates = points(run, solved)
-    start, end = mean([v for _, v in rates[:WINDOW]]), tail(rates)
+    start, end = mean([v for _, v in rates[:WINDOW]]), mean([v for _, v in rates[-WINDOW:]])
     if (saturated[0] > early or end is None or end >= THRESHOLDS["unsolved"].value
             or end - start >= THRESHOLDS["stalled"].value):
         return []
@@ -489,8 +466,7 @@ def check_hacks(run, settings, keys):
 
 
 def check_task_vs_reward(run, settings, keys):
-    """The reward rises while the task's own reward falls: the reward pays for something other than the task. Read
-    from the means alone, so a plain TRL run (no hack watches) is named too."""
+    """The reward rises while the task's own reward falls (from the means alone: plain TRL runs are named too)."""
     task, reward = keys.get("success") or keys.get("correctness"), keys.get("reward")
     if not task or not reward:
         return []
@@ -508,9 +484,9 @@ def check_task_vs_reward(run, settings, keys):
 
 
 def check_vllm_mismatch(run, settings, keys):
-    """TRL's correction of the vLLM/trainer mismatch (on by default with use_vllm): a ratio mean far below 1 is the
-    correction scaling the gradient down, by truncated sampling's kept mass (top_p/top_k) or a real mismatch; a
-    per-token gap that compounds past log(clip_max) over a completion gets it masked (huggingface/trl#4772)."""
+    """TRL's vLLM/trainer mismatch correction (on with use_vllm): a ratio mean far below 1 scales the gradient down
+    (top_p/top_k's kept mass, or a real mismatch); a gap compounding past log(clip_max) is masked
+    (huggingface/trl#4772)."""
     mode = setting(settings, "vllm_importance_sampling_mode", "sequence_mask")
     top_p, top_k = settings.get("top_p"), settings.get("top_k")
     cuts = [f"top_p {top_p}"] * (finite(top_p) and top_p < 1) + [f"top_k {top_k}"] * (finite(top_k) and top_k > 0)
@@ -541,8 +517,7 @@ def check_vllm_mismatch(run, settings, keys):
 
 
 def check_clip(run, settings, keys):
-    """PPO's clip on a reused batch: the first update of a batch clips nothing by construction (the ratio is 1), so
-    this is a per-step event, read when it first happens, not a windowed mean."""
+    """PPO's clip on a reused batch: a per-step event (a batch's first update clips nothing), not a windowed mean."""
     limit = THRESHOLDS["clip_fraction"].value
     over = [(step, value) for step, value in points(run, keys["clip"]) if value >= limit]
     if not over:
@@ -566,11 +541,9 @@ def check_held_out(run, settings, keys):
     reward = points(run, keys["reward"])
     start, end = mean([v for s, v in reward if s <= first_until]), mean([v for s, v in reward if s > last_after])
     gain = mean([v for _, v in held_out[-third:]]) - mean([v for _, v in held_out[:third]])
-    if start is None or end is None or end - start < THRESHOLDS["proxy_rise"].value:
+    rise = None if start is None or end is None else end - start
+    if rise is None or rise < THRESHOLDS["proxy_rise"].value or gain > THRESHOLDS["truth_flat"].value:
         return []
-    if gain > THRESHOLDS["truth_flat"].value:
-        return []
-    rise = end - start
     best_step, best = max(held_out, key=lambda point: point[1])
     return [Finding("problem", held_out[0][0],
                     f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "

@@ -1,8 +1,5 @@
-"""Zero-std groups from rollouts.jsonl: which side a flat group is on, and how often flat groups are expected.
-
-`group_outcomes` counts the step's prompt groups by their correctness outcomes; `zero_std_prediction` sets the
-observed fraction of groups flat on exact match beside its closed-form prediction from pass rates.
-"""
+"""Zero-std groups from rollouts.jsonl: which side a flat group is on (`group_outcomes`), and how often flat groups
+are expected (`zero_std_prediction`)."""
 
 from __future__ import annotations
 

@@ -4,19 +4,9 @@
     from rlvr.metrics.readings import with_readings
     trainer = with_readings(GRPOTrainer(model=..., reward_funcs=[...], args=training_args, train_dataset=...))
 
-`with_readings` wraps the trainer's reward functions (`RewardReadings`): TRL calls them with every completion of a
-generation batch, its `completion_ids` and every dataset column, and after the last one the batch is gathered over
-processes (every rank calls the reward functions in lockstep, so a collective there is safe and a prompt group that
-straddles two ranks is judged whole). Every `RewardBatchCallback` on the trainer then reads it (`ReadingsCallback`,
-added when absent, logs `rlvr.metrics.readings`), and what they return reaches TRL's logs through the
-`log_metric` argument TRL hands every reward function: TRL averages it over the log window and the processes and
-adds it to the row before `Trainer.log` writes `state.log_history` and calls every callback's `on_log` (console,
-wandb, trackio, TensorBoard, `trainer_state.json`). That is the public path: a callback's `on_log` that added keys
-to `logs` would reach only the callbacks after it, never `log_history` (Trainer.log copies the row into it first).
-TRL averages `log_metric` values in float32, so a plain-TRL run's readings carry float32 rounding (relative 6e-8).
-
-Our own trainer (`rlvr.training.trainer.RewardHooksMixin`) uses the same wrapper and keeps the batch for its
-advantage dispatch; it logs the callbacks' values at full precision into its metrics directly.
+How the batch is gathered over processes, and why the readings reach TRL's logs through the `log_metric` argument
+TRL hands every reward function (a callback's `on_log` runs after `Trainer.log` has copied the row into
+`log_history`): docs/evaluation-and-reports.md. Our own trainer (`RewardHooksMixin`) uses the same wrapper.
 """
 
 from __future__ import annotations
@@ -49,16 +39,10 @@ class ScoredColumn:
 
 
 class RewardReadings:
-    """A GRPOTrainer's reward functions, wrapped in place so that each scored generation batch becomes one
-    `RewardBatch`, gathered over processes and built once.
-
-    TRL calls a trainer's synchronous reward functions one after the other, in list order, on every rank. Each
-    wrapped function scores as before; after the last one, `assemble` gathers every process's rows (scores, texts,
-    the `ROW_KEYS` columns, lengths and truncation from `completion_ids`) with one collective and hands the batch to
-    `on_batch` (default `dispatch`, which logs through TRL's `log_metric`). `call(fn, *args)` runs each wrapped call
-    (our trainer times it as scoring). Reward models (`nn.Module`) and async reward functions are refused in one
-    line: TRL scores them outside the functions' calls, where no wrapper sees their values.
-    """
+    """A GRPOTrainer's reward functions, wrapped in place. TRL calls them in list order on every rank; after the last
+    one, `assemble` gathers every process's rows with one collective and hands the `RewardBatch` to `on_batch`
+    (default `dispatch`). `call(fn, *args)` runs each wrapped call (our trainer times it as scoring). Reward models
+    and async reward functions are refused in one line: TRL scores them where no wrapper sees their values."""
 
     def __init__(self, trainer, on_batch: Callable[[RewardBatch, dict], None] | None = None,
                  call: Callable | None = None):
@@ -132,11 +116,9 @@ class RewardReadings:
 
 
 def with_readings(trainer):
-    """Any `trl.GRPOTrainer`, with the readings: its reward functions wrapped (`RewardReadings`) and a
-    `ReadingsCallback` added unless one is there. Logs `avg_<component>`, exact `zero_std_frac/<component>`,
-    `zero_std_side/*` and the `step/*` watches (truncation, false full credit, hollow format) every generation batch,
-    gathered over processes, under `scale_rewards` group or batch alike; with an eval_dataset, its evaluation rows
-    get `rlvr evaluate`'s held-out figures too (rlvr/metrics/held_out.py). Returns the trainer."""
+    """Any `trl.GRPOTrainer`, with the readings (`batch_readings` every generation batch; with an eval_dataset,
+    `rlvr evaluate`'s held-out figures on its evaluation rows): its reward functions wrapped (`RewardReadings`) and a
+    `ReadingsCallback` added unless one is there. Returns the trainer."""
     if not any(isinstance(cb, ReadingsCallback) for cb in trainer.callback_handler.callbacks):
         trainer.add_callback(ReadingsCallback())
     if held_out := held_out_callback(trainer):
@@ -149,26 +131,16 @@ __all__ = ["RewardReadings", "with_readings"]
 
 
 class ReadingsCallback(RewardBatchCallback):
-    """`avg_<component>` and `zero_std_frac/<component>` for total, each reward (success included), binary and penalty,
-    every step, `zero_std_side/*`, plus every registered `step/*` metric (`rlvr/metrics/step_metrics.py`); all read
-    the batch's components, computed once (`rlvr.metrics.readings`). On a plain `trl.GRPOTrainer`,
-    `with_readings(trainer)` feeds it; without that it stops the run after one step instead of logging nothing."""
+    """Logs `batch_readings` every generation batch (on a plain `trl.GRPOTrainer`, `with_readings` feeds it)."""
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
         return batch_readings(batch)
 
 
-# ---- what is read off one batch
-# Everything read off one scored generation batch, in one dict: the reward components' means and zero-std
-# fractions, which side the flat groups are on, and every registered `step/*` metric. `ReadingsCallback` logs it,
-# in our trainer and, through `rlvr.metrics.readings.with_readings`, in any `trl.GRPOTrainer`.
-
 def zero_std_sides(batch: RewardBatch) -> dict[str, float]:
-    """Which side the groups that are flat on `total` (`flat_groups`: no contrast, no gradient) are on, each as a
-    fraction of all the batch's groups: `all_wrong` and `all_correct` as `rlvr.rewards.functions.group_side` defines
-    them (no completion / every completion exactly right, `RewardBatch.solved`: too hard / solved), `all_truncated` (every one cut off: a length budget), `identical` (the G
-    completions are one text: the policy collapsed, sampling entropy near 0). The sides overlap (an all-truncated
-    group is usually all wrong too); right and wrong need the rows' answers, truncation the completion ids."""
+    """Which side the groups flat on `total` are on, each as a fraction of all the batch's groups: `all_wrong` and
+    `all_correct` (`group_side` of `RewardBatch.solved`), `all_truncated` (a length budget), `identical` (one text:
+    collapsed entropy). The sides overlap; right and wrong need the rows' answers, truncation the completion ids."""
     G = batch.num_generations
     flat = flat_groups(batch.components()["total"], G)
     sides = {}

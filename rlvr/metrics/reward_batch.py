@@ -1,10 +1,6 @@
-"""One scored generation batch (`RewardBatch`) and the callbacks that read it (`RewardBatchCallback`).
-
-HF `TrainerCallback` events never see rewards, so the reward wrapper (`rlvr.metrics.readings.RewardReadings`) calls
-`on_rewards` on every callback that subclasses `RewardBatchCallback`, once per generation batch, with the rewards
-gathered over all processes. What a callback returns is logged through TRL's own metric path (console, wandb,
-metrics.jsonl).
-"""
+"""One scored generation batch (`RewardBatch`) and the callbacks that read it (`RewardBatchCallback`): HF
+`TrainerCallback` events never see rewards, so the reward wrapper (`rlvr.metrics.readings`) calls `on_rewards` once per
+generation batch, gathered over all processes, and logs what a callback returns through TRL's own metric path."""
 
 from __future__ import annotations
 
@@ -45,9 +41,8 @@ class RewardBatch:
 
     @classmethod
     def from_records(cls, records: list[dict], names, weights, num_generations: int) -> RewardBatch:
-        """A batch from rollout records (evaluation's, rollouts.jsonl's rows): each carries its reward columns
-        (`names`; None is unscorable), `completion`, `completion_tokens` and `truncated`. The one builder from
-        records, so evaluation's readings are the trainer's functions on the same kind of batch."""
+        """A batch from rollout records (evaluation's, rollouts.jsonl's rows: reward columns `names`, None unscorable),
+        so evaluation's readings are the trainer's functions on the same kind of batch."""
         cut = [r.get("truncated") for r in records]
         scores = [[float("nan") if r.get(name) is None else r[name] for name in names] for r in records]
         return cls(
@@ -63,16 +58,14 @@ class RewardBatch:
         return self.rewards_per_func.shape[0]
 
     def components(self) -> dict[str, torch.Tensor]:
-        """Every reward component by name (`reward_components`), computed on first use and cached: one pass over the
-        batch, whoever reads it (advantage, metrics, rollouts, step metrics, DAPO's filter)."""
+        """Every reward component by name (`reward_components`), computed once, whoever reads it."""
         if self._components is None:
             self._components = reward_components(self.rewards_per_func, self.names, self.weights)
         return self._components
 
     def exact(self) -> torch.Tensor:
-        """(N,) bool: the extracted answer is exactly the row's expected answer (`rlvr.rewards.functions.exact_answer`),
-        whatever the format; cached like the components. Rows that already carry it (evaluation records' `exact`,
-        computed by the same function) keep theirs."""
+        """(N,) bool: `exact_answer` of each row, whatever the format; cached. Rows that already carry it (evaluation
+        records' `exact`, computed by the same function) keep theirs."""
         if self._exact is None:
             if self.rows and all(isinstance(row.get("exact"), bool) for row in self.rows):
                 flags = [row["exact"] for row in self.rows]
@@ -86,9 +79,8 @@ class RewardBatch:
         return any(row.get("answer") is not None for row in self.rows)
 
     def solved(self) -> torch.Tensor:
-        """(N,) bool: exactly right, i.e. the `success` reward's 1.0 (the exact answer with all four tags), whether or
-        not the run trains on `success`; cached. The side readings (`zero_std_side/*`, `step/truncated_wrong`) call a
-        completion right or wrong by this."""
+        """(N,) bool: the `success` reward's 1.0 (exact answer, all four tags), trained on or not; cached. The side
+        readings (`zero_std_side/*`, `step/truncated_wrong`) call a completion right or wrong by this."""
         if self._solved is None:
             answers = [row.get("answer") for row in self.rows]
             self._solved = torch.tensor(success(self.completions, answers), dtype=torch.float32) == 1.0

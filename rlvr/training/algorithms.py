@@ -1,10 +1,7 @@
 """The algorithm registry: a recipe's `algorithm:` field names one entry, and the entry says everything the runner
-needs to train it (trainer class, config class, advantage estimator, loss form, the config it requires).
-
-Like rlhf-book's `loss:` field with one `compute_advantages` dispatch: an algorithm that differs from GRPO only in
-its advantage is one function here plus one registry line. The variants TRL expresses with config alone (Dr. GRPO,
-GSPO, CISPO, SAPO) use TRL's own advantage and loss; their entry lists the fields that define them, so
-`algorithm: drgrpo` with `scale_rewards: group` fails up front instead of silently training GRPO.
+needs to train it (trainer class, config class, advantage estimator, loss form, the fields that define it, so
+`algorithm: drgrpo` with `scale_rewards: group` fails up front: docs/algorithms.md). An algorithm that differs from
+GRPO only in its advantage is one function here plus one registry line.
 
 The registry imports no trainer and no config (entries name them by dotted path), so `trainer.py`, `dapo.py`,
 `ppo.py` and `config.py` can read it without an import circle (tests/test_import_graph.py keeps it so).

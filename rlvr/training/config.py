@@ -1,12 +1,9 @@
 """Recipe configuration: our dataclasses beside TRL's, parsed from YAML with CLI overrides, validated up front.
 
-`load_recipe` is the one loader: it reads `--config recipe.yaml` once (a recipe may start from another with
-`base: other.yaml`: its fields, then this file's on top), uses the mapping as defaults and lets any `--field value`
-override it, exactly like TRL's own `trl/scripts/grpo.py`. It returns a `LoadedRecipe` (the merged mapping and the
-parsed dataclasses), so the run's `config.yaml`, the dry run and sweeps never read the file again. Its `algorithm:`
-field picks the config class from the registry (`rlvr/training/algorithms.py`). Everything that can be wrong in a
-config (unknown keys, bad rewards, batch arithmetic, task options) fails here with one line naming the field, before
-any model or tokenizer is loaded.
+`load_recipe` is the one loader (a recipe may start from another with `base: other.yaml`: its fields, then this
+file's on top; any `--field value` overrides both, as in TRL's `trl/scripts/grpo.py`); its `algorithm:` field picks
+the config class from the registry. Everything that can be wrong in a config (unknown keys, bad rewards, batch
+arithmetic, task options) fails here with one line naming the field, before any model or tokenizer is loaded.
 """
 from __future__ import annotations
 
@@ -114,8 +111,7 @@ class RecipeArguments(ScriptArguments):
 
 @dataclass
 class RLVRConfig(GRPOConfig):
-    """GRPOConfig plus what every recipe of the family has: which algorithm of the registry it trains, and which KL
-    estimator its loss uses."""
+    """GRPOConfig plus what every recipe of the family has: its algorithm, KL estimator and sample budget."""
 
     algorithm: str = field(
         default="grpo",
@@ -164,9 +160,8 @@ class SingleRolloutConfig(RLVRConfig):
 
 @dataclass
 class LoadedRecipe:
-    """One read of a recipe: the merged YAML mapping (`base:` chain resolved, as in the file, before the command line),
-    the command line it was parsed with, and the parsed dataclasses. Everything downstream (validation, the run's
-    `config.yaml`, the dry run, sweeps) reads these, never the file again."""
+    """One read of a recipe (`base:` chain resolved, before the command line), its command line and the parsed
+    dataclasses: everything downstream (validation, the run's `config.yaml`, the dry run, sweeps) reads these."""
 
     yaml: dict
     source: str  # where the mapping came from, for messages: the file path, or a caller's name for an in-memory recipe
@@ -254,11 +249,8 @@ def _field_named_in(message: str, dataclass_types) -> str:
 
 
 def choose_algorithm(cli_value: str | None, config: dict, source: str, script_algorithm: str | None = None) -> str:
-    """Which algorithm a command line trains: `--algorithm`, else the recipe's `algorithm:`, else the script's.
-
-    A per-algorithm script (`recipes/dapo.py`) refuses a recipe of another algorithm in one line, so a DAPO YAML can
-    never be trained silently by GRPO's trainer.
-    """
+    """`--algorithm`, else the recipe's `algorithm:`, else the script's; a per-algorithm script (`recipes/dapo.py`)
+    refuses another algorithm's recipe in one line, so a DAPO YAML is never trained silently by GRPO's trainer."""
     name = cli_value or config.get("algorithm") or script_algorithm or "grpo"
     if name not in algorithms.ALGORITHMS:  # the registry as it is now (a test extends it)
         raise ConfigError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(algorithms.ALGORITHMS)}")
@@ -288,9 +280,8 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
     algorithm = choose_algorithm(flags.algorithm, config, source, script_algorithm)
     defaults = dict(config)
     dry_run = flags.dry_run.lower() in ("true", "1", "yes") if flags.dry_run is not None else config.get("dry_run") is True
-    if dry_run and "--use_cpu" not in rest:
-        if not torch.cuda.is_available():  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
-            defaults["use_cpu"] = True
+    if dry_run and "--use_cpu" not in rest and not torch.cuda.is_available():
+        defaults["use_cpu"] = True  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
     dataclass_types = (RecipeArguments, config_class(algorithm), ModelConfig)
     parser = RecipeParser(dataclass_types)
     try:
@@ -336,13 +327,10 @@ def validate(loaded: LoadedRecipe) -> Recipe:
     filter_reward = getattr(training, "dynamic_sampling_reward", None)
     if filter_reward is not None and filter_reward not in rewards.names:
         raise ConfigError("dynamic_sampling_reward", f"{filter_reward!r} is not among the rewards {rewards.names}")
-    if args.overlong_max_length is not None and training.max_completion_length is not None:
-        if args.overlong_max_length > training.max_completion_length:
-            raise ConfigError(
-                "overlong_max_length",
-                f"({args.overlong_max_length}) exceeds max_completion_length ({training.max_completion_length}): "
-                "the penalty could never reach -1",
-            )
+    cap = training.max_completion_length
+    if args.overlong_max_length is not None and cap is not None and args.overlong_max_length > cap:
+        raise ConfigError("overlong_max_length", f"({args.overlong_max_length}) exceeds max_completion_length ({cap}): "
+                                                 "the penalty could never reach -1")
     if args.dataset_name:
         check_dataset_path(args.dataset_name)
         data_spec, dataset = None, load_task_dataset(args.dataset_name)
@@ -353,7 +341,6 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         raise ConfigError("data", "set an inline data spec or dataset_name")
     curriculum = None
     if args.curriculum is not None:  # the train split becomes per-level pools of the data spec's task
-
         spec = CurriculumSpec.from_dict(args.curriculum)
         check_curriculum(spec, data_spec, training)
         dataset, levels = build_curriculum_data(spec, data_spec)

@@ -5,11 +5,9 @@ the policy's measured pass rate per level (docs/curriculum.md: levels, policies,
 into level weights; `CurriculumSampler` is TRL's RepeatSampler layout with the prompts drawn by those weights;
 `CurriculumCallback` feeds the controller from the reward-batch hook, logs `curriculum/*` and is saved in checkpoints.
 
-Why resume is exact: accelerate's dataloader fetches one batch ahead, so step c's prompts are drawn before step c - 1
-is scored. The lag is therefore a rule, not a timing: chunk c is drawn with the weights after steps 0..c-2
-(`weights_for`, a short history) and an RNG seeded by (seed, c) alone, so a draw depends only on the seed, c and the
-saved controller; a resumed dataloader's replayed chunks change nothing. Dataloader workers would fetch further
-ahead, so a curriculum requires dataloader_num_workers 0.
+Why resume is exact (docs/curriculum.md, "Timing and resume"): chunk c is drawn with the weights after steps
+0..c-2 (`weights_for`) and an RNG seeded by (seed, c) alone, so a resumed dataloader's replayed chunks change nothing.
+Dataloader workers would fetch further ahead than one batch, so a curriculum requires dataloader_num_workers 0.
 """
 
 from __future__ import annotations

@@ -15,16 +15,11 @@ from trl import get_quantization_config
 from rlvr.inputs import ConfigError
 
 
-def quantization_flag(model_args) -> str | None:
-    """The ModelConfig field that asks for bitsandbytes weights, if any."""
-    return "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
-
-
 def check_quantization(model_args, training, dry_run: bool = False) -> None:
     """Called by `rlvr.training.config.validate`, before any model loads: a quantized base needs LoRA adapters to train, and
     bitsandbytes needs its package and a CUDA device. Each failure is one line naming the field, not a traceback
     from inside `from_pretrained` minutes later. A dry run (and the planner) checks only the config itself."""
-    flag = quantization_flag(model_args)
+    flag = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
     if flag is None:
         return
     if model_args.load_in_4bit and model_args.load_in_8bit:

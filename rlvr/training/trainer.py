@@ -6,17 +6,10 @@ The dispatch reads `args.algorithm`: an algorithm with its own advantage estimat
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
 else (sampling, TRL's advantages, loss, logging) is TRL's.
 
-The seams, in one place (what replaces what in TRL's step):
-  rewards come in        no override: the reward functions are wrapped (`RewardReadings`, rlvr/metrics/readings.py,
-                         the same wrapper a plain TRL script uses), which keeps the scored batch (`RewardBatch`,
-                         gathered over processes, its components computed once) for every reader.
-  advantages replaced    `_generate_and_score_completions`: after TRL's call, `AlgorithmMixin` puts the registry's
-                         advantages in (or zeroes TRL's residues on flat groups), and fixes the completions table.
-  loss changed           `_compute_loss`: no importance ratio for ratio-free algorithms (`AlgorithmMixin`), another
-                         KL estimator (`KLEstimatorMixin`), PPO's value loss (rlvr/training/ppo.py).
-Layers a recipe opts into sit below these, right above TRL (`trainer_for`): the curriculum's sampler
-(rlvr/training/curriculum.py) and the CPU speed-ups (rlvr/speedups). Every TRL-private method overridden anywhere is
-listed with its reason in `PRIVATE_OVERRIDES`; tests/test_trainer_mro.py and tests/test_trl_contract.py check it.
+Rewards come in without an override (the reward functions are wrapped: `RewardHooksMixin`); what replaces what in
+TRL's step is `PRIVATE_OVERRIDES` (each TRL-private override with its reason) and `MRO_CONTRACT` (in which order),
+both checked by tests/test_trainer_mro.py and tests/test_trl_contract.py. Layers a recipe opts into sit below these,
+right above TRL (`trainer_for`): the curriculum's sampler and the CPU speed-ups (rlvr/speedups).
 """
 
 from __future__ import annotations
@@ -102,10 +95,6 @@ class KLEstimatorMixin:
 
     _captured_logps: list | None = None
 
-    @property
-    def kl_estimator(self) -> str:
-        return self.args.kl_estimator  # RLVRConfig's field: every config of the registry has it
-
     def _get_per_token_logps_and_entropies(self, *args, **kwargs):
         result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
         if self._captured_logps is not None:
@@ -113,7 +102,7 @@ class KLEstimatorMixin:
         return result
 
     def _compute_loss(self, model, inputs):
-        if self.beta == 0.0 or self.kl_estimator == "k3":
+        if self.beta == 0.0 or self.args.kl_estimator == "k3":
             return super()._compute_loss(model, inputs)
         self._captured_logps = []
         try:
@@ -124,7 +113,7 @@ class KLEstimatorMixin:
         ref = inputs["ref_per_token_logps"]
         mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
         weight = importance_weight(self, logp, inputs, mask)
-        chosen = per_token_kl(logp, ref, self.kl_estimator) * weight
+        chosen = per_token_kl(logp, ref, self.args.kl_estimator) * weight
         k3 = per_token_kl(logp, ref, "k3") * weight
         loss = loss + self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
         totals = self.accelerator.reduce(torch.stack([(chosen.detach() * mask).sum(), mask.sum().float()]), "sum")
@@ -132,15 +121,9 @@ class KLEstimatorMixin:
         return loss
 
 
-# ---- the sample budget (`max_generated_samples`): runs compared at equal generation compute. DAPO's resampling
-# generated 1.9x GRPO's samples in the same 140 steps, so with a budget set the run stops after the optimizer step in
-# which the rollout ledger (all processes, every round) reached it (`max_steps` is then only an upper bound), and the
-# learning-rate schedule runs on samples generated / budget: a cosine ends at the budget however many steps that takes
-# (with a fixed number of samples per step it is the step schedule exactly).
-
-def find_ledger(callbacks):
-    return next((cb for cb in callbacks if isinstance(cb, RolloutLedger)), None)
-
+# ---- the sample budget (`max_generated_samples`, docs/algorithms.md): runs compared at equal generation compute.
+# DAPO's resampling generated 1.9x GRPO's samples in the same 140 steps; a cosine over samples generated / budget ends
+# at the budget however many steps that takes.
 
 class SampleBudgetCallback(TrainerCallback):
     """Stops training once the ledger has counted `budget` generated samples."""
@@ -162,7 +145,7 @@ class SampleScheduleMixin:
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         budget = getattr(self.args, "max_generated_samples", None)
-        ledger = find_ledger(self.callback_handler.callbacks)
+        ledger = next((cb for cb in self.callback_handler.callbacks if isinstance(cb, RolloutLedger)), None)
         if not budget or ledger is None or self.lr_scheduler is not None:
             return super().create_scheduler(num_training_steps, optimizer)
 
@@ -183,23 +166,14 @@ class SampleScheduleMixin:
 
 
 class RewardHooksMixin:
-    """Dispatches gathered rewards to reward callbacks, logs what they return, and accounts for wall time.
+    """Hands each gathered `RewardBatch` (built once by `RewardReadings`, the reward-function wrapper a plain
+    `trl.GRPOTrainer` can take too) to the `RewardBatchCallback`s, keeps it as `self._reward_batch` for the advantage
+    dispatch, and accounts for wall time per log window (`time/*`, docs/speed.md "Measuring your own runs").
 
-    The reward batch comes from `RewardReadings`, the wrapper around the trainer's reward functions that any plain
-    `trl.GRPOTrainer` can take (`rlvr.metrics.readings.with_readings`): it builds the gathered `RewardBatch` once per
-    generation batch, which this mixin keeps as `self._reward_batch` for the advantage dispatch and hands to every
-    `RewardBatchCallback`, logging what they return at full precision into the trainer's metrics.
-
-    Time accounting (seconds per log window, logged as `time/*`): `generation` is sampling completions,
-    `scoring` the reward functions, `logprobs` the extra forward passes for old/reference log-probs (and the rest of
-    the rollout's bookkeeping), and `optimization` the forward/backward on the buffered batch plus the optimizer
-    step. Finer accounts inside those: `reference` and `old_policy` split the log-prob passes by model (a PEFT
-    run's reference is the policy with its adapter off, so it counts as `old_policy`), and `optimizer` is
-    `optimizer.step()` alone (timed by hooks on the optimizer). `total` is the training step plus the optimizer step
-    (not logging nor callbacks); `time/generation_share` is generation's share of it. `tokens_per_s/*` divide the
-    window's generated completion tokens by its generation and its total seconds (`keys.TOKEN_RATES`). A held-out
-    evaluation (`eval_strategy`) is not training time: its seconds are its row's `eval_runtime`, and it samples on a
-    forked RNG, so the training steps after it draw what they would have drawn without it.
+    `logprobs` is the rollout minus generation and scoring (log-prob passes and bookkeeping); a PEFT run's reference
+    is the policy with its adapter off, so it counts as `old_policy`; `total` is the training step plus
+    `optimizer.step()` (timed by hooks), not logging nor callbacks. A held-out evaluation is not training time (its
+    row's `eval_runtime`) and samples on a forked RNG, so the training steps after it draw what they would have drawn.
     """
 
     def __init__(self, *args, **kwargs):
@@ -216,14 +190,16 @@ class RewardHooksMixin:
             finally:
                 self._time_accounts = accounts or defaultdict(float)
 
+    def _account(self, account: str, amount: float) -> None:
+        self._time_accounts = getattr(self, "_time_accounts", None) or defaultdict(float)
+        self._time_accounts[account] += amount
+
     def _timed(self, account: str, fn, *args, **kwargs):
         start = time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
-            if not hasattr(self, "_time_accounts"):
-                self._time_accounts = defaultdict(float)
-            self._time_accounts[account] += time.perf_counter() - start
+            self._account(account, time.perf_counter() - start)
 
     def _generate(self, prompts):
         return self._timed("generation", super()._generate, prompts)
@@ -248,9 +224,7 @@ class RewardHooksMixin:
                 self._optimizer_started = time.perf_counter()
 
             def finished(*_):
-                if not hasattr(self, "_time_accounts"):
-                    self._time_accounts = defaultdict(float)
-                self._time_accounts["optimizer"] += time.perf_counter() - self._optimizer_started
+                self._account("optimizer", time.perf_counter() - self._optimizer_started)
 
             optimizer.register_step_pre_hook(started)
             optimizer.register_step_post_hook(finished)
@@ -286,13 +260,11 @@ class RewardHooksMixin:
         }
 
     def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
-        """Every scored batch: kept for the advantage dispatch (DAPO's filter, PPO), numbered by DAPO's sampling
-        round, read by the reward callbacks."""
+        """Every scored batch: kept for the advantage dispatch, numbered by DAPO's round, read by the callbacks."""
         batch.round = getattr(self, "_sampling_round", 0)
         self._reward_batch = batch
         if batch.mode == "train":  # counted in the time accounts' window, for tokens_per_s/* (all processes' tokens)
-            self._time_accounts = getattr(self, "_time_accounts", None) or defaultdict(float)
-            self._time_accounts["generated_tokens"] += sum(batch.completion_lengths)
+            self._account("generated_tokens", sum(batch.completion_lengths))
         self._readings.dispatch(batch, kwargs, log=lambda name, value: self._metrics[batch.mode][name].append(value))
 
     def log(self, logs, start_time=None):
@@ -308,13 +280,9 @@ class RewardHooksMixin:
 
 
 class RawCompletionsMixin:
-    """Rewards see the text the model wrote, tags included.
-
-    With a response parser on the tokenizer (transformers 5 `response_template`, e.g. Qwen3's), TRL hands reward
-    functions `{"reasoning_content", "content"}` with `<think>...</think>` cut out, and an empty think block vanishes
-    without a trace, so the format reward could not tell it from a missing one. Without tool calling the parser buys
-    nothing, so it is switched off and TRL decodes completions verbatim.
-    """
+    """Rewards see the text the model wrote, tags included: a tokenizer's response parser (transformers 5
+    `response_template`, e.g. Qwen3's) cuts `<think>...</think>` out, so the format reward could not tell an empty think
+    block from a missing one. Without tool calling the parser buys nothing, so it is switched off."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -325,11 +293,8 @@ class RawCompletionsMixin:
 
 
 class AlgorithmMixin:
-    """The registry's advantage estimator and loss form for `args.algorithm` (see rlvr/training/algorithms.py).
-
-    Advantages come from the batch's components (`self._reward_batch`, computed once). Where TRL computes them (GRPO,
-    Dr. GRPO, DAPO, GSPO, ...), the rows of flat groups are set to exactly 0 after it: TRL's float arithmetic leaves a
-    residue there (-1.2e-3 on a group of eight 1.1667 totals under GRPO), and its `isclose(std, 0)` does not see them."""
+    """The registry's advantage estimator and loss form for `args.algorithm`, from the batch's components (computed
+    once); where TRL computes the advantages, its residues on flat groups are zeroed (`zero_flat_groups` says why)."""
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
@@ -349,10 +314,9 @@ class AlgorithmMixin:
         return output
 
     def log_trained_advantages(self, advantages) -> None:
-        """The completions table (`log_completions: true`) shows the advantage each completion trained with. TRL
-        writes its own GRPO advantages there (`_logs["advantages"]`, the batch's rows gathered over processes, last),
-        which are not RLOO's, REINFORCE's, MaxRL's or PPO's, nor exactly 0 on a flat group. `advantages`: the
-        batch's, gathered, in TRL's row order, or a function of the logged ones (TRL's residues zeroed)."""
+        """The completions table (`log_completions: true`) shows the advantage each completion trained with, not the
+        GRPO ones TRL wrote to `_logs["advantages"]`. `advantages`: the batch's, gathered, in TRL's row order, or a
+        function of the logged ones (TRL's residues zeroed)."""
         logged = self._logs["advantages"]
         batch = len(self._reward_batch.completions)
         if len(logged) < batch:  # the table keeps fewer rows than one (evaluation) batch: nothing of it is shown
@@ -374,7 +338,6 @@ class AlgorithmMixin:
 # The MRO contract: which of our classes override which TRL (or transformers Trainer) method, outermost first, and
 # why in that order. RLVRTrainer's bases are listed in this order; DAPOTrainer and PPOTrainer subclass it and so sit
 # above every mixin; the layers a recipe opts into (`trainer_for`) sit below every mixin, right above TRL.
-# tests/test_trainer_mro.py checks the real MRO of the trainers against this table.
 #
 #   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardHooksMixin -> AlgorithmMixin -> TRL
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
@@ -386,14 +349,11 @@ class AlgorithmMixin:
 #   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
 #       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
 #       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
-#   _generate, log                   RewardHooksMixin -> TRL          (time accounting, counters)
 #   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
-#   create_optimizer                 RewardHooksMixin -> Trainer      (hooks the optimizer step into time accounting)
-#   create_scheduler                 SampleScheduleMixin -> Trainer   (lr schedule over generated samples)
 #   __init__                         DAPOTrainer / PPOTrainer -> RewardHooksMixin -> RawCompletionsMixin -> TRL
 #       RewardHooks wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up.
-#   save_model, _load_optimizer_and_scheduler  PPOTrainer -> TRL      (the critic beside the policy)
-#   evaluate                         RewardHooksMixin -> Trainer      (a forked RNG, no training time)
+#   The other overrides have one class each (MRO_CONTRACT); PPOTrainer's save_model and
+#   _load_optimizer_and_scheduler keep the critic beside the policy.
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
@@ -410,8 +370,7 @@ MRO_CONTRACT = {
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
 # overrides, with the reason no public hook (a callback, a reward function, a config field) does the job. The
 # public ones (log, training_step, create_optimizer, create_scheduler, save_model, __init__) are Trainer's documented
-# extension points. tests/test_trainer_mro.py checks this table against the classes, tests/test_trl_contract.py
-# checks that each method still exists in TRL with the signature used here.
+# extension points.
 PRIVATE_OVERRIDES = {
     ("RewardHooksMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
     ("RewardHooksMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
@@ -434,17 +393,12 @@ PRIVATE_OVERRIDES = {
 
 class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SampleScheduleMixin,
                   GRPOTrainer):
-    """TRL's GRPOTrainer with the reward-batch hook, time accounting, verbatim completions, the algorithm dispatch, a
-    choice of KL estimator and a learning-rate schedule over generated samples under `max_generated_samples`
-    (rlvr/training/trainer.py). The algorithm's loss form comes first (without a ratio, the KL term sees none either).
-    A recipe's curriculum and speed-ups are layers below these (`trainer_for`)."""
+    """TRL's GRPOTrainer with every mixin above, in `MRO_CONTRACT`'s order (the module docstring says what each does)."""
 
 
 def trainer_for(recipe) -> type:
-    """The trainer class a recipe trains with: its algorithm's (the registry's), plus the layers the recipe names,
-    each a GRPOTrainer subclass that Python's MRO places right above TRL, below every mixin above: the curriculum's
-    sampler when the recipe has a `curriculum:`, then the CPU speed-ups its `speedups:` field lists. A recipe that
-    names neither (recipes/grpo.yaml, the Qwen3 recipes) trains with the algorithm's class itself."""
+    """The recipe's algorithm's trainer class, plus the layers the recipe names (its `curriculum:` sampler, then its
+    `speedups:`), each placed by the MRO right above TRL, below every mixin."""
     trainer = trainer_class(recipe.training.algorithm)
     if recipe.curriculum:
         trainer = with_curriculum(trainer)
