@@ -36,6 +36,7 @@ METHODS = {
     "_get_train_sampler": ["self", "dataset"],  # the curriculum's sampler replaces RepeatSampler
     "create_scheduler": ["self", "num_training_steps", "optimizer"],  # the samples-budget lr schedule
     "save_model": ["self", "output_dir", "_internal_call"],  # PPO saves its critic beside the policy
+    "evaluate": ["self", "eval_dataset", "ignore_keys", "metric_key_prefix"],  # held-out: forked RNG, own time account
 }
 
 # attributes GRPOTrainer (or transformers' Trainer) sets, which the mixins read
