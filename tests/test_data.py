@@ -110,7 +110,8 @@ def test_evaluation_breakdown_lists_word_lengths_in_numeric_order():
     from rlvr.analysis.evaluate import summarize
 
     records = [{"prompt_id": i, "difficulty": d, "correctness": 0.0, "format": 1.0, "success": 0.0, "binary": 0.0,
-                "exact": False} for i, d in enumerate((10, 3, 9, None))]
+                "exact": False, "answer": "ab", "completion": "<answer>ba</answer>"}
+               for i, d in enumerate((10, 3, 9, None))]
     assert list(summarize(records, 1, [1])["by_length"]) == ["3", "9", "10", "None"]
 
 

@@ -25,13 +25,14 @@ from transformers import TrainerCallback
 from rlvr.training.runner import prepare
 
 repo, seen = Path.cwd().resolve(), set()
+project = tuple(str(repo / part) for part in ("rlvr", "rewards", "data", "recipes"))  # not a .venv inside the clone
 recipe, trainer, _ = prepare(["--config", "recipes/grpo.yaml", "--model_name_or_path", "models/tiny-speller",
     "--dtype", "float32", "--bf16", "false", "--use_cpu", "true", "--report_to", "none", "--output_dir", sys.argv[1],
     "--max_steps", "1", "--max_completion_length", "16", "--save_strategy", "no", "--print_rollouts", "false"])
 modules = sorted(m for m in sys.modules if m.startswith("rlvr"))
 
 def trace(frame, event, arg):
-    if frame.f_code.co_filename.startswith(str(repo)):
+    if frame.f_code.co_filename.startswith(project):
         seen.add(str(Path(frame.f_code.co_filename).resolve().relative_to(repo)))
 
 class Trace(TrainerCallback):

@@ -96,6 +96,8 @@ def test_evaluation_reports_false_full_credit_by_word_length():
         {"prompt_id": 1, "difficulty": 3, "correctness": 0.8, "format": 1.0, "success": 0.0, "binary": 0.8, "exact": False},
         {"prompt_id": 1, "difficulty": 3, "correctness": 1.0, "format": 1.0, "success": 1.0, "binary": 1.0, "exact": True},
     ]
+    for record, text in zip(records, ("stilts", "stlits", "nus", "nus")):  # what maj@k reads
+        record.update(answer=record["difficulty"] == 6 and "stlits" or "nus", completion=f"<answer>{text}</answer>")
     summary = summarize(records, 2, [1])
     assert summary["by_length"]["6"]["false_full_credit"] == 0.5 and summary["by_length"]["3"]["false_full_credit"] == 0.0
     assert summary["overall"]["false_full_credit"] == 0.25 and summary["overall"]["exact_match"] == 0.5
