@@ -1,7 +1,8 @@
 # Two commands from a fresh clone, each installing what it needs the first time into a local virtual environment
 # (.venv) at the measured versions (constraints.txt):
 #   make main   the main job: evaluate the tiny speller, train GRPO on 2 CPU cores, evaluate again (benchmarks/tiny_main_job.py)
-#   make test   the tests: two pytest workers, then the tests that start two training processes of their own, alone
+#   make test   the tests: two pytest workers (each pinned to its own core, tests/conftest.py), then the tests that
+#               need both cores (two processes or threads at once), alone
 # TORCH_INDEX picks torch's wheel index, e.g. TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu" for the
 # CPU-only wheel (README); empty, pip's own index serves torch==2.13.0.
 

@@ -6,6 +6,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+
+def pin_xdist_worker() -> None:
+    """Under `pytest -n N`, worker i keeps every N-th core of this machine, as `rlvr sweep --jobs N` pins its runs:
+    torch, `cpu_threads: auto` and every process a test starts then use that share, instead of N workers each
+    spinning one OpenMP thread per core on the same cores (on 2 cores that made a 2-step run ~10x slower)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if worker.startswith("gw") and 1 < count <= len(cores):
+        os.sched_setaffinity(0, cores[int(worker[2:]) % count::count])
+
+
+pin_xdist_worker()
+
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 

@@ -113,7 +113,7 @@ def test_figures_are_legible_at_repository_page_size(run_dir, tmp_path, monkeypa
     def measuring_save(fig, path):  # every figure plot_runs draws passes here: measure its text, then save it
         sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
         smallest.append(min(sizes) * plots.DPI / 72)  # points -> pixels at the saved resolution
-        save(fig, path)
+        return save(fig, path)
 
     monkeypatch.setattr(plots, "save", measuring_save)
     keys = ["avg_correctness", "avg_format", "avg_binary", "avg_total"]
@@ -171,7 +171,12 @@ def test_sweep_report_compares_runs_at_the_budget_both_reached(tmp_path):
     write_run(sweep / "g-2", metric_rows())
     write_run(sweep / "g-16", metric_rows(samples_per_step=8, correctness=[0.5, 0.5, 0.5, 1.0]))  # reaches 32 only
     (sweep / "sweep.yaml").write_text("name: sweep\n")
+    (sweep / "g-2" / "code.json").write_text(json.dumps({
+        "trained_by": {"sources": "0123abcd", "libraries": {"torch": "2.13.0", "transformers": "4.99", "trl": "1.16.0"}},
+        "machine": {"cpu": "Some CPU", "cpu_capability": "AVX2"}}))
     text = report.build_report(sweep, last_k=2).read_text()
+    assert ("Trained by code `0123abcd` (torch 2.13.0, transformers 4.99, trl 1.16.0) on Some CPU, AVX2 kernels "
+            "(1 run); no readable code.json (1 run).") in text
     with (sweep / "summary.csv").open() as f:
         rows = {row["run"]: row for row in csv.DictReader(f)}
     assert list(rows) == ["g-2", "g-16"]  # numbers sort as numbers

@@ -254,6 +254,7 @@ def indexing_backward_races(threads: int = 2, calls: int = 50) -> bool:
         torch.set_num_threads(before)
 
 
+@pytest.mark.serial  # two threads at once: the machine's cores, not a pytest worker's share
 def test_group_layout_gives_the_same_gradient_bits_on_every_call():
     """The policy pass under group_prompts, at 2 threads, on TRL's shuffled rows (8 prompts x 8 completions, each
     group's rows scattered): three identical calls give the same gradients to the bit. The per-row copy of each

@@ -307,6 +307,7 @@ def test_the_same_recipe_trained_by_other_code_is_trained_afresh(tmp_path, tiny_
 AFFINITY_PROBE = "import os, sys; print('affinity', sorted(os.sched_getaffinity(0)), flush=True); os.execv(sys.argv[1], sys.argv[1:])"
 
 
+@pytest.mark.serial  # two runs side by side, each pinned to its own core: all of them, not a pytest worker's share
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
 def test_jobs_pin_each_run_to_its_own_cores_and_a_failed_run_keeps_the_rest(tmp_path, tiny_model_dir, monkeypatch):
     """--jobs 2: both runs start at once, each on its own half of the cores at that many threads (each child reports
@@ -387,6 +388,7 @@ sys.exit(143 if got else 0)
 """
 
 
+@pytest.mark.serial  # two runs side by side, each pinned to its own core: all of them, not a pytest worker's share
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
 def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_path, tiny_model_dir, monkeypatch,
                                                                            capsys):

@@ -72,12 +72,24 @@ MIN_FONT_PT = 8
 PALETTE_COLOURS = 64  # line plots on white: 64 palette entries keep every line and its anti-aliasing, at ~1/3 the bytes
 
 
-def save(fig, path) -> None:
-    """The figure as a palette PNG: matplotlib renders it, Pillow (matplotlib's own dependency) quantizes it."""
+def finish_grid(fig, axes, used: int, title: str) -> None:
+    """A grid of panels: the unused ones hidden, the legend on the first, the title above."""
+    for ax in list(axes.flat)[used:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=MIN_FONT_PT)
+    fig.suptitle(title)
+
+
+def save(fig, path) -> Path:
+    """The figure as a palette PNG (matplotlib renders it, Pillow, matplotlib's own dependency, quantizes it), then
+    closed."""
+    fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
+    plt.close(fig)
     image = Image.open(buffer).convert("RGB")
     image.quantize(colors=PALETTE_COLOURS, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
+    return path
 
 
 UNIT_INTERVAL = (*map(reward_key, ("correctness", "format", "success", "binary")), *GROUP_SERIES,  # fixed 0..1 axis,
@@ -152,14 +164,8 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
         if key in UNIT_INTERVAL or key.startswith((EVAL_EXACT, ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX, *CURRICULUM_UNIT_INTERVAL)):
             ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(keys):]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=MIN_FONT_PT)
-    fig.suptitle(title)
-    fig.tight_layout()
-    save(fig, path)
-    plt.close(fig)
-    return path
+    finish_grid(fig, axes, len(keys), title)
+    return save(fig, path)
 
 
 PREDICTION_STYLES = {  # series -> (label, line style); the logged partial-credit series is the grey reference
@@ -192,14 +198,8 @@ def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
         ax.set_xlabel(X_LABELS[x])
         ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(runs):]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=MIN_FONT_PT)
-    fig.suptitle("zero-std groups: observed vs predicted from pass rates")
-    fig.tight_layout()
-    save(fig, path)
-    plt.close(fig)
-    return path
+    finish_grid(fig, axes, len(runs), "zero-std groups: observed vs predicted from pass rates")
+    return save(fig, path)
 
 
 def time_figure(runs: list[Run], path: Path) -> Path:
@@ -223,10 +223,7 @@ def time_figure(runs: list[Run], path: Path) -> Path:
     share.set_title("generation share of step time")
     share.grid(alpha=0.3)
     share.legend(fontsize=MIN_FONT_PT)
-    fig.tight_layout()
-    save(fig, path)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def held_out_series(runs: list[Run]) -> list[str]:

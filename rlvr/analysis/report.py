@@ -360,6 +360,23 @@ def evaluations_section(run: Run, report_dir: Path) -> str:
     return "\n\n".join(parts)
 
 
+def trained_by(runs: list[Run]) -> str:
+    """Which code and CPU trained the runs (their code.json): float results move with both, so a rerun lands in a
+    page's numbers only on the same code and kernel set."""
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        try:
+            record = json.loads((run.path / layout.CODE).read_text())
+            code, machine = record["trained_by"], record.get("machine") or {}
+            versions = ", ".join(f"{name} {code['libraries'][name]}" for name in ("torch", "transformers", "trl"))
+            what = f"code `{code['sources']}` ({versions}) on {machine['cpu']}, {machine['cpu_capability']} kernels"
+        except (OSError, ValueError, KeyError, TypeError):
+            what = f"no readable {layout.CODE}"
+        groups.setdefault(what, []).append(run.label)
+    said = [f"{what} ({len(labels)} run{'s' * (len(labels) > 1)})" for what, labels in groups.items()]
+    return "Trained by " + "; ".join(said) + "."
+
+
 def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str] | None = None,
                  x_axes=("step", "samples")) -> str:
     runs = load_runs([sweep_dir])
@@ -382,6 +399,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
     return "\n\n".join([
         f"# Sweep report: {sweep_dir.name}",
         f"`{sweep_dir}` · {len(runs)} runs",
+        trained_by(runs),
         "## Sweep spec",
         f"```yaml\n{spec.read_text().rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
         *settings_section(summary),

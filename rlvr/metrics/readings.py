@@ -6,7 +6,7 @@
 
 How the batch is gathered over processes, and why the readings reach TRL's logs through the `log_metric` argument
 TRL hands every reward function (a callback's `on_log` runs after `Trainer.log` has copied the row into
-`log_history`): docs/evaluation-and-reports.md. Our own trainer (`RewardHooksMixin`) uses the same wrapper.
+`log_history`): docs/evaluation-and-reports.md. Our own trainer (`RewardAndTimingMixin`) uses the same wrapper.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The dispatch reads `args.algorithm`: an algorithm with its own advantage estimat
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
 else (sampling, TRL's advantages, loss, logging) is TRL's.
 
-Rewards come in without an override (the reward functions are wrapped: `RewardHooksMixin`); what replaces what in
+Rewards come in without an override (the reward functions are wrapped: `RewardAndTimingMixin`); what replaces what in
 TRL's step is `PRIVATE_OVERRIDES` (each TRL-private override with its reason) and `MRO_CONTRACT` (in which order),
 both checked by tests/test_trainer_mro.py and tests/test_trl_contract.py. Layers a recipe opts into sit below these,
 right above TRL (`trainer_for`): the curriculum's sampler and the CPU speed-ups (rlvr/speedups).
@@ -165,7 +165,7 @@ class SampleScheduleMixin:
         return self.lr_scheduler
 
 
-class RewardHooksMixin:
+class RewardAndTimingMixin:
     """Hands each gathered `RewardBatch` (built once by `RewardReadings`, the reward-function wrapper a plain
     `trl.GRPOTrainer` can take too) to the `RewardBatchCallback`s, keeps it as `self._reward_batch` for the advantage
     dispatch, and accounts for wall time per log window (`time/*`, docs/speed.md "Measuring your own runs").
@@ -339,32 +339,32 @@ class AlgorithmMixin:
 # why in that order. RLVRTrainer's bases are listed in this order; DAPOTrainer and PPOTrainer subclass it and so sit
 # above every mixin; the layers a recipe opts into (`trainer_for`) sit below every mixin, right above TRL.
 #
-#   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardHooksMixin -> AlgorithmMixin -> TRL
+#   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardAndTimingMixin -> AlgorithmMixin -> TRL
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
 #       advantages by GAE last. RewardHooks' "rollout" timer covers everything below it. AlgorithmMixin replaces
 #       TRL's advantages after TRL's call, reading the reward batch RewardHooks' reward wrapper kept.
 #   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
 #       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
 #       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
-#   _get_per_token_logps_and_entropies  RewardHooksMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
+#   _get_per_token_logps_and_entropies  RewardAndTimingMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
 #       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
 #       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
-#   training_step                    PPOTrainer -> RewardHooksMixin -> TRL  (the critic steps after TRL's step)
-#   __init__                         DAPOTrainer / PPOTrainer -> RewardHooksMixin -> RawCompletionsMixin -> TRL
+#   training_step                    PPOTrainer -> RewardAndTimingMixin -> TRL  (the critic steps after TRL's step)
+#   __init__                         DAPOTrainer / PPOTrainer -> RewardAndTimingMixin -> RawCompletionsMixin -> TRL
 #       RewardHooks wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up.
 #   The other overrides have one class each (MRO_CONTRACT); PPOTrainer's save_model and
 #   _load_optimizer_and_scheduler keep the critic beside the policy.
 MRO_CONTRACT = {
-    "_generate_and_score_completions": ("RewardHooksMixin", "AlgorithmMixin"),
+    "_generate_and_score_completions": ("RewardAndTimingMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
-    "_get_per_token_logps_and_entropies": ("RewardHooksMixin", "KLEstimatorMixin"),
-    "_generate": ("RewardHooksMixin",),
-    "log": ("RewardHooksMixin",),
-    "training_step": ("RewardHooksMixin",),
-    "create_optimizer": ("RewardHooksMixin",),
+    "_get_per_token_logps_and_entropies": ("RewardAndTimingMixin", "KLEstimatorMixin"),
+    "_generate": ("RewardAndTimingMixin",),
+    "log": ("RewardAndTimingMixin",),
+    "training_step": ("RewardAndTimingMixin",),
+    "create_optimizer": ("RewardAndTimingMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
-    "__init__": ("RewardHooksMixin", "RawCompletionsMixin"),
-    "evaluate": ("RewardHooksMixin",),
+    "__init__": ("RewardAndTimingMixin", "RawCompletionsMixin"),
+    "evaluate": ("RewardAndTimingMixin",),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
@@ -372,9 +372,9 @@ MRO_CONTRACT = {
 # public ones (log, training_step, create_optimizer, create_scheduler, save_model, __init__) are Trainer's documented
 # extension points.
 PRIVATE_OVERRIDES = {
-    ("RewardHooksMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
-    ("RewardHooksMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
-    ("RewardHooksMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",
+    ("RewardAndTimingMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
+    ("RewardAndTimingMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
+    ("RewardAndTimingMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",
     ("AlgorithmMixin", "_generate_and_score_completions"):
         "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups",
     ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
@@ -391,7 +391,7 @@ PRIVATE_OVERRIDES = {
 }
 
 
-class RLVRTrainer(RewardHooksMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SampleScheduleMixin,
+class RLVRTrainer(RewardAndTimingMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SampleScheduleMixin,
                   GRPOTrainer):
     """TRL's GRPOTrainer with every mixin above, in `MRO_CONTRACT`'s order (the module docstring says what each does)."""
 
