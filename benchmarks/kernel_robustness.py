@@ -1,0 +1,142 @@
+"""Which sweep readings survive a switch of CPU kernels: every ablation comparison on two copies of the same sweeps,
+one trained with the kernels the libraries pick (`rlvr sweep SPEC --jobs 2`, into runs/sweeps) and one with every
+library held to AVX2 as on a CPU without AVX-512 (the same command under `ATEN_CPU_CAPABILITY=avx2
+MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2`, `--out runs/sweeps-avx2`; benchmarks/main_job_range.py uses
+the same switch), same seeds.
+
+    python benchmarks/kernel_robustness.py                                   # runs/sweeps vs runs/sweeps-avx2
+    python benchmarks/kernel_robustness.py --sets runs/sweeps runs/sweeps-avx2 --out results/robustness-table.md
+
+A reading "A ahead of B" (held-out exact match after training, mean over seeds) **holds** on one kernel set when the
+gap is larger than the seed spread there (half the best-to-worst range, the larger of A's and B's); it **holds on
+both** when it holds on each set with the same sign. Anything else is **within noise**, and the table says why: the
+order flips between kernel sets, or the gap is inside the spread on one of them. Each setting's numbers are printed
+per kernel set and pooled over both (seeds x kernels), the range a stranger's machine should land in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rlvr.analysis.summaries import aggregate, seed_group, seed_of
+
+KEY = "heldout_exact_match_after"
+# (sweep folder, question, [(A, B), ...]): each pair is a reading "A ahead of B" the ablation pages make.
+QUESTIONS = [
+    ("reference", "which algorithm", [("grpo", "rloo"), ("grpo", "drgrpo"), ("grpo", "dapo"), ("grpo", "ppo"),
+                                      ("grpo", "gspo"), ("sapo", "grpo"), ("cispo", "grpo"), ("rloo", "drgrpo")]),
+    ("reference", "baseline or not", [("grpo", "reinforce"), ("rloo", "reinforce")]),
+    ("group-size", "which G", [("G4", "G2"), ("G4", "G8"), ("G4", "G16"), ("G8", "G16"), ("G2", "G16")]),
+    ("temperature", "which temperature", [("T1.0", "T0.6"), ("T1.0", "T1.4"), ("T1.4", "T0.6")]),
+    ("kl-beta", "KL or not", [("beta0.04", "beta0"), ("beta0.1", "beta0"), ("beta0.1", "beta0.04")]),
+    ("truncation-masking", "mask cut completions or not", [("cut34-masked", "cut34"), ("full48", "cut34")]),
+]
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def load(sweep_dir: Path) -> list[dict] | None:
+    path = sweep_dir / "summary.json"
+    if not path.exists():
+        return None
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        fail(f"{path}: not a sweep summary ({error})")
+    return [row for row in rows if isinstance(row, dict) and isinstance(row.get(KEY), (int, float))]
+
+
+def by_setting(rows: list[dict]) -> dict[str, dict[int, float]]:
+    """{setting: {seed: held-out exact match}}."""
+    values: dict[str, dict[int, float]] = {}
+    for row in rows:
+        values.setdefault(seed_group(row["run"]), {})[seed_of(row["run"])] = row[KEY]
+    return values
+
+
+def stats(values) -> tuple[float, float]:
+    values = list(values)
+    return sum(values) / len(values), (max(values) - min(values)) / 2
+
+
+def pct(mean: float, spread: float) -> str:
+    return f"{100 * mean:.1f} ± {100 * spread:.1f}"
+
+
+def reading(a: dict[int, float], b: dict[int, float]) -> tuple[float, float, list[float], bool]:
+    """(gap, spread, per-seed differences, holds) of "a ahead of b" on one kernel set."""
+    (mean_a, spread_a), (mean_b, spread_b) = stats(a.values()), stats(b.values())
+    gap, spread = mean_a - mean_b, max(spread_a, spread_b)
+    return gap, spread, [a[s] - b[s] for s in sorted(a) if s in b], abs(gap) > spread
+
+
+def verdict(readings: list[tuple[float, float, list[float], bool]]) -> str:
+    signs = {gap > 0 for gap, *_ in readings}
+    if len(signs) > 1:
+        return "within noise (order flips)"
+    if not all(holds for *_, holds in readings):
+        return "within noise (gap inside the spread)"
+    return "**holds on both**" if next(iter(signs)) else "**reversed on both**"
+
+
+def page(sets: list[Path]) -> str:
+    names = [path.name for path in sets]
+    lines = [f"Held-out exact match after training, % (mean ± half the seed range); kernel sets: "
+             f"{', '.join(f'`{p}`' for p in sets)}.", ""]
+    settings_header = f"| sweep | setting | {' | '.join(names)} | pooled (seeds x kernels) |"
+    lines += [settings_header, "|" + "---|" * (settings_header.count("|") - 1)]
+    comparisons, missing = [], []
+    for sweep in dict.fromkeys(q[0] for q in QUESTIONS):
+        summaries = [load(path / sweep) for path in sets]
+        if any(s is None for s in summaries):
+            missing.append(sweep)
+            continue
+        per_set = [by_setting(s) for s in summaries]
+        for setting in sorted(per_set[0], key=lambda k: -stats(per_set[0][k].values())[0]):
+            cells = [pct(*stats(v[setting].values())) if setting in v else "-" for v in per_set]
+            pooled = [x for v in per_set for x in v.get(setting, {}).values()]
+            lines.append(f"| {sweep} | {setting} | {' | '.join(cells)} | {pct(*stats(pooled))} ({len(pooled)} runs) |")
+        for question_sweep, question, pairs in QUESTIONS:
+            if question_sweep != sweep:
+                continue
+            for a, b in pairs:
+                if all(a in v and b in v for v in per_set):
+                    readings = [reading(v[a], v[b]) for v in per_set]
+                    comparisons.append((question, f"{a} − {b}", readings, verdict(readings)))
+    header = f"| question | reading | {' | '.join(f'{n}: gap (spread) per seed' for n in names)} | verdict |"
+    lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
+    for question, label, readings, said in comparisons:
+        cells = [f"{100 * gap:+.1f} ({100 * spread:.1f}) {' / '.join(f'{100 * d:+.1f}' for d in diffs)}"
+                 for gap, spread, diffs, _ in readings]
+        lines.append(f"| {question} | {label} | {' | '.join(cells)} | {said} |")
+    if missing:
+        lines += ["", f"Not in every kernel set yet (left out): {', '.join(missing)}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", type=Path, default=[Path("runs/sweeps"), Path("runs/sweeps-avx2")],
+                        help="sweep output folders (--out of rlvr sweep), one per kernel set")
+    parser.add_argument("--out", type=Path, help="also write the table to this Markdown file")
+    args = parser.parse_args(argv)
+    if len(args.sets) < 2:
+        fail("--sets: two or more sweep folders, one per kernel set")
+    for path in args.sets:
+        if not path.is_dir():
+            fail(f"--sets: {path} is not a folder")
+    text = page(args.sets)
+    print(text, end="")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
