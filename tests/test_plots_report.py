@@ -279,6 +279,10 @@ def test_settings_order_numerically_and_say_how_many_seeds_a_mean_covers():
     (row,) = aggregate(summary, ["samples_to_0.85"])
     assert (row["samples_to_0.85"], row["samples_to_0.85_spread"], row["samples_to_0.85_n"]) == (2000, 1000, 2)
     assert "| hot | 3 | - | 2000 ± 1000 (2 of 3) |" in "\n".join(settings_section(summary))
+    # Seconds are whole whether a mean lands above or below 100; a rate keeps three decimals.
+    timed = [{"run": f"fast-s{seed}", "wall_time_s": t, "heldout_exact_match_after": em}
+             for seed, (t, em) in enumerate([(92.9, 0.59), (103.2, 0.61)], 1)]
+    assert "| fast | 2 | - | 0.600 ± 0.010 | 98 ± 5 |" in "\n".join(settings_section(timed))
 
 
 def test_settings_are_paired_by_seed_against_the_best():

@@ -274,10 +274,12 @@ def curriculum_section(runs: list[Run], pngs: list[Path], report_dir: Path, max_
 
 
 def plus_minus(value, spread) -> str:
+    """A rate (0.603 ± 0.009) to three decimals; a count or seconds (2880 ± 704, 98 ± 5) whole."""
     if value is None:
         return "-"
-    text = f"{value:.3f}" if isinstance(value, float) and abs(value) < 100 else f"{value:.0f}"
-    return text if spread is None else text + (f" ± {spread:.3f}" if abs(value) < 100 else f" ± {spread:.0f}")
+    fraction = isinstance(value, float) and abs(value) < 10
+    text = f"{value:.3f}" if fraction else f"{value:.0f}"
+    return text if spread is None else text + (f" ± {spread:.3f}" if fraction else f" ± {spread:.0f}")
 
 
 def summary_note(last_k: int) -> str:
