@@ -37,6 +37,12 @@ QUESTIONS = [
     ("temperature", "which temperature", [("T1.0", "T0.6"), ("T1.0", "T1.4"), ("T1.4", "T0.6")]),
     ("kl-beta", "KL or not", [("beta0.04", "beta0"), ("beta0.1", "beta0"), ("beta0.1", "beta0.04")]),
     ("truncation-masking", "mask cut completions or not", [("cut34-masked", "cut34"), ("full48", "cut34")]),
+    ("kl-estimator", "which KL estimator", [("k3", "k1"), ("k3", "k2"), ("k1", "k2")]),
+    ("word-length", "which word lengths to train on", [("max6", "max8"), ("max6", "max4"), ("max8", "max4")]),
+    ("lr-grpo", "learning rate: GRPO", [("lr1e-3", "lr3e-4")]),
+    ("lr-rloo", "learning rate: RLOO", [("lr1e-3", "lr3e-3")]),
+    ("lr-maxrl", "learning rate: MaxRL", [("lr3e-4", "lr1e-3"), ("lr3e-4", "lr1e-4")]),
+    ("lr-reinforce", "learning rate: REINFORCE", [("lr3e-4", "lr1e-3"), ("lr3e-4", "lr1e-4")]),
 ]
 
 
