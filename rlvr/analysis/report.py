@@ -277,9 +277,8 @@ def plus_minus(value, spread) -> str:
     """A rate (0.603 ± 0.009) to three decimals; a count or seconds (2880 ± 704, 98 ± 5) whole."""
     if value is None:
         return "-"
-    fraction = isinstance(value, float) and abs(value) < 10
-    text = f"{value:.3f}" if fraction else f"{value:.0f}"
-    return text if spread is None else text + (f" ± {spread:.3f}" if fraction else f" ± {spread:.0f}")
+    digits = 3 if isinstance(value, float) and abs(value) < 10 else 0
+    return f"{value:.{digits}f}" + ("" if spread is None else f" ± {spread:.{digits}f}")
 
 
 def summary_note(last_k: int) -> str:
