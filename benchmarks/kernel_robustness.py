@@ -84,20 +84,19 @@ def by_setting(rows: list[dict]) -> dict[str, dict[int, float]]:
     return values
 
 
-def stats(values) -> tuple[float, float]:
-    values = list(values)
-    return sum(values) / len(values), (max(values) - min(values)) / 2
+def settings(rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """{setting: (mean, spread)} over its seeds, as the sweep report's settings table computes them."""
+    return {row["setting"]: (row[KEY], row[f"{KEY}_spread"] or 0.0) for row in aggregate(rows, [KEY])}
 
 
 def pct(mean: float, spread: float) -> str:
     return f"{100 * mean:.1f} ± {100 * spread:.1f}"
 
 
-def reading(a: dict[int, float], b: dict[int, float]) -> tuple[float, float, list[float], bool]:
-    """(gap, spread, per-seed differences, holds) of "a ahead of b" on one kernel set."""
-    (mean_a, spread_a), (mean_b, spread_b) = stats(a.values()), stats(b.values())
-    gap, spread = mean_a - mean_b, max(spread_a, spread_b)
-    return gap, spread, [a[s] - b[s] for s in sorted(a) if s in b], abs(gap) > spread
+def reading(a: tuple[float, float], b: tuple[float, float], a_seeds: dict[int, float], b_seeds: dict[int, float]):
+    """(gap, spread, per-seed differences, holds) of "a ahead of b" on one kernel set; a, b = (mean, spread)."""
+    gap, spread = a[0] - b[0], max(a[1], b[1])
+    return gap, spread, [a_seeds[s] - b_seeds[s] for s in sorted(a_seeds) if s in b_seeds], abs(gap) > spread
 
 
 def verdict(readings: list[tuple[float, float, list[float], bool]]) -> str:
@@ -123,17 +122,18 @@ def page(sets: list[Path], exclude_lengths: set[str] = frozenset()) -> str:
             if any(s is not None for s in summaries):  # run on some kernel sets only: say so
                 missing.append(sweep)
             continue
-        per_set = [by_setting(s) for s in summaries]
-        for setting in sorted(per_set[0], key=lambda k: -stats(per_set[0][k].values())[0]):
-            cells = [pct(*stats(v[setting].values())) if setting in v else "-" for v in per_set]
-            pooled = [x for v in per_set for x in v.get(setting, {}).values()]
-            lines.append(f"| {sweep} | {setting} | {' | '.join(cells)} | {pct(*stats(pooled))} ({len(pooled)} runs) |")
+        per_set, seeds = [settings(s) for s in summaries], [by_setting(s) for s in summaries]
+        pooled = settings([row for s in summaries for row in s])
+        for setting in sorted(per_set[0], key=lambda k: -per_set[0][k][0]):
+            cells = [pct(*v[setting]) if setting in v else "-" for v in per_set]
+            count = sum(len(v.get(setting, {})) for v in seeds)
+            lines.append(f"| {sweep} | {setting} | {' | '.join(cells)} | {pct(*pooled[setting])} ({count} runs) |")
         for question_sweep, question, pairs in QUESTIONS:
             if question_sweep != sweep:
                 continue
             for a, b in pairs:
                 if all(a in v and b in v for v in per_set):
-                    readings = [reading(v[a], v[b]) for v in per_set]
+                    readings = [reading(v[a], v[b], by_seed[a], by_seed[b]) for v, by_seed in zip(per_set, seeds)]
                     comparisons.append((question, f"{a} − {b}", readings, verdict(readings)))
     header = f"| question | reading | {' | '.join(f'{n}: gap (spread), per seed in ascending order' for n in names)} | verdict |"
     lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
@@ -154,13 +154,13 @@ def main(argv=None) -> None:
                         help="word lengths left out of held-out exact match (from each run's eval/after.json)")
     parser.add_argument("--out", type=Path, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
+    if not all(n.isdigit() for n in args.exclude_lengths):  # the flags' own form first, then the folders they name
+        fail(f"--exclude_lengths: word lengths (integers), got {' '.join(args.exclude_lengths)}")
     if len(args.sets) < 2:
         fail("--sets: two or more sweep folders, one per kernel set")
     for path in args.sets:
         if not path.is_dir():
             fail(f"--sets: {path} is not a folder")
-    if not all(n.isdigit() for n in args.exclude_lengths):
-        fail(f"--exclude_lengths: word lengths (integers), got {' '.join(args.exclude_lengths)}")
     text = page(args.sets, set(args.exclude_lengths))
     print(text, end="")
     if args.out:
