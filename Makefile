@@ -3,6 +3,11 @@
 #   make main   the main job: evaluate the tiny speller, train GRPO on 2 CPU cores, evaluate again (benchmarks/tiny_main_job.py)
 #   make test   the tests: two pytest workers (each pinned to its own core, tests/conftest.py), then the tests that
 #               need both cores (two processes or threads at once), alone
+#   make wheel  builds the wheel and installs it into a clean virtual environment: the `rlvr` command and
+#               `from rlvr.metrics.readings import with_readings` must work there (a plain-TRL user's install)
+# Neither needs the environment entered: the tools the jobs start (accelerate, torchrun, rlvr) are started through
+# .venv's interpreter (rlvr/runs/tools.py). README enters it once for the commands a user types after these.
+# MAIN_FLAGS go to the main job, e.g. MAIN_FLAGS=--fail_outside_range (exit 1 outside README's range: .ci/run).
 # TORCH_INDEX picks torch's wheel index, e.g. TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu" for the
 # CPU-only wheel (README); empty, pip's own index serves torch==2.13.0.
 
@@ -14,7 +19,10 @@ export HF_HUB_OFFLINE ?= 1
 export WANDB_MODE ?= disabled
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: main test
+MAIN_FLAGS ?=
+WHEEL_DIR := build/wheel-check
+
+.PHONY: main test wheel
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +31,18 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 main: $(BIN)/.installed
-	$(BIN)/python benchmarks/tiny_main_job.py
+	$(BIN)/python benchmarks/tiny_main_job.py $(MAIN_FLAGS)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -n 2 -m "not slow and not serial"
 	$(BIN)/python -m pytest -q -m "serial and not slow"
+
+wheel: $(BIN)/.installed
+	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) .
+	$(PYTHON) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/python -m pip install -q torch==2.13.0 $(TORCH_INDEX)
+	$(WHEEL_DIR)/venv/bin/python -m pip install -q $(WHEEL_DIR)/*.whl -c constraints.txt
+	cd $(WHEEL_DIR) && venv/bin/rlvr plan --config $(CURDIR)/recipes/grpo_qwen3_1.7b_lora.yaml --free_gib 6.9 >/dev/null
+	cd $(WHEEL_DIR) && venv/bin/python -c "from rlvr.metrics.readings import with_readings; import rlvr; \
+	  assert 'site-packages' in rlvr.__file__, rlvr.__file__; print('wheel: rlvr from', rlvr.__file__)"

@@ -62,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.machine_load import measured_load  # noqa: E402
+from rlvr.runs import tools  # noqa: E402
 
 SCRIPTS = {"dapo": "recipes/dapo.py", "rloo": "recipes/rloo.py", "ppo": "recipes/ppo.py", "reinforce": "recipes/reinforce.py"}
 BARE = "bare"
@@ -80,7 +81,7 @@ def read_rows(output_dir: Path) -> list[dict]:
 def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: str, output_dir: Path,
              cpu_threads: str = "auto") -> dict:
     """One training run (a variant of `speedups`, or `bare` TRL); samples/s, train_runtime, wall time, loss, reward."""
-    prefix = ["accelerate", "launch"] if launcher == "accelerate" and variant != BARE else [sys.executable]
+    prefix = tools.command("accelerate launch") if launcher == "accelerate" and variant != BARE else [sys.executable]
     if variant == BARE:
         command = [*prefix, __file__, "--_bare", config, "--max_steps", str(max_steps), "--output_dir", str(output_dir),
                    "--cpu_threads", cpu_threads]

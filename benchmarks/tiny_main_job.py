@@ -33,9 +33,9 @@ from rlvr.analysis import before_after
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, read_jsonl
 from rlvr.analysis.summaries import last, time_totals
-from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import TIME_PHASES as PHASES
-from rlvr.runs import layout
+from rlvr.runs import layout, tools
 from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.training.config import load_recipe, validate
 
@@ -49,7 +49,7 @@ def grpo_time_split(run_dir: Path) -> dict:
 
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
     """The main command, as a user types it; returns its wall time in seconds."""
-    prefix = ["accelerate", "launch"] if launcher == "accelerate" else [sys.executable]
+    prefix = tools.command("accelerate launch") if launcher == "accelerate" else [sys.executable]
     command = [*prefix, "recipes/grpo.py", "--config", config, "--output_dir", str(output_dir), *extra]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     print("$", " ".join(command), flush=True)
@@ -65,9 +65,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num_samples", type=positive_int, default=8, help="evaluation samples per held-out prompt")
     parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
     parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for the evaluations and the GRPO run")
+    parser.add_argument("--fail_outside_range", action="store_true",
+                        help="exit 1 when a held-out figure falls outside README's range (CI runs `make main` so)")
     args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
     comparable = (args.config == DEFAULT_CONFIG and args.num_samples == 8
                   and (extra == [] or (len(extra) == 2 and extra[0] == "--seed")))  # README's command, any seed
+    if args.fail_outside_range and not comparable:
+        raise ConfigError("--fail_outside_range", "README's ranges hold for its own command (any --seed) only; drop "
+                                                  "the other overrides or this flag")
     extra = ["--cpu_threads", args.cpu_threads, *extra]
     out = Path(args.output_dir)
     check_writable_folder(out, "--output_dir")  # and the GRPO command's own flags, before the first evaluation:
@@ -117,9 +122,13 @@ def main(argv: list[str] | None = None) -> dict:
     window = max(1, len(zero_std) // 10)
     print(f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
           f"{mean(zero_std[-window:]):.2f} over the last {window}")
-    for line in expectation_lines(report, comparable):
+    verdicts = expectation(report) if comparable else []
+    for line, _ in verdicts or [(NOT_COMPARED, True)]:
         print(line)
     print(f"report: {out / 'benchmark.json'}")
+    if args.fail_outside_range and not all(inside for _, inside in verdicts):
+        print("error: held-out exact match outside README's range (--fail_outside_range)", file=sys.stderr)
+        sys.exit(1)
     return report
 
 
@@ -137,18 +146,20 @@ def write_comparison(out: Path, config: str, report: dict) -> dict:
     return before_after.save(comparison, out / "grpo" / layout.BEFORE_AFTER_DIR)
 
 
-def expectation_lines(report: dict, comparable: bool) -> list[str]:
-    """Where this run's held-out exact match falls against README's ranges (`EXPECTED`), one line each."""
-    if not comparable:
-        return ["expected ranges: not compared (another recipe, sample count or override than README's command)"]
-    lines = []
+NOT_COMPARED = "expected ranges: not compared (another recipe, sample count or override than README's command)"
+
+
+def expectation(report: dict) -> list[tuple[str, bool]]:
+    """Where this run's held-out exact match falls against README's ranges (`EXPECTED`): (line, inside) for each."""
+    verdicts = []
     for name in ("before", "after"):
         low, high = EXPECTED[name]
         got = report[name]["exact_match"]
         stated = f"{low:.1%}" if low == high else f"{low:.0%}-{high:.0%}"
-        verdict = "inside" if low - 5e-4 <= got <= high + 5e-4 else "OUTSIDE"
-        lines.append(f"expected {name}: {stated} (README); this run {got:.1%}: {verdict}")
-    return lines
+        inside = low - 5e-4 <= got <= high + 5e-4
+        verdicts.append((f"expected {name}: {stated} (README); this run {got:.1%}: {'inside' if inside else 'OUTSIDE'}",
+                         inside))
+    return verdicts
 
 
 if __name__ == "__main__":

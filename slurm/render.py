@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
 from rlvr.inputs import ArgumentParser, ConfigError, cli, load_recipe_yaml, positive_int
+from rlvr.runs import tools
 
 HOSTS_ENV = "RLVR_HOSTS"  # train.slurm sets it from `scontrol show hostnames $SLURM_JOB_NODELIST`
 SCRIPT = "recipes/train.py"  # trains whatever algorithm the recipe names
@@ -34,7 +35,7 @@ SCRIPT = "recipes/train.py"  # trains whatever algorithm the recipe names
 
 def train_command(recipe: str, accelerate_config: str, num_machines: int, num_processes: int, machine_rank: int,
                   main_ip: str, port: int, recipe_args: list[str]) -> list[str]:
-    return ["accelerate", "launch", "--config_file", accelerate_config,
+    return [*tools.command("accelerate launch"), "--config_file", accelerate_config,
             "--num_machines", str(num_machines), "--num_processes", str(num_processes),
             "--machine_rank", str(machine_rank), "--main_process_ip", main_ip, "--main_process_port", str(port),
             SCRIPT, "--config", recipe, *recipe_args]
@@ -59,14 +60,14 @@ def plan(recipe: str, hosts: list[str], gpus_per_node: int, accelerate_config: s
         train_hosts, train_gpus = hosts, gpus_per_node - vllm_gpus
         serve = list(range(train_gpus, gpus_per_node))
         commands.append({"host": hosts[0], "role": "vllm", "env": {"CUDA_VISIBLE_DEVICES": ",".join(map(str, serve))},
-                         "argv": ["trl", "vllm-serve", "--model", model, "--data_parallel_size", str(len(serve)),
+                         "argv": [*tools.command("trl"), "vllm-serve", "--model", model, "--data_parallel_size", str(len(serve)),
                                   "--port", str(vllm_port)]})
         server_args = ["--use_vllm", "true", "--vllm_mode", "server", "--vllm_server_host", "127.0.0.1",
                        "--vllm_server_port", str(vllm_port)]
     else:
         train_hosts, train_gpus = hosts[:-1], gpus_per_node
         commands.append({"host": hosts[-1], "role": "vllm", "env": {},
-                         "argv": ["trl", "vllm-serve", "--model", model, "--data_parallel_size", str(gpus_per_node),
+                         "argv": [*tools.command("trl"), "vllm-serve", "--model", model, "--data_parallel_size", str(gpus_per_node),
                                   "--port", str(vllm_port)]})
         server_args = ["--use_vllm", "true", "--vllm_mode", "server", "--vllm_server_host", hosts[-1],
                        "--vllm_server_port", str(vllm_port)]

@@ -20,6 +20,8 @@ def pin_xdist_worker() -> None:
 pin_xdist_worker()
 
 import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -55,3 +57,22 @@ def run_recipe(tiny_model_dir, tmp_path):
 def read_jsonl(path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
+
+
+def newcomer_shell(folder: Path, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`command` typed in the shell README's quickstart leaves a newcomer in: PATH holding only the interpreter and
+    /usr/bin:/bin (nothing installed by hand is found), then `. .venv/bin/activate` (README's line) in `folder`,
+    whose `.venv` is this test run's environment. No PYTHONPATH, no active environment inherited."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("README's front door enters .venv: run the tests from the environment `make test` creates")
+    bin_dir = folder / ".newcomer-bin"
+    if not bin_dir.exists():
+        bin_dir.mkdir()
+        (bin_dir / "python3").symlink_to(os.path.realpath(sys.executable))
+    if not (folder / ".venv").exists():
+        (folder / ".venv").symlink_to(sys.prefix)
+    drop = {"PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONHOME"}
+    env = {key: value for key, value in os.environ.items() if key not in drop}
+    env.update(PATH=f"{bin_dir}:/usr/bin:/bin", HF_HUB_OFFLINE="1", WANDB_MODE="disabled")
+    return subprocess.run(["bash", "-c", f". .venv/bin/activate && {command}"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)

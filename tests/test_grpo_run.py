@@ -13,6 +13,7 @@ from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl
 
 from rlvr.inputs import ConfigError
 from rlvr.metrics.reward_batch import zero_std_fraction
+from rlvr.runs import tools
 from rlvr.training.config import load_recipe_yaml
 from rlvr.training.runner import main
 
@@ -79,7 +80,7 @@ def test_resume_appends_without_duplicating_or_losing_rows(run_recipe, tmp_path)
 def test_accelerate_launch_entry_point(tmp_path):
     out = tmp_path / "launched"
     result = subprocess.run(
-        ["accelerate", "launch", "--num_processes", "1", "--cpu", "recipes/grpo.py", "--config", TINY_RECIPE,
+        [*tools.command("accelerate launch"), "--num_processes", "1", "--cpu", "recipes/grpo.py", "--config", TINY_RECIPE,
          "--output_dir", str(out), "--max_steps", "4", "--report_to", "none"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )

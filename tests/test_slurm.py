@@ -17,6 +17,7 @@ sys.path.insert(0, str(REPO / "slurm"))
 import render
 
 from rlvr.inputs import ConfigError
+from rlvr.runs import tools
 
 RECIPE = "recipes/grpo.yaml"
 
@@ -24,7 +25,9 @@ RECIPE = "recipes/grpo.yaml"
 def flags(argv: list[str]) -> dict:
     """accelerate's flags before the script: {'--num_machines': '2', ...}."""
     head = argv[:argv.index(render.SCRIPT)]
-    return {head[i]: head[i + 1] for i in range(2, len(head) - 1, 2)}
+    launcher = tools.command("accelerate launch")
+    assert head[:len(launcher)] == launcher  # this interpreter's accelerate, not one found on the node's PATH
+    return {head[i]: head[i + 1] for i in range(len(launcher), len(head) - 1, 2)}
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +53,7 @@ def test_n_nodes_each_run_accelerate_with_its_rank_and_the_first_host_as_main():
 def test_vllm_takes_the_last_node_and_the_others_train_against_it():
     commands = run_plan(["node-a", "node-b", "node-c"], vllm=True, extra=["--learning_rate", "1e-6"])
     serve, *train = commands
-    assert serve["host"] == "node-c" and serve["argv"][:4] == ["trl", "vllm-serve", "--model", "Qwen/Qwen3-1.7B"]
+    assert serve["host"] == "node-c" and serve["argv"][:6] == [*tools.command("trl"), "vllm-serve", "--model", "Qwen/Qwen3-1.7B"]
     assert [c["host"] for c in train] == ["node-a", "node-b"]
     for rank, command in enumerate(train):
         f = flags(command["argv"])
@@ -95,14 +98,18 @@ def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):
         (bin_dir / name).chmod(stat.S_IRWXU)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "gpu-[1-2]",
            "SLURM_JOB_ID": "42", "SLURM_SUBMIT_DIR": str(REPO), "RLVR_LOG_DIR": str(tmp_path / "logs"),
-           "PYTHONPATH": str(REPO)}
+           "PYTHONPATH": str(REPO), "RLVR_PYTHON": sys.executable}
     done = subprocess.run(["bash", "slurm/train.slurm", RECIPE, "accelerate_configs/zero3.yaml", "--gpus_per_node", "4"],
                           cwd=REPO, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     ran = sorted((path.read_text().strip() for path in tmp_path.glob("srun.*")), key=lambda line: "gpu-2" in line)
     assert len(ran) == 2 and "--nodelist=gpu-1" in ran[0] and "--nodelist=gpu-2" in ran[1]
     assert "--config_file accelerate_configs/zero3.yaml --num_machines 2 --num_processes 8 --machine_rank 1" in ran[1]
-    assert (tmp_path / "logs" / "launch-42.sh").exists()
+    assert shlex.quote(sys.executable) in (tmp_path / "logs" / "launch-42.sh").read_text()  # the environment, named
+    env["RLVR_PYTHON"] = str(tmp_path / "no-such-python")
+    done = subprocess.run(["bash", "slurm/train.slurm", RECIPE], cwd=REPO, env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 2 and done.stderr.startswith("error: RLVR_PYTHON: "), done.stderr
 
 
 def fake_slurm(tmp_path, monkeypatch) -> Path:

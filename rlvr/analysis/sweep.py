@@ -47,7 +47,7 @@ from rlvr.analysis.summaries import summarize
 from rlvr.analysis.sweep_spec import Spec, Variant, load_spec, plan, render_config, select, validate_variant
 from rlvr.analysis.tables import summary_table, text_table
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
-from rlvr.runs import layout
+from rlvr.runs import layout, tools
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
 
@@ -79,7 +79,7 @@ def train_command(variant: Variant, launcher: str, cpu_threads: int | None = Non
     """The command that trains one variant, for every launcher but `inprocess` (a Slurm task runs it too). It resumes
     an unfinished run from its last complete checkpoint; `cpu_threads` (set by --jobs: the cores the run is pinned to)
     overrides the recipe's on the command line, so recipe.yaml and the run's identity stay the same."""
-    prefix = [sys.executable] if launcher == "python" else [sys.executable, "-m", "accelerate.commands.launch"]
+    prefix = [sys.executable] if launcher == "python" else tools.command("accelerate launch")
     threads = [] if cpu_threads is None else ["--cpu_threads", str(cpu_threads)]
     return [*prefix, str(REPO / variant.script), "--config", str(variant.config_path), "--resume_from_checkpoint", "true",
             *threads]
