@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,26 @@ def test_every_tool_module_runs_in_this_interpreter(tmp_path):
     for tool in tools.MODULES:
         done = newcomer_shell(tmp_path, f"{shlex.join(tools.command(tool))} --help >/dev/null", timeout=120)
         assert done.returncode == 0, f"{tool}: {done.stderr[-600:]}"
+
+
+# ---- the main job's verdict, which CI turns into its exit status --------------------------------------------------
+
+
+def test_main_job_marks_a_figure_outside_readmes_range():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import tiny_main_job
+
+    low, high = tiny_main_job.EXPECTED["after"]
+    before = tiny_main_job.EXPECTED["before"][0]
+    inside = tiny_main_job.expectation({"before": {"exact_match": before}, "after": {"exact_match": (low + high) / 2}})
+    assert [ok for _, ok in inside] == [True, True]
+    outside = tiny_main_job.expectation({"before": {"exact_match": before}, "after": {"exact_match": low - 0.02}})
+    assert [ok for _, ok in outside] == [True, False] and "OUTSIDE" in outside[1][0]
+
+
+def test_fail_outside_range_refuses_a_command_readme_states_no_range_for(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/tiny_main_job.py", "--fail_outside_range", "--max_steps", "2",
+                           "--output_dir", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 2 and done.stderr.strip().startswith("error: --fail_outside_range: "), done.stderr
+    assert not (tmp_path / "out").exists()
