@@ -3,19 +3,28 @@
     python benchmarks/gpu_check.py                      # everything (needs CUDA)
     python benchmarks/gpu_check.py --dry_run            # what would run, with every planned figure (any machine)
     python benchmarks/gpu_check.py --sections memory fit --budget_gib 6.9 --tolerance 0.15
+    python benchmarks/gpu_check.py --cpu_smoke --sections fit main speedups   # the real code paths on the CPU, tiny
 
-Three sections, every model a random-weight Qwen3 built from its published shape (no download, nothing to reach):
+Sections run in the order `--sections` names them; every measurement runs in its own process group, boxed to
+`BOX_S[section]` seconds and to what is left of `--max_minutes`, its log in `<out>/logs/`, and every finished row is
+written to `<out>/gpu_check.json` at once (a later failure loses nothing). Every model is a random-weight Qwen3 built
+from its published shape (no download, nothing to reach), written to /dev/shm when it has room (RAM, not the disk).
 
 - memory: the planner (`rlvr.planning`) against `torch.cuda.max_memory_allocated` per phase, for Qwen3-0.6B and
   1.7B shapes (full fine-tuning and LoRA): resident weights + optimizer, one accumulation cycle's training peak, one
   generation batch. The training phase is measured at its steady state (the second micro-batch of a cycle, after a
   warm-up step allocated AdamW's states). Planned figures leave out the planner's fixed margin (CUDA context,
   fragmentation), which the allocator does not count.
-- fit: `--steps` GRPO steps of each config shipped for a 6.9 GiB card, through the real runner, in a child process
+- fit: `--steps` GRPO steps (`--quantized_steps` for a 4-bit config) of each config shipped for a 6.9 GiB card, through the real runner, in a child process
   capped with `torch.cuda.set_per_process_memory_fraction` at `--budget_gib`. A run that hits the cap is rerun
-  uncapped, so the table says by how much it misses. The model folder pairs the shape's random weights with the tiny
+  uncapped, so the table says by how much it misses. Its training throughput (samples/s, generated tokens/s, seconds
+  per phase) is read off `metrics.jsonl` over the steps after the first generation cycle (`window_figures`). The model folder pairs the shape's random weights with the tiny
   byte tokenizer; the recipe's system prompt is cut so that its prompts are as many byte tokens as the planner
   estimates the real tokenizer makes, so KV cache and activations match the real run's.
+- main: the tiny main job (`benchmarks/tiny_main_job.py`, python launcher) on the GPU: recipes/tiny/grpo.yaml with
+  `MAIN_JOB_OVERRIDES` (use_cpu false) and nothing else changed; held-out exact match before and after, GRPO wall time.
+- speedups: `--speedup_steps` GRPO steps of the Qwen3-0.6B config uncapped, with `--speedups none` and `all`, same
+  seed: per-step losses side by side (`compare_speedups`) and the seconds of each.
 - eval: `rlvr.analysis.evaluate` throughput (samples/s) on the Qwen3-0.6B config with transformers' generate, and with vLLM
   when it is importable.
 - speed: training throughput (samples/s over the steps after the first, from the trainer's `time/total_s`, and
@@ -29,20 +38,35 @@ Exit status 0 only if every planned figure is within +-tolerance of the measured
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.machine_load import measured_load  # noqa: E402
+from benchmarks.tiny_main_job import DEFAULT_CONFIG as MAIN_JOB_CONFIG  # noqa: E402
+from benchmarks.tiny_main_job import expectation_lines  # noqa: E402
 from rlvr.inputs import ArgumentParser, ConfigError, cli  # noqa: E402
+from rlvr.metrics.keys import (  # noqa: E402
+    COUNTERS as COUNTED,
+    GENERATED_SAMPLES,
+    GENERATED_TOKENS,
+    GENERATION_STEP,
+    LOSS,
+    TIME_PHASES,
+    TIME_TOTAL,
+    time_key,
+)
 from rlvr.planning import (  # noqa: E402
     GIB,
     KNOWN_SHAPES,
@@ -54,7 +78,10 @@ from rlvr.planning import (  # noqa: E402
     plan_memory,
 )
 
-SECTIONS = ("memory", "fit", "eval", "speed")
+SECTIONS = ("memory", "fit", "main", "speedups", "eval", "speed")
+# The longest one measurement of a section may take, in seconds (and never past --max_minutes): a slow step cannot eat
+# the steps after it. fit: a random model written and loaded, then --steps GRPO steps (4B: --quantized_steps).
+BOX_S = {"fit": 150, "main": 200, "speedups": 90, "eval": 120, "speed": 150}
 FIT_CONFIGS = ("recipes/grpo_qwen3_0.6b_full.yaml", "recipes/grpo_qwen3_1.7b_lora.yaml",
                "recipes/grpo_qwen3_4b_qlora.yaml")
 MEMORY_CASES = (("Qwen/Qwen3-0.6B", "full"), ("Qwen/Qwen3-1.7B", "full"), ("Qwen/Qwen3-1.7B", "lora"))
@@ -62,6 +89,14 @@ EVAL_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
 SPEED_CONFIG = "recipes/grpo.yaml"
 VLLM_COLOCATE = ["--use_vllm", "true", "--vllm_mode", "colocate", "--vllm_gpu_memory_utilization", "0.3"]
 RESULT_TAG = "GPU_CHECK_RESULT "
+MAIN_JOB_OVERRIDES = {"use_cpu": False}  # all the main job's recipe changes on a GPU: the trainer and evaluator use CUDA
+SPEEDUP_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
+RAM_WORK_GIB = 12  # /dev/shm holds the random models when this much is free (the 4B one is 8 GB in bf16)
+# --cpu_smoke: the sections' real code paths on the CPU at a toy scale (a 2-layer shape, 16-token completions); it
+# checks the script, it measures nothing
+SMOKE_SHAPE = ModelShape("smoke", 64, 2, 4, 2, 16, 128, 1000, True)
+SMOKE_FLAGS = ["--use_cpu", "true", "--bf16", "false", "--max_completion_length", "16", "--load_in_4bit", "false"]
+SMOKE_MAIN_FLAGS = ["--num_samples", "1", "--max_steps", "2", "--eval_steps", "1"]
 
 
 @dataclass
@@ -77,6 +112,7 @@ class Row:
     fits: bool | None = None
     value: float | None = None
     note: str = ""
+    figures: dict = field(default_factory=dict)  # everything else the measurement returned (JSON only)
 
     def ratio(self) -> float | None:
         return self.measured / self.planned if self.planned and self.measured is not None else None
@@ -287,50 +323,94 @@ def memory_rows(measure: bool) -> list[Row]:
 # --- Section 2: the 6.9 GiB configs, GRPO steps under a memory cap ------------------------------------------------
 
 
-def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = ()) -> dict:
+def work_root() -> str | None:
+    """Where the random models go: /dev/shm when it has RAM_WORK_GIB free (written and read back in memory: the 4B
+    model's 8 GB through the disk outlasted a 7-minute check), else tempfile's default (None)."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > RAM_WORK_GIB * GIB else None
+
+
+def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = (),
+            smoke: bool = False) -> dict:
     """In a fresh process: the runner's GRPO steps on the random-weight model of the recipe's shape, capped at
     `budget_gib` (None: uncapped), `extra` flags on top. Returns planned (margin left out) and measured peak bytes,
-    whether it ran, and its samples/s."""
+    whether it ran, the seconds of the model write and of the run, the throughput of the steps after the first
+    generation cycle (`window_figures`) and every step's loss. `smoke`: on the CPU at SMOKE_SHAPE (nothing measured)."""
     import torch
 
     from rlvr.planning import plan_recipe, resolve_shape
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.runner import main as run_recipe
 
+    cuda = not smoke
     model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
-    model_dir = write_random_model(resolve_shape(model_args.model_name_or_path), work / "model", device="cuda")
-    torch.cuda.empty_cache()
+    shape = SMOKE_SHAPE if smoke else resolve_shape(model_args.model_name_or_path)
+    t0 = time.perf_counter()
+    model_dir = write_random_model(shape, work / "model", device="cuda" if cuda else "cpu")
+    gc.collect()  # the written model may sit in reference cycles: free it before the cap and the peak count
+    if cuda:
+        torch.cuda.empty_cache()
+    write_s = time.perf_counter() - t0
     recipe_path = byte_token_recipe(config, model_dir, work)
     argv = ["--config", str(recipe_path), "--max_steps", str(steps), "--print_rollouts", "false",
-            "--memory_budget", "off", "--logging_steps", "1", *extra]
+            "--memory_budget", "off", "--logging_steps", "1", *extra, *(SMOKE_FLAGS if smoke else [])]
     planned = plan_recipe(validate(load_recipe(argv))).peak - MARGIN_BYTES
-    if budget_gib is not None:
+    if cuda and budget_gib is not None:
         torch.cuda.set_per_process_memory_fraction(budget_gib * GIB / torch.cuda.get_device_properties(0).total_memory)
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     start, error = time.perf_counter(), ""
     try:
         run_recipe(argv)
     except torch.cuda.OutOfMemoryError as err:
         error = "OOM: " + str(err).splitlines()[0][:80]
-    return {"planned": planned, "measured": torch.cuda.max_memory_allocated(), "ok": not error, "error": error,
-            "seconds": round(time.perf_counter() - start, 1), "steps": steps,
-            "samples_per_s": None if error else samples_per_second(work / "run" / "metrics.jsonl")}
+    rows = read_metrics(work / "run" / "metrics.jsonl")
+    window = None if error else window_figures(rows)
+    return {"planned": planned, "measured": torch.cuda.max_memory_allocated() if cuda else None, "ok": not error,
+            "error": error, "seconds": round(time.perf_counter() - start, 1), "write_s": round(write_s, 1),
+            "steps": steps, "window": window, "samples_per_s": window and window["samples_per_s"],
+            "losses": [row.get(LOSS) for row in rows if TIME_TOTAL in row],
+            "step_seconds": [row[TIME_TOTAL] for row in rows if TIME_TOTAL in row]}
 
 
-def samples_per_second(metrics_path: Path) -> float | None:
-    """Generated samples per second of step time (`time/total_s`) over the steps after the first (its warm-up)."""
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
-    steps = [row for row in rows if "time/total_s" in row]
-    if len(steps) < 2:
+def read_metrics(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def window_figures(rows: list[dict]) -> dict | None:
+    """Throughput over the logged steps from the second generation on (the first cycle is the warm-up: CUDA context,
+    allocator, kernel choices): generated samples and tokens, seconds per phase (`time/<phase>_s`, the trainer's own
+    split) and per step, and the rates. One generation feeds several optimizer steps, so a window of whole cycles
+    (`--steps` a multiple of them) counts every step the samples paid for. None without a second generation."""
+    steps, counts, last = [row for row in rows if TIME_TOTAL in row], [], dict.fromkeys(COUNTED, 0.0)
+    for row in steps:  # the counters are in the rows of steps that generated (or reused) a batch: carry them forward
+        last = {key: row.get(key, last[key]) for key in COUNTED}
+        counts.append(last)
+    starts = [i for i in range(1, len(steps)) if counts[i][GENERATION_STEP] > counts[i - 1][GENERATION_STEP]]
+    if not starts:
         return None
-    return (steps[-1]["generated_samples"] - steps[0]["generated_samples"]) / sum(r["time/total_s"] for r in steps[1:])
+    before, window, end = counts[starts[0] - 1], steps[starts[0]:], counts[-1]
+    seconds = {phase: sum(row.get(time_key(phase), 0.0) for row in window) for phase in TIME_PHASES}
+    seconds["total"] = sum(row[TIME_TOTAL] for row in window)
+    samples, tokens = end[GENERATED_SAMPLES] - before[GENERATED_SAMPLES], end[GENERATED_TOKENS] - before[GENERATED_TOKENS]
+    return {"steps": len(window), "generations": end[GENERATION_STEP] - before[GENERATION_STEP],
+            "samples": samples, "tokens": tokens, "seconds": seconds,
+            "samples_per_s": samples / seconds["total"] if seconds["total"] else None,
+            "tokens_per_s": tokens / seconds["total"] if seconds["total"] else None,
+            "generation_tokens_per_s": tokens / seconds["generation"] if seconds["generation"] else None}
 
 
-def throughput_note(samples_per_s: float | None) -> str:
-    return f"{1000 / samples_per_s:.0f} s per 1,000 samples" if samples_per_s else "no throughput figure"
+def throughput_note(window: dict | None) -> str:
+    """samples/s, tokens/s (of step time and of generation time) and each phase's share of the step time."""
+    if not window or not window.get("samples_per_s"):
+        return "no throughput figure (no step after the first generation cycle)"
+    seconds = window["seconds"]
+    shares = ", ".join(f"{phase} {seconds[phase] / seconds['total']:.0%}" for phase in TIME_PHASES)
+    return (f"{window['samples_per_s']:.2f} samples/s, {window['tokens_per_s']:.0f} tokens/s "
+            f"({window['generation_tokens_per_s']:.0f} while generating) over {window['steps']} steps; {shares}")
 
 
-def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int) -> dict:
+def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int, smoke: bool = False) -> dict:
     """In a fresh process: `rlvr.analysis.evaluate` on the random-weight model of the recipe's shape; samples/s."""
     import torch
 
@@ -339,73 +419,186 @@ def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int) -> dict:
     from rlvr.training.config import load_recipe, validate
 
     model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
-    model_dir = write_random_model(resolve_shape(model_args.model_name_or_path), work / "model", device="cuda")
-    torch.cuda.empty_cache()
+    shape = SMOKE_SHAPE if smoke else resolve_shape(model_args.model_name_or_path)
+    model_dir = write_random_model(shape, work / "model", device="cpu" if smoke else "cuda")
+    gc.collect()
+    if not smoke:
+        torch.cuda.empty_cache()
     summary = evaluate(str(byte_token_recipe(config, model_dir, work)), num_prompts=num_prompts, num_samples=8,
-                       ks=(1, 8), use_vllm=use_vllm, output=str(work / "eval.json"), show_progress=False)
+                       ks=(1, 8), use_vllm=use_vllm, output=str(work / "eval.json"), show_progress=False,
+                       **({"max_new_tokens": 16} if smoke else {}))
     return {"samples_per_s": summary["samples_per_s"], "per_batch": summary["prompts_per_batch"]}
 
 
-def child(args: list[str], timeout: float) -> dict:
-    """Run one measurement in a fresh Python (its own CUDA context and memory cap); its last tagged line is the result."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--_child", json.dumps(args)]
+def run_in_group(command: list[str], timeout: float, log: Path, env: dict | None = None) -> int | None:
+    """`command` in its own process group, stdout and stderr into `log`; past `timeout` seconds the whole group is
+    killed (the main job's GRPO run is a grandchild, which a plain kill would leave running) and None returned."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+                                   start_new_session=True)
+        try:
+            return process.wait(timeout=max(timeout, 1))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return None
+
+
+def child_env() -> dict:
+    """The caller's environment with the repo first on PYTHONPATH: packages installed with `pip --target` and
+    PYTHONPATH (as on a GPU machine without the project's environment) must reach the child."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1"}
+
+
+def child(args: list, timeout: float, log: Path) -> dict:
+    """Run one measurement in a fresh Python (its own CUDA context and memory cap) in a work folder this process
+    creates and removes (a killed child leaves GBs of random weights behind otherwise); its last tagged line is the
+    result."""
+    work = Path(tempfile.mkdtemp(prefix="gpu_check_", dir=work_root()))
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=max(timeout, 1), cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-                                   "WANDB_MODE": "disabled"})  # keep the caller's path: packages may live there
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"timed out after {timeout:.0f} s"}
-    tagged = [line for line in done.stdout.splitlines() if line.startswith(RESULT_TAG)]
+        command = [sys.executable, str(Path(__file__).resolve()), "--_child", json.dumps([args[0], str(work), *args[1:]])]
+        code = run_in_group(command, timeout, log, child_env())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if code is None:
+        return {"ok": False, "error": f"timed out after {max(timeout, 1):.0f} s"}
+    lines = log.read_text(errors="replace").splitlines()
+    tagged = [line for line in lines if line.startswith(RESULT_TAG)]
     if not tagged:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"ok": False, "error": f"exit {done.returncode}: {tail[:100]}"}
+        tail = next((line for line in reversed(lines) if line.strip()), "no output")
+        return {"ok": False, "error": f"exit {code}: {tail.strip()[:160]}"}
     return json.loads(tagged[-1][len(RESULT_TAG):])
 
 
 OUT_OF_TIME = "not run: --max_minutes reached"
 
 
-def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=FIT_CONFIGS) -> list[Row]:
-    rows = []
+def box(section: str, deadline: float) -> float:
+    """Seconds the next measurement of `section` may take: its box, or what is left before the deadline."""
+    return min(BOX_S[section], deadline - time.time())
+
+
+def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=FIT_CONFIGS, logs: Path = Path("runs"),
+             smoke: bool = False, quantized_steps: int = 3):
+    """One row per config, yielded as each child finishes."""
     for config in configs:
         name = Path(config).stem
+        n = quantized_steps if "qlora" in name else steps
+        phase = f"{n} GRPO steps <= {budget_gib:g} GiB"
         if not run or time.time() >= deadline:
-            rows.append(Row("fit", name, f"{steps} GRPO steps <= {budget_gib:g} GiB", planned=planned_fit(config),
-                            note="pending a GPU run" if not run else OUT_OF_TIME))
+            yield Row("fit", name, phase, planned=planned_fit(config),
+                      note="pending a GPU run" if not run else OUT_OF_TIME)
             continue
-        result = child(["fit", config, budget_gib, steps], deadline - time.time())
+        result = child(["fit", config, budget_gib, n, [], smoke], box("fit", deadline), logs / f"fit_{name}.log")
         result.setdefault("planned", planned_fit(config))  # a child that timed out still has a plan to compare with
         note = "" if result.get("ok") else result.get("error", "")
-        if result.get("error", "").startswith("OOM"):  # how much it misses: the same run, uncapped
-            uncapped = child(["fit", config, None, steps], deadline - time.time())
+        if result.get("error", "").startswith("OOM") and time.time() < deadline:  # by how much it misses: uncapped
+            uncapped = child(["fit", config, None, n, [], smoke], box("fit", deadline), logs / f"fit_{name}_uncapped.log")
+            result["uncapped"] = uncapped
             if uncapped.get("ok"):
                 result["measured"] = uncapped["measured"]
                 note = f"needs {uncapped['measured'] / GIB:.2f} GiB: {(uncapped['measured'] - budget_gib * GIB) / GIB:.2f} over"
-        rows.append(Row("fit", name, f"{steps} GRPO steps <= {budget_gib:g} GiB", result.get("planned"),
-                        result.get("measured"), fits=bool(result.get("ok")), value=result.get("samples_per_s"),
-                        note=note or f"{result.get('seconds')} s for {steps} steps; "
-                                     + throughput_note(result.get("samples_per_s"))))
-    return rows
+        yield Row("fit", name, phase, result.get("planned"), result.get("measured"), fits=bool(result.get("ok")),
+                  value=result.get("samples_per_s"), figures=result,
+                  note=note or (f"{result.get('seconds')} s for {n} steps after a {result.get('write_s')} s model write; "
+                                + throughput_note(result.get("window"))))
 
 
-def speed_rows(run: bool, steps: int, deadline: float) -> list[Row]:
+def main_job_recipe(folder: Path) -> Path:
+    """recipes/tiny/grpo.yaml with MAIN_JOB_OVERRIDES, standing on it through `base:` (every other field its own)."""
+    import yaml
+
+    path = folder / "tiny_grpo_gpu.yaml"
+    path.write_text(yaml.safe_dump({"base": str(REPO / MAIN_JOB_CONFIG), **MAIN_JOB_OVERRIDES}, sort_keys=False))
+    return path
+
+
+MAIN_JOB_FILES = ("benchmark.json", "eval_before.json", "eval_after.json", "grpo/metrics.jsonl", "grpo/config.yaml")
+
+
+def main_job_rows(run: bool, deadline: float, out: Path, smoke: bool = False):
+    """The tiny main job with the python launcher (one process: no accelerate config on the machine) on its GPU
+    recipe; its small records are copied to <out>/main_job/ (the run folder itself stays in the work folder)."""
+    phase = "held-out exact match before -> after, GRPO wall"
+    if not run or time.time() >= deadline:
+        yield Row("main", "tiny main job", phase, note="pending a GPU run" if not run else OUT_OF_TIME)
+        return
+    work = Path(tempfile.mkdtemp(prefix="gpu_check_main_"))
+    try:
+        command = [sys.executable, "benchmarks/tiny_main_job.py", "--config", str(main_job_recipe(work)),
+                   "--launcher", "python", "--output_dir", str(work / "job"), *(SMOKE_MAIN_FLAGS if smoke else [])]
+        code = run_in_group(command, box("main", deadline), out / "logs" / "main_job.log", child_env())
+        for name in MAIN_JOB_FILES:
+            if (work / "job" / name).exists():
+                (out / "main_job" / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(work / "job" / name, out / "main_job" / name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report_path = out / "main_job" / "benchmark.json"
+    if code != 0 or not report_path.exists():
+        why = f"timed out after {box('main', deadline):.0f} s" if code is None else f"exit {code}"
+        yield Row("main", "tiny main job", phase, note=f"{why}: see logs/main_job.log")
+        return
+    report = json.loads(report_path.read_text())
+    yield Row("main", "tiny main job", phase, value=report["samples_per_s"], figures=report,
+              note=main_job_note(report))
+
+
+def main_job_note(report: dict) -> str:
+    """Before -> after exact match, the wall times, and where they fall against README's ranges (the recipe differs
+    from README's command in MAIN_JOB_OVERRIDES alone, so the ranges apply)."""
+    wall = report["wall_s"]
+    return (f"exact match {report['before']['exact_match']:.3f} -> {report['after']['exact_match']:.3f}; GRPO "
+            f"{wall['grpo']:.0f} s of {wall['total']:.0f} s; " + "; ".join(expectation_lines(report, comparable=True)))
+
+
+def compare_speedups(without: dict, with_: dict) -> str:
+    """Same losses? (step by step, the largest difference) and the time ratio of the steps after the first."""
+    a, b = without.get("losses") or [], with_.get("losses") or []
+    if not a or len(a) != len(b) or None in a + b:
+        return f"losses not comparable ({len(a)} vs {len(b)} steps)"
+    gap = max(abs(x - y) for x, y in zip(a, b))
+    same = "identical losses" if gap == 0 else f"largest |loss difference| {gap:.2e} over {len(a)} steps"
+    ta, tb = sum(without["step_seconds"][1:]), sum(with_["step_seconds"][1:])
+    return same + (f"; steps after the first {ta:.1f} s without, {tb:.1f} s with ({tb / ta:.2f}x)" if ta and tb else "")
+
+
+def speedup_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
+    """SPEEDUP_CONFIG uncapped, `--speedups none` then `all`, same seed; then the comparison."""
+    name, results = Path(SPEEDUP_CONFIG).stem, {}
+    for value in ("none", "all"):
+        phase = f"{steps} GRPO steps, speedups {value}"
+        if not run or time.time() >= deadline:
+            yield Row("speedups", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
+            continue
+        result = results[value] = child(["fit", SPEEDUP_CONFIG, None, steps, ["--speedups", value, "--seed", "42"], smoke],
+                                        box("speedups", deadline), logs / f"speedups_{value}.log")
+        yield Row("speedups", name, phase, measured=result.get("measured"), figures=result,
+                  note=result.get("error") or f"losses {result.get('losses')}; step seconds {result.get('step_seconds')}")
+    if all(results.get(v, {}).get("ok") for v in ("none", "all")):
+        yield Row("speedups", name, "none vs all", figures={"losses": {v: results[v]["losses"] for v in results}},
+                  note=compare_speedups(results["none"], results["all"]))
+
+
+def speed_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
     """Training samples/s of SPEED_CONFIG, uncapped, with transformers generation and with vLLM colocate."""
     import importlib.util
 
-    rows = []
     name = Path(SPEED_CONFIG).stem
     for backend, extra in (("transformers generate", []), ("vLLM colocate", VLLM_COLOCATE)):
         phase = f"{steps} GRPO steps, {backend}"
         if extra and importlib.util.find_spec("vllm") is None:
-            rows.append(Row("speed", name, phase, note="vLLM not installed: skipped"))
+            yield Row("speed", name, phase, note="vLLM not installed: skipped")
             continue
         if not run or time.time() >= deadline:
-            rows.append(Row("speed", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME))
+            yield Row("speed", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
             continue
-        result = child(["fit", SPEED_CONFIG, None, steps, extra], deadline - time.time())
-        rows.append(Row("speed", name, phase, measured=result.get("measured"), value=result.get("samples_per_s"),
-                        note=result.get("error") or throughput_note(result.get("samples_per_s"))))
-    return rows
+        result = child(["fit", SPEED_CONFIG, None, steps, extra, smoke], box("speed", deadline),
+                       logs / f"speed_{backend.split()[0]}.log")
+        yield Row("speed", name, phase, measured=result.get("measured"), value=result.get("samples_per_s"),
+                  figures=result, note=result.get("error") or throughput_note(result.get("window")))
 
 
 def planned_fit(config: str) -> float:
@@ -416,92 +609,117 @@ def planned_fit(config: str) -> float:
     return plan_recipe(validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))).peak - MARGIN_BYTES
 
 
-def eval_rows(run: bool, num_prompts: int, deadline: float) -> list[Row]:
+def eval_rows(run: bool, num_prompts: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
     import importlib.util
 
-    rows = []
     for backend, use_vllm in (("transformers generate", False), ("vLLM", True)):
         phase = f"eval {num_prompts} prompts x 8"
         if use_vllm and importlib.util.find_spec("vllm") is None:
-            rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, note="vLLM not installed: skipped"))
+            yield Row("eval", "Qwen3-0.6B " + backend, phase, note="vLLM not installed: skipped")
             continue
         if not run or time.time() >= deadline:
-            rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, note="pending a GPU run" if not run else OUT_OF_TIME))
+            yield Row("eval", "Qwen3-0.6B " + backend, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
             continue
-        result = child(["eval", EVAL_CONFIG, use_vllm, num_prompts], deadline - time.time())
-        rows.append(Row("eval", "Qwen3-0.6B " + backend, phase, value=result.get("samples_per_s"),
-                        note=result.get("error") or f"{result.get('per_batch')} prompts per batch"))
-    return rows
+        result = child(["eval", EVAL_CONFIG, use_vllm, num_prompts, smoke], box("eval", deadline),
+                       logs / f"eval_{backend.split()[0]}.log")
+        yield Row("eval", "Qwen3-0.6B " + backend, phase, value=result.get("samples_per_s"), figures=result,
+                  note=result.get("error") or f"{result.get('per_batch')} prompts per batch")
 
+
+def save_rows(rows: list[Row], out: Path, meta: dict) -> None:
+    """<out>/gpu_check.json: what ran where, and every row so far (rewritten after each, so a crash keeps them)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_check.json").write_text(json.dumps({**meta, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
 
 # --- CLI -----------------------------------------------------------------------------------------------------------
 
 
 def parse(argv: list[str] | None):
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help="which sections, run in this order")
     parser.add_argument("--budget_gib", type=float, default=6.9, help="memory cap for the fit section")
-    parser.add_argument("--steps", type=int, default=5, help="GRPO steps per config in the fit section")
+    parser.add_argument("--steps", type=int, default=8, help="GRPO steps per config in the fit and speed sections (8: "
+                        "a warm-up generation cycle of 4 optimizer steps, then one measured cycle)")
+    parser.add_argument("--quantized_steps", type=int, default=3, help="GRPO steps for the 4-bit config (its figure "
+                        "is the peak, reached once AdamW's states exist)")
+    parser.add_argument("--speedup_steps", type=int, default=3, help="GRPO steps per run in the speedups section")
     parser.add_argument("--fit_configs", nargs="+", choices=[Path(c).stem for c in FIT_CONFIGS],
                         default=[Path(c).stem for c in FIT_CONFIGS], help="which 6.9 GiB configs the fit section runs")
     parser.add_argument("--tolerance", type=float, default=0.15, help="allowed |measured / planned - 1|")
     parser.add_argument("--eval_prompts", type=int, default=64, help="prompts (x 8 samples) for the eval section")
-    parser.add_argument("--max_minutes", type=float, default=8.0, help="stop starting measurements after this")
+    parser.add_argument("--max_minutes", type=float, default=8.0, help="stop starting measurements after this; no "
+                        "measurement runs past it")
+    parser.add_argument("--out", default="runs/gpu_check", help="folder for gpu_check.json (rewritten after every "
+                        "row), the table and every measurement's log")
     parser.add_argument("--dry_run", action="store_true", help="print the planned figures only (no CUDA needed)")
+    parser.add_argument("--cpu_smoke", action="store_true", help="run the sections' code paths on the CPU at a toy "
+                        "scale (checks the script; measures nothing)")
     parser.add_argument("--_child", default=None, help="internal: one measurement in a fresh process")
     args = parser.parse_args(argv)
     for flag in ("budget_gib", "max_minutes"):
         if getattr(args, flag) <= 0:
             raise ConfigError(f"--{flag}", f"must be positive, got {getattr(args, flag)}")
-    for flag in ("steps", "eval_prompts"):
+    for flag in ("steps", "quantized_steps", "speedup_steps", "eval_prompts"):
         if getattr(args, flag) < 1:
             raise ConfigError(f"--{flag}", f"must be >= 1, got {getattr(args, flag)}")
     if not 0 < args.tolerance < 1:
         raise ConfigError("--tolerance", f"must be in (0, 1), got {args.tolerance}")
+    if args.dry_run and args.cpu_smoke:
+        raise ConfigError("--cpu_smoke", "choose one of --dry_run and --cpu_smoke")
+    args.sections = list(dict.fromkeys(args.sections))  # each once, in the order given
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args._child:
-        import shutil
-
-        kind, *rest = json.loads(args._child)
-        work = Path(tempfile.mkdtemp(prefix="gpu_check_"))
-        try:  # random-weight folders are GBs: never leave them behind
-            result = fit_one(work, *rest) if kind == "fit" else eval_one(work, *rest)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        kind, work, *rest = json.loads(args._child)
+        result = fit_one(Path(work), *rest) if kind == "fit" else eval_one(Path(work), *rest)
         print(RESULT_TAG + json.dumps(result), flush=True)
         return 0
     import torch
 
-    if not args.dry_run and not torch.cuda.is_available():
+    if not args.dry_run and not args.cpu_smoke and not torch.cuda.is_available():
         raise ConfigError("cuda", "no CUDA device here; gpu_check measures on a GPU (use --dry_run for the planned "
                                   "figures alone)")
-    run, deadline = not args.dry_run, time.time() + 60 * args.max_minutes
-    rows = []
+    run, smoke, out = not args.dry_run, args.cpu_smoke, Path(args.out)
+    deadline, started = time.time() + 60 * args.max_minutes, time.time()
+    device = "CPU smoke (nothing measured)" if smoke else torch.cuda.get_device_name(0) if run else "no GPU (dry run)"
+    meta = {"device": device, "argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    rows: list[Row] = []
+    sections = {
+        "memory": lambda: memory_rows(run and not smoke),
+        "fit": lambda: fit_rows(run, args.budget_gib, args.steps, deadline,
+                                [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs], out / "logs", smoke,
+                                args.quantized_steps),
+        "main": lambda: main_job_rows(run, deadline, out, smoke),
+        "speedups": lambda: speedup_rows(run, args.speedup_steps, deadline, out / "logs", smoke),
+        "eval": lambda: eval_rows(run, args.eval_prompts, deadline, out / "logs", smoke),
+        "speed": lambda: speed_rows(run, args.steps, deadline, out / "logs", smoke),
+    }
     with measured_load("gpu_check"):  # the CPU side (generation loop, rewards) shows in GPU throughput too
-        if "memory" in args.sections:
-            rows += memory_rows(run)
-        if "fit" in args.sections:
-            rows += fit_rows(run, args.budget_gib, args.steps, deadline,
-                             [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs])
-        if "eval" in args.sections:
-            rows += eval_rows(run, args.eval_prompts, deadline)
-        if "speed" in args.sections:
-            rows += speed_rows(run, args.steps, deadline)
-    device = torch.cuda.get_device_name(0) if run else "no GPU (dry run)"
+        for section in args.sections:
+            for row in sections[section]():
+                rows.append(row)
+                print(f"[gpu_check] {time.time() - started:.0f} s: {row.section} {row.name} {row.phase}: "
+                      f"{row.note or 'done'}", flush=True)
+                if run:
+                    save_rows(rows, out, {**meta, "elapsed_s": round(time.time() - started)})
     print(f"gpu_check on {device}; tolerance +-{args.tolerance:g}, budget {args.budget_gib:g} GiB")
-    print(format_table(rows))
+    table = format_table(rows)
+    print(table)
     if args.dry_run:
         print("dry run: planned figures only; measured figures are pending a GPU run")
         return 0
+    (out / "gpu_check.txt").write_text(table + "\n")
+    if smoke:
+        broken = [f"{r.section} {r.name} {r.phase}: {r.note}" for r in rows if not r.figures or r.figures.get("ok") is False]
+        print("\n".join(["SMOKE FAIL: " + line for line in broken]) or "SMOKE PASS: every section's code path ran")
+        return 1 if broken else 0
     broken = failures(rows, args.tolerance)
     print("\n".join(["FAIL: " + line for line in broken]) if broken else "PASS: every planned figure within tolerance, "
                                                                            "every 6.9 GiB config fits")
-    Path("runs").mkdir(exist_ok=True)
-    Path("runs/gpu_check.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
     return 1 if broken else 0
 
 

@@ -2,10 +2,12 @@
 for the GPU run (the measurements themselves are pending a GPU)."""
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -83,18 +85,63 @@ def test_dry_run_lists_the_training_throughput_rows_and_the_load(capsys):
     assert "[gpu_check] load before:" in out and "[gpu_check] load after:" in out
 
 
-def test_samples_per_second_leaves_the_first_step_out(tmp_path):
-    import json
+def metrics_rows(step_seconds, generate_every=4, samples=32, tokens=4000):
+    """metrics.jsonl as the trainer writes it: the counters only in the rows of steps that generated a batch."""
+    rows = []
+    for i, seconds in enumerate(step_seconds):
+        row = {"loss": 0.1, "time/total_s": seconds, "time/generation_s": seconds * 0.75 if i % generate_every == 0 else 0.0,
+               "time/scoring_s": 0.0, "time/logprobs_s": 0.0, "time/optimization_s": seconds * 0.25}
+        if i % generate_every == 0:
+            n = i // generate_every + 1
+            row.update(generation_step=float(n), generated_samples=float(n * samples), generated_tokens=float(n * tokens))
+        rows.append(row)
+    return rows + [{"train_runtime": 99.0}]
 
-    rows = [{"loss": 0.1, "time/total_s": 9.0, "generated_samples": 32},  # warm-up: compile, allocator
-            {"loss": 0.1, "time/total_s": 2.0, "generated_samples": 64},
-            {"loss": 0.1, "time/total_s": 2.0, "generated_samples": 96}, {"train_runtime": 13.0}]
-    path = tmp_path / "metrics.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert gpu_check.samples_per_second(path) == 16.0
-    assert gpu_check.throughput_note(16.0) == "62 s per 1,000 samples"
-    path.write_text(json.dumps(rows[0]) + "\n")
-    assert gpu_check.samples_per_second(path) is None
+
+def test_window_figures_leave_the_first_generation_cycle_out():
+    """Two cycles of 4 steps (the shipped configs generate every 4 optimizer steps): the first, with its warm-up,
+    is left out; the second's 32 samples and 4000 tokens count over its 4 steps' time, the counters carried over the
+    steps that did not generate."""
+    rows = metrics_rows([9.0, 1.0, 1.0, 1.0, 4.0, 1.0, 1.0, 2.0])
+    window = gpu_check.window_figures(rows)
+    assert (window["steps"], window["generations"], window["samples"], window["tokens"]) == (4, 1, 32, 4000)
+    assert window["seconds"]["total"] == 8.0 and window["seconds"]["generation"] == 3.0
+    assert window["samples_per_s"] == 4.0 and window["tokens_per_s"] == 500.0
+    assert window["generation_tokens_per_s"] == pytest.approx(4000 / 3)
+    note = gpu_check.throughput_note(window)
+    assert note.startswith("4.00 samples/s, 500 tokens/s (1333 while generating) over 4 steps")
+    assert "generation 38%" in note and "optimization 25%" in note
+    assert gpu_check.window_figures(rows[:4]) is None  # one generation: nothing after the warm-up
+    assert gpu_check.throughput_note(None).startswith("no throughput figure")
+
+
+def test_compare_speedups_says_whether_the_losses_match_and_the_time_ratio():
+    without = {"losses": [0.5, 0.25, 0.1], "step_seconds": [9.0, 2.0, 2.0]}
+    assert gpu_check.compare_speedups(without, {"losses": [0.5, 0.25, 0.1], "step_seconds": [9.0, 1.0, 1.0]}) == (
+        "identical losses; steps after the first 4.0 s without, 2.0 s with (0.50x)")
+    assert gpu_check.compare_speedups(without, {"losses": [0.5, 0.2, 0.1], "step_seconds": [9.0, 2.0, 2.0]}).startswith(
+        "largest |loss difference| 5.00e-02 over 3 steps")
+    assert gpu_check.compare_speedups(without, {"losses": [0.5], "step_seconds": [9.0]}) == (
+        "losses not comparable (3 vs 1 steps)")
+
+
+def test_the_main_jobs_gpu_recipe_is_the_tiny_recipe_with_use_cpu_off(tmp_path):
+    from rlvr.inputs import load_recipe_yaml
+
+    path = gpu_check.main_job_recipe(tmp_path)
+    assert load_recipe_yaml(path) == {**load_recipe_yaml(REPO / gpu_check.MAIN_JOB_CONFIG), "use_cpu": False}
+    report = {"wall_s": {"total": 150.0, "grpo": 100.0}, "before": {"exact_match": 0.17625},
+              "after": {"exact_match": 0.6}}
+    assert gpu_check.main_job_note(report) == (
+        "exact match 0.176 -> 0.600; GRPO 100 s of 150 s; expected before: 17.6% (README); this run 17.6%: inside; "
+        "expected after: 55%-75% (README); this run 60.0%: inside")
+
+
+def test_rows_are_saved_as_they_come(tmp_path):
+    rows = [Row("fit", "c", "8 steps", planned=GIB, measured=GIB, fits=True, figures={"window": None})]
+    gpu_check.save_rows(rows, tmp_path / "out", {"device": "X"})
+    saved = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert saved["device"] == "X" and saved["rows"][0]["figures"] == {"window": None}
 
 
 def test_memory_workloads_are_the_shipped_batch_shape():
@@ -155,23 +202,71 @@ def test_past_the_deadline_rows_say_so_and_keep_their_plan(monkeypatch):
     """The GPU run that exposed this: the QLoRA child used up --max_minutes and the eval row read 'timed out after
     -0 s'. Past the deadline nothing starts; every row keeps its planned figure and says why it is unmeasured."""
     monkeypatch.setattr(gpu_check, "child", lambda *a: pytest.fail("no child may start past the deadline"))
-    rows = gpu_check.fit_rows(True, 6.9, 3, time.time() - 1, gpu_check.FIT_CONFIGS[:1])
+    rows = list(gpu_check.fit_rows(True, 6.9, 3, time.time() - 1, gpu_check.FIT_CONFIGS[:1]))
     rows += gpu_check.eval_rows(True, 4, time.time() - 1)
+    rows += gpu_check.main_job_rows(True, time.time() - 1, Path("unused"))
     assert rows[0].planned and rows[0].measured is None and rows[0].note == gpu_check.OUT_OF_TIME
     assert rows[1].note == gpu_check.OUT_OF_TIME
     assert gpu_check.failures(rows[:1], 0.15)[0].endswith(f"not measured ({gpu_check.OUT_OF_TIME})")
 
 
-def test_children_keep_the_callers_python_path(monkeypatch):
+def test_children_keep_the_callers_python_path(monkeypatch, tmp_path):
     """Packages installed with `pip --target` and PYTHONPATH (as on a GPU box without the project's environment)
-    must reach the measuring child; it failed with `No module named 'trl'` when the child's path was the repo alone."""
+    must reach the measuring child; it failed with `No module named 'trl'` when the child's path was the repo alone.
+    The child's work folder is the caller's to remove, and its last tagged line in its log is the result."""
     seen = {}
 
-    def fake_run(command, **kwargs):
-        seen.update(kwargs["env"])
-        return subprocess.CompletedProcess(command, 0, stdout=gpu_check.RESULT_TAG + '{"ok": true}\n', stderr="")
+    def fake_run(command, timeout, log, env):
+        seen.update(env=env, work=Path(json.loads(command[-1])[1]))
+        assert seen["work"].is_dir()
+        log.write_text("loading\n" + gpu_check.RESULT_TAG + '{"ok": true}\n')
+        return 0
 
     monkeypatch.setenv("PYTHONPATH", "/tmp/site")
-    monkeypatch.setattr(gpu_check.subprocess, "run", fake_run)
-    assert gpu_check.child(["eval"], 10) == {"ok": True}
-    assert seen["PYTHONPATH"].split(os.pathsep) == [str(REPO), "/tmp/site"]
+    monkeypatch.setattr(gpu_check, "run_in_group", fake_run)
+    assert gpu_check.child(["eval"], 10, tmp_path / "eval.log") == {"ok": True}
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(REPO), "/tmp/site"]
+    assert not seen["work"].exists()
+    monkeypatch.setattr(gpu_check, "run_in_group", lambda *a: (a[2].write_text("Traceback\nKeyError: 'x'\n"), 1)[1])
+    assert gpu_check.child(["eval"], 10, tmp_path / "eval.log") == {"ok": False, "error": "exit 1: KeyError: 'x'"}
+
+
+def test_a_measurement_past_its_time_is_killed_with_its_children(tmp_path):
+    """The main job's GRPO run is a grandchild: on timeout the whole process group goes, not the launcher alone."""
+    marker = tmp_path / "grandchild.pid"
+    start = time.time()
+    code = gpu_check.run_in_group(["bash", "-c", f"sleep 60 & echo $! > {marker}; wait"], 2, tmp_path / "log")
+    assert code is None and time.time() - start < 20
+    status = Path(f"/proc/{int(marker.read_text())}/status")
+    time.sleep(0.2)
+    assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone, or dead and not yet reaped
+
+
+def test_smoke_and_dry_run_exclude_each_other_and_steps_are_positive():
+    with pytest.raises(ConfigError, match="--cpu_smoke"):
+        gpu_check.parse(["--cpu_smoke", "--dry_run"])
+    for flag in ("--quantized_steps", "--speedup_steps"):
+        with pytest.raises(ConfigError, match=flag):
+            gpu_check.parse([flag, "0"])
+    assert gpu_check.parse(["--sections", "main", "fit", "main"]).sections == ["main", "fit"]
+
+
+def test_the_page_tables_come_from_the_json_and_mark_the_gpu(tmp_path, capsys):
+    """benchmarks/gpu_report.py: measured figures with the GPU's name, unmeasured rows say so, planned kept."""
+    report_spec = importlib.util.spec_from_file_location("gpu_report", REPO / "benchmarks" / "gpu_report.py")
+    gpu_report = importlib.util.module_from_spec(report_spec)
+    report_spec.loader.exec_module(gpu_report)
+    window = gpu_check.window_figures(metrics_rows([9.0, 1.0, 1.0, 1.0, 4.0, 1.0, 1.0, 2.0]))
+    rows = [Row("fit", "grpo_qwen3_0.6b_full", "8 GRPO steps <= 6.9 GiB", planned=5.87 * GIB, measured=5.6 * GIB,
+                fits=True, value=window["samples_per_s"], figures={"window": window, "write_s": 3.0, "seconds": 60.0}),
+            Row("fit", "grpo_qwen3_4b_qlora", "3 GRPO steps <= 6.9 GiB", planned=6.08 * GIB, note=gpu_check.OUT_OF_TIME),
+            Row("main", "tiny main job", "before -> after", note="exact match 0.176 -> 0.600")]
+    gpu_check.save_rows(rows, tmp_path, {"device": "NVIDIA H200", "argv": ["--sections", "fit"], "elapsed_s": 400})
+    text = gpu_report.main([str(tmp_path / "gpu_check.json")])
+    assert "| `grpo_qwen3_0.6b_full` | 8 GRPO steps <= 6.9 GiB | 5.87 | 5.60 | yes | 4.00 | 500 / 1333 | 38% / 0% / 0% / 25% | 3.0 + 60.0 |" in text
+    assert "| main | tiny main job | before -> after | exact match 0.176 -> 0.600 |" in text
+    assert "- `recipes/grpo_qwen3_0.6b_full.yaml`: 6.37 / 5.60 (H200)" in text
+    assert "- `recipes/grpo_qwen3_4b_qlora.yaml`: 6.58 / not measured" in text
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ConfigError, match="json"):
+        gpu_report.main([str(tmp_path / "bad.json")])
