@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.inputs import ConfigError, check_writable_folder
+from rlvr.inputs import ConfigError, check_writable_folder, parse_json
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 from rlvr.runs.lock import RunLock, agree, broadcast
@@ -223,7 +223,7 @@ def start_record(path, global_step: int, record: RecordFile | None = None) -> st
     kept, dropped = [], 0
     for line in path.read_text().splitlines():
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except ValueError:
             row = None  # a torn line from the crash
         if isinstance(row, dict) and record.keeps(row, global_step):
