@@ -249,22 +249,23 @@ def setting(settings: dict, name: str, default="?"):
 
 
 def blind_readings(run, keys) -> list[Finding]:
-    """A reading the run logged but never as a finite number (NaN, inf or null at every step): the checks that read
-    it see an empty series and can say nothing, so it is a finding of its own. The divergence readings are
+    """The readings the run logged but never as a finite number (NaN, inf or null at every step), in one finding:
+    the checks that read them see an empty series and can say nothing. The divergence readings are
     `check_non_finite`'s."""
-    findings = []
-    for reading, key in keys.items():
-        if key is None or reading in NON_FINITE_READINGS or points(run, key):
-            continue
-        logged = [row for row in run.rows if key in row]
-        readers = [check.__name__.removeprefix("check_") for check, needs in CHECKS if reading in needs]
-        findings.append(Finding(
-            "problem", int(logged[0]["step"]),
-            f"unreadable: {key} is {logged[0][key]} at every logged step ({len(logged)}), never a finite number"
-            + (f"; the {', '.join(readers)} check(s) cannot judge the run" if readers else ""),
-            "the metric was computed on an empty or broken batch: read the training log and rollouts of the first "
-            "steps (a reward or a length that is NaN poisons every mean it enters)"))
-    return findings
+    blind = [key for reading, key in keys.items()
+             if key is not None and reading not in NON_FINITE_READINGS and not points(run, key)]
+    if not blind:
+        return []
+    readers = [check.__name__.removeprefix("check_") for check, needs in CHECKS
+               if any(keys.get(reading) in blind for reading in needs)]
+    first = next(row for row in run.rows if blind[0] in row)
+    return [Finding(
+        "problem", int(first["step"]),
+        f"unreadable: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} {first[blind[0]]} from step "
+        f"{int(first['step'])} on, never a finite number" + (f"; the {', '.join(readers)} check(s) cannot judge "
+                                                              "the run" if readers else ""),
+        "the metric was computed on an empty or broken batch: read the training log and rollouts of the first steps "
+        "(a reward or a length that is NaN poisons every mean it enters)")]
 
 
 def check_non_finite(run, settings, keys):
@@ -277,7 +278,7 @@ def check_non_finite(run, settings, keys):
         bad = [row for row in run.rows if key in row and not finite(row[key])]
         if not bad:
             continue
-        step, shown = int(bad[0]["step"]), "null (NaN or inf)" if bad[0][key] is None else bad[0][key]
+        step, shown = int(bad[0]["step"]), bad[0][key]
         if len(bad) == sum(key in row for row in run.rows):  # never finite: broken from the start, not diverged
             what = f"divergence: {key} is {shown} from step {step} on, at every logged step ({len(bad)})"
             remedy = ("a reward function returns NaN or inf (or nothing but None): call each on a few completions of "
