@@ -54,7 +54,15 @@ from rlvr.analysis.sweep_spec import (
     validate_variant,
 )
 from rlvr.analysis.tables import summary_table, text_table
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    UniqueKeyLoader,
+    check_writable_folder,
+    cli,
+    load_yaml_mapping,
+    positive_int,
+)
 from rlvr.runs import layout
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
@@ -421,9 +429,9 @@ def parse_overrides(extra: list[str]) -> dict:
         else:
             raise ConfigError(flag, "needs a value")
         try:
-            pairs[key] = yaml.safe_load(value)
+            pairs[key] = yaml.load(value, Loader=UniqueKeyLoader)  # a SafeLoader with nesting bounded
         except yaml.YAMLError:
-            raise ConfigError(f"--{key}", f"cannot read {value!r} as a YAML value") from None
+            raise ConfigError(f"--{key}", f"cannot read {value[:80]!r} as a YAML value") from None
     return pairs
 
 
