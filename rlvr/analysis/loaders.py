@@ -238,9 +238,6 @@ def read_evaluation(path) -> dict:
     return summary
 
 
-TRAINING_ARGS = "training_args.bin"
-
-
 def training_args_classes() -> tuple[list, list]:
     """(argument classes, what their fields hold): what a training_args.bin may build (`read_allowed_pickle`): the argument classes of transformers, of TRL's
     trainers and of this repo's, the enums their fields hold, and the two accelerate objects TrainingArguments caches
@@ -271,7 +268,7 @@ def saved_training_args(run_dir) -> tuple[dict, str | None]:
     """(TRL's arguments as the trainer saw them, after CLI overrides, from training_args.bin; why it was not read).
     ({}, None) without the file. The file is a pickle, so it is read without running anything (`read_allowed_pickle`);
     one that holds anything else, or is damaged, is ({}, one line naming it): the caller goes on without the settings."""
-    path = Path(run_dir) / TRAINING_ARGS
+    path = Path(run_dir) / layout.TRAINING_ARGS
     if not path.exists():
         return {}, None
     arguments, held = training_args_classes()

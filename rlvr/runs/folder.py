@@ -30,7 +30,7 @@ from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, checkpoint_step, describ
 RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
                layout.REPORT, layout.PLOTS_DIR, layout.SUMMARY_JSON, layout.SUMMARY_CSV, layout.SUMMARY_MD,
                layout.EVAL_DIR, layout.BEFORE_AFTER_DIR)
-FINAL_MODEL = ("config.json", "generation_config.json", "training_args.bin", "README.md", "chat_template.jinja",
+FINAL_MODEL = ("config.json", "generation_config.json", layout.TRAINING_ARGS, "README.md", "chat_template.jinja",
                "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
                "merges.txt", "tokenizer.model", "adapter_config.json", *WEIGHT_FILES, *SHARD_INDEXES)
 WRITTEN_BY_A_RUN = re.compile(r"^(checkpoint-\d+|(model|pytorch_model|adapter_model)-\d+-of-\d+\.(safetensors|bin))$")
