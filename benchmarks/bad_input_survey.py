@@ -23,6 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 FAST = str(REPO / "tests/recipes/tiny_grpo_fast.yaml")
 
+from rlvr.inputs import ArgumentParser, cli
+
 
 class ModelLoaded(BaseException):
     pass
@@ -174,8 +176,6 @@ def main_of(name):
 
 
 def classify(name, argv, field) -> tuple[str, str]:
-    from rlvr.inputs import cli
-
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -193,9 +193,10 @@ def classify(name, argv, field) -> tuple[str, str]:
         return "traceback", f"{type(exc).__name__}: {exc}"[:200]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     import warnings
 
+    ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: a typo is refused, not ignored
     from transformers import PreTrainedModel
 
     warnings.simplefilter("ignore")
@@ -205,8 +206,8 @@ def main() -> None:
 
     PreTrainedModel.from_pretrained = classmethod(refuse)
     with tempfile.TemporaryDirectory() as tmp:
-        results = [(name, argv, field, *classify(name, argv, field)) for name, argv, field in cases(Path(tmp))]
-    for name, argv, field, verdict, detail in results:
+        results = [(name, case, field, *classify(name, case, field)) for name, case, field in cases(Path(tmp))]
+    for name, case, field, verdict, detail in results:
         if verdict != "clean":
             print(f"{verdict:11s} {name} {field}: {detail}")
     counts = Counter(r[3] for r in results)
@@ -215,4 +216,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -24,13 +24,14 @@ of the saving pay for the compile. The load average is printed before and after 
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from rlvr.inputs import ArgumentParser, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -140,7 +141,7 @@ def report(part: str, result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     parser.add_argument("--repeats", type=int, default=5, help="eager/compiled pairs per part, interleaved")
     parser.add_argument("--cache_dir", default=None, help="inductor's cache (default: a fresh one: a cold compile)")
@@ -172,4 +173,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -12,10 +12,10 @@ the doctor must report no problem there. Exit status 0 when every case is named 
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
+from argparse import SUPPRESS
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from the repo root
 
 from rlvr.analysis.doctor import diagnose
+from rlvr.inputs import ArgumentParser, cli
 
 RECIPE = ROOT / "recipes" / "tiny" / "grpo.yaml"
 
@@ -106,13 +107,13 @@ def matches(expect: str, lines: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/doctor-cases")
     parser.add_argument("--only", nargs="+", default=None, help="case names")
     parser.add_argument("--healthy", default="runs/bench-tiny/grpo", help="the main job's run (tiny_main_job.py)")
     parser.add_argument("--markdown", default=None, help="also write the summary page here")
     parser.add_argument("--reuse", action="store_true", help="diagnose the runs already in --out, train none")
-    parser.add_argument("--plain_trl_run", default=None, help=argparse.SUPPRESS)  # the plain-trl case's subprocess
+    parser.add_argument("--plain_trl_run", default=None, help=SUPPRESS)  # the plain-trl case's subprocess
     args = parser.parse_args(argv)
     if args.plain_trl_run:
         plain_trl_run(args.plain_trl_run)
@@ -163,4 +164,4 @@ def markdown(results, argv) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli(main))

@@ -14,7 +14,6 @@ evaluation samples on a forked RNG; tests/test_held_out.py), so the difference i
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -26,6 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as `python benchmarks/held_out_cost.py`
 
 from benchmarks.machine_load import measured_load  # noqa: E402
+from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.training.config import load_recipe, validate
 
 
 def train(output_dir: Path, extra: list[str]) -> dict:
@@ -43,10 +44,13 @@ def train(output_dir: Path, extra: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2, help="pairs of runs (with / without), order alternating")
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=positive_int, default=2, help="pairs of runs (with / without), order alternating")
     parser.add_argument("--output_dir", default="runs/bench-held-out")
     args, extra = parser.parse_known_args(argv)  # anything else goes to both runs, e.g. --max_steps 20
+    check_writable_folder(args.output_dir, "--output_dir")  # and the runs' own flags, before the first one trains:
+    validate(load_recipe(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--output_dir", str(Path(args.output_dir) / "with-1"),
+                          *extra, "--dry_run", "true"], "grpo"))
     pairs = []
     for i in range(args.rounds):
         order = ("with", "without") if i % 2 == 0 else ("without", "with")
@@ -70,4 +74,4 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

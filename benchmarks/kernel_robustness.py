@@ -20,12 +20,11 @@ of ~5%), a jump of ~12 points on the whole set that no setting controls, and thi
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 
+from rlvr.analysis.loaders import read_evaluation
 from rlvr.analysis.summaries import aggregate, seed_group, seed_of
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, read_json
 
 KEY = "heldout_exact_match_after"
 # (sweep folder, question, [(A, B), ...]): each pair is a reading "A ahead of B" the ablation pages make.
@@ -46,30 +45,25 @@ QUESTIONS = [
 ]
 
 
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def exact_match_without(run_dir: Path, lengths: set[str]) -> float | None:
-    """Held-out exact match of a run over the words whose length is not in `lengths` (by_length, weighted by samples)."""
+    """Held-out exact match of a run over the words whose length is not in `lengths` (by_length, weighted by samples);
+    None when the run has no evaluation, or none of the kept lengths. A damaged evaluation is a ConfigError."""
     path = run_dir / "eval" / "after.json"
-    try:
-        by_length = json.loads(path.read_text())["by_length"]
-        kept = [v for length, v in by_length.items() if length not in lengths]
-        return sum(v["exact_match"] * v["samples"] for v in kept) / sum(v["samples"] for v in kept)
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+    if not path.exists():
         return None
+    kept = [block for length, block in read_evaluation(path).get("by_length", {}).items() if length not in lengths]
+    numbers = [(block.get("exact_match"), block.get("samples")) for block in kept]
+    if not all(isinstance(value, (int, float)) and isinstance(samples, (int, float)) for value, samples in numbers):
+        raise ConfigError("--sets", f"{path}: a by_length entry lacks a numeric exact_match or samples")
+    total = sum(samples for _, samples in numbers)
+    return sum(value * samples for value, samples in numbers) / total if total else None
 
 
 def load(sweep_dir: Path, exclude_lengths: set[str]) -> list[dict] | None:
     path = sweep_dir / "summary.json"
     if not path.exists():
         return None
-    try:
-        rows = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        fail(f"{path}: not a sweep summary ({error})")
+    rows = read_json(path, "--sets", list)  # a sweep summary: one object per run
     rows = [row for row in rows if isinstance(row, dict) and isinstance(row.get("run"), str)]
     if exclude_lengths:
         rows = [{**row, KEY: exact_match_without(sweep_dir / row["run"], exclude_lengths)} for row in rows]
@@ -147,7 +141,7 @@ def page(sets: list[Path], exclude_lengths: set[str] = frozenset()) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", type=Path, default=[Path("runs/sweeps"), Path("runs/sweeps-avx2")],
                         help="sweep output folders (--out of rlvr sweep), one per kernel set")
     parser.add_argument("--exclude_lengths", nargs="+", default=[], metavar="N",
@@ -155,12 +149,16 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
     if not all(n.isdigit() for n in args.exclude_lengths):  # the flags' own form first, then the folders they name
-        fail(f"--exclude_lengths: word lengths (integers), got {' '.join(args.exclude_lengths)}")
+        raise ConfigError("--exclude_lengths", f"word lengths (integers), got {' '.join(args.exclude_lengths)}")
     if len(args.sets) < 2:
-        fail("--sets: two or more sweep folders, one per kernel set")
+        raise ConfigError("--sets", "two or more sweep folders, one per kernel set")
     for path in args.sets:
         if not path.is_dir():
-            fail(f"--sets: {path} is not a folder")
+            raise ConfigError("--sets", f"{path} is not a folder")
+    if args.out:
+        if args.out.is_dir():
+            raise ConfigError("--out", f"{args.out} is a folder; name the Markdown file, e.g. {args.out / 'table.md'}")
+        check_writable_folder(args.out.parent, "--out")
     text = page(args.sets, set(args.exclude_lengths))
     print(text, end="")
     if args.out:
@@ -169,4 +167,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

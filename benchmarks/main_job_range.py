@@ -19,7 +19,6 @@ benchmark.json exists (rerun to resume). Writes runs/main-job-range/summary.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -27,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlvr.inputs import ArgumentParser, cli
 from rlvr.metrics.keys import is_timing
 
 SETTINGS = {
@@ -64,7 +64,7 @@ def run(setting: str, seed: int, busy: int) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--busy", type=int, default=0, help="busy-looping processes beside each run")
@@ -90,4 +90,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

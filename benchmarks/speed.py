@@ -48,13 +48,13 @@ What was measured toward the floor, and why it is or is not a switch:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from argparse import SUPPRESS
 from pathlib import Path
 from statistics import mean
 
@@ -62,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.machine_load import measured_load  # noqa: E402
+from rlvr.inputs import ArgumentParser, cli
 from rlvr.runs import tools  # noqa: E402
 
 SCRIPTS = {"dapo": "recipes/dapo.py", "rloo": "recipes/rloo.py", "ppo": "recipes/ppo.py", "reinforce": "recipes/reinforce.py"}
@@ -285,7 +286,7 @@ def summarise(results: dict[str, list[dict]], baseline: str, show_floor) -> dict
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["recipes/tiny/grpo.yaml"])
     parser.add_argument("--variants", nargs="+", default=["none", "all"],
                         help="`speedups` values to compare (e.g. none shared_prefix all); the first is the baseline")
@@ -297,8 +298,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--output", default=None, help="JSON report path")
     parser.add_argument("--cpu_threads", default="auto",
                         help="the recipe field, for every contender (1 on a busy machine)")
-    parser.add_argument("--_bare", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--output_dir", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--_bare", default=None, help=SUPPRESS)
+    parser.add_argument("--output_dir", default=None, help=SUPPRESS)
     args = parser.parse_args(argv)
     if args._bare:
         bare_trl(args._bare, args.max_steps, args.output_dir, args.cpu_threads)
@@ -360,4 +361,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

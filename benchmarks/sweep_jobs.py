@@ -19,7 +19,6 @@ the best-to-worst range); the ratio jobs / sequential; and per run `equal` or th
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from rlvr.inputs import ArgumentParser, cli
 from rlvr.metrics.keys import is_timing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def spread(values: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default=SPEC)
     parser.add_argument("--only", nargs="+", default=ONLY, help="the sweep's runs to train (4 by default)")
     parser.add_argument("--jobs", type=int, default=2)
@@ -135,4 +135,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli(main))

@@ -50,6 +50,10 @@ class TaskSpec:
     config: dict[str, Any] = field(default_factory=dict)
 
 
+DATA_FIELDS = ("specs", "size", "seed", "test_size", "system_prompt", "held_out")  # a recipe's `data:` keys
+DATA_EXAMPLE = "{specs: [{name: spell_backward}]}"
+
+
 @dataclass
 class DataSpec:
     """What to generate: `size` rows drawn from the weighted `specs`, `test_size` distinct questions held out."""
@@ -67,8 +71,7 @@ class DataSpec:
     @classmethod
     def from_dict(cls, raw: dict | str, field_name: str = "data") -> DataSpec:
         """Parse and validate the YAML/JSON mapping; every error names its field, e.g. `data.specs[0].config`."""
-        raw = mapping_field(raw, field_name, {"specs", "size", "seed", "test_size", "system_prompt", "held_out"},
-                            "{specs: [{name: spell_backward}]}")
+        raw = mapping_field(raw, field_name, DATA_FIELDS, DATA_EXAMPLE)
         if not raw.get("specs"):
             raise ConfigError(f"{field_name}.specs", "needs at least one task, e.g. [{name: spell_backward}]")
         specs = [_parse_task(item, f"{field_name}.specs[{i}]") for i, item in enumerate(raw["specs"])]

@@ -1,5 +1,10 @@
 """The one error path for bad user input, shared by every command: a `ConfigError` names the field, `cli()` turns it
-into one stderr line `error: <field>: ...` and exit status 2, and the readers below turn a bad YAML file into one.
+into one stderr line `error: <field>: ...` and exit status 2, and the readers below turn a bad file into one.
+
+Every file the repo reads back (recipes, sweep specs, run folders' YAML, JSON and JSONL records, TRL's pickled
+arguments) goes through these readers, so missing, a folder, binary, invalid, nested past `MAX_NESTING` or of the
+wrong shape is one line naming the file, whoever wrote it. A run folder can come from anywhere: nothing here builds an
+object a file names, except the allow-listed classes `read_allowed_pickle` is given.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import yaml
@@ -72,9 +78,24 @@ positive_float = _bounded(float, "a positive number", 0.0, False)
 non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
 
 
+MAX_NESTING = 64  # levels of lists and mappings in a file read back; a recipe has 5, a record row 3
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping. Plain YAML lets the last one win silently, so two
-    `learning_rate:` lines in a recipe would train with whichever came second."""
+    """SafeLoader that refuses a key given twice in one mapping, and nesting past `MAX_NESTING`. Plain YAML lets the
+    last key win silently, so two `learning_rate:` lines in a recipe would train with whichever came second; and its
+    composer recurses once per level, so a file of a few thousand `[` would end in a RecursionError."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise NestingError(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node, deep=False):
         seen = {}
@@ -94,6 +115,12 @@ class DuplicateKeyError(yaml.YAMLError):
     def __init__(self, key: str, first: int, second: int):
         self.key, self.first, self.second = key, first, second
         super().__init__(f"duplicate key {key!r} (lines {first} and {second})")
+
+
+class NestingError(yaml.YAMLError):
+    def __init__(self, line: int):
+        self.line = line
+        super().__init__(f"nested deeper than {MAX_NESTING} levels (line {line})")
 
 
 MAX_YAML_VALUES = 100_000  # a recipe is a few hundred values; a sweep spec or accelerate config fewer
@@ -124,9 +151,10 @@ def expanded_size(node, limit: int = MAX_YAML_VALUES) -> int:
 
 
 def read_yaml(path, field: str):
-    """Any YAML file the repo reads (recipes, sweep specs, accelerate configs): its value, every failure (missing,
-    a folder, binary, invalid, a duplicate key, aliases that expand past MAX_YAML_VALUES) one `ConfigError`. A
-    duplicate key names the key as the field."""
+    """Any YAML file the repo reads (recipes, sweep specs, accelerate configs, a run's config.yaml): its value. A
+    duplicate key, nesting past MAX_NESTING (counted before the composer recurses into it) or aliases that expand past
+    MAX_YAML_VALUES are one `ConfigError` (a duplicate key names the key as the field); missing, a folder, binary or
+    invalid raise as `Path.read_text` and yaml do, which `load_yaml_mapping` turns into one."""
     loader = UniqueKeyLoader(Path(path).read_text())  # a SafeLoader subclass: no arbitrary objects
     try:
         node = loader.get_single_node()
@@ -138,6 +166,9 @@ def read_yaml(path, field: str):
         return loader.construct_document(node)
     except DuplicateKeyError as err:
         raise ConfigError(err.key, f"given twice in {path} (lines {err.first} and {err.second}); keep one") from None
+    except NestingError as err:
+        raise ConfigError(field, f"{path} is nested deeper than {MAX_NESTING} levels (line {err.line}): refused "
+                                 "before reading it further") from None
     finally:
         loader.dispose()
 
@@ -147,9 +178,9 @@ def mapping_field(raw, field: str, known, example: str) -> dict:
     key in `known`. Errors name the field (`data`, `curriculum`) or the unknown key (`data.sizes`)."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise ConfigError(field, f"expected a mapping or JSON object, got {raw!r} ({err.msg})") from None
+            raw = parse_json(raw)
+        except ValueError as err:
+            raise ConfigError(field, f"expected a mapping or JSON object, got {raw[:80]!r} ({err.args[0]})") from None
     if not isinstance(raw, dict):
         raise ConfigError(field, f"expected a mapping like {example}, got {raw!r}")
     for key in raw:
@@ -207,6 +238,79 @@ def read_text(path, field: str) -> str:
         raise ConfigError(field, f"{path} is not a text file") from None
     except OSError as err:
         raise ConfigError(field, f"cannot read {path}: {err.strerror or err}") from None
+
+
+def nesting_depth(value) -> int:
+    """Levels of lists and dicts in a parsed value, counted without recursion (a list of numbers: 1)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_NESTING:
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def parse_json(text: str):
+    """`json.loads` for text a file held: nesting past MAX_NESTING is a ValueError like any other malformed JSON (the
+    decoder itself recurses once per level, so a few thousand `[` would end in a RecursionError)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels") from None
+    if nesting_depth(value) > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+    return value
+
+
+JSON_KINDS = {dict: "a JSON object", list: "a JSON list"}
+
+
+def read_json(path, field: str, expected: type | None = None):
+    """A JSON file the repo reads back (an evaluation, a summary, run.json): missing, a folder, binary, invalid JSON,
+    nested past MAX_NESTING, or not of the `expected` type (dict or list): one `ConfigError` on `field`."""
+    text = read_text(path, field)
+    try:
+        value = parse_json(text)
+    except ValueError as err:
+        raise ConfigError(field, f"{path} is not readable JSON ({' '.join(str(err).split())})") from None
+    if expected is not None and not isinstance(value, expected):
+        raise ConfigError(field, f"{path} must hold {JSON_KINDS[expected]}, not {type(value).__name__} "
+                                 f"{str(value)[:40]}")
+    return value
+
+
+def read_allowed_pickle(path, field: str, allowed: list):
+    """The object in a `torch.save` file (TRL's training_args.bin) built by torch's weights-only unpickler, which
+    calls nothing but tensor rebuilders and the `allowed` classes (their `__new__`, then their `__dict__` filled in;
+    enums looked up by value): a file naming anything else (`os.system`, a class of its own) is refused without
+    running it. Any failure is one `ConfigError` on `field`."""
+    # start-up: torch costs seconds to import (7.5 s measured on 2 loaded cores); only this file needs it
+    import torch
+
+    try:
+        with torch.serialization.safe_globals(allowed), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about the pickle's format; the error below says what matters
+            return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as err:  # noqa: BLE001 - nothing but allow-listed code ran: any failure is the file's content
+        raise ConfigError(field, f"{path} not read: {unpickling_reason(err)}") from None
+
+
+def unpickling_reason(err: BaseException) -> str:
+    """The line of torch's weights-only refusal that says what the file held (`GLOBAL posix.system ... blocked`,
+    `Unsupported operand 103`), without its paragraphs of advice; another error as `one_line` gives it."""
+    text = str(err)
+    if not text.startswith("Weights only load failed"):
+        return one_line(err)[:200]
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+    paragraphs = [p for p in paragraphs if not p.startswith("Check the documentation")]
+    reason = " ".join(paragraphs).split("WeightsUnpickler error:")[-1] if "WeightsUnpickler error:" in text \
+        else paragraphs[-1]
+    reason = reason.split(" Please use ")[0].strip()
+    return reason[:200]
 
 
 def one_line(err: BaseException) -> str:

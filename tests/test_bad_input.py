@@ -88,6 +88,35 @@ def ws(tmp_path, monkeypatch):
         (tmp_path / "damaged" / name / "metrics.jsonl").write_bytes(text)
     (tmp_path / "damaged" / "trl").mkdir()
     (tmp_path / "damaged" / "trl" / "trainer_state.json").write_text('{"log_history": [{"loss": 0.5}, {"loss": 0.4}]}')
+    # files a run wrote, read back damaged: a resumed run's config.yaml, evaluations and before/after files the report
+    # reads, a sweep run's recipe.yaml, JSON and YAML nested past the readers' bound, sweep summaries
+    deep_yaml, deep_json = "a: " + "[" * 5000 + "]" * 5000 + "\n", "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.yaml").write_text(deep_yaml)
+    (tmp_path / "deep_block.yaml").write_text("".join(f"{'  ' * i}k{i}:\n" for i in range(400)) + "  " * 400 + "x\n")
+    for name, text in (("cfg_binary", bytes(range(256))), ("cfg_invalid", b"seed: [1\n"), ("cfg_deep", deep_yaml.encode()),
+                       ("cfg_list", b"- 1\n")):
+        write_run(precious / name, folder_run="run-A", checkpoint_run="run-A")
+        (precious / name / "config.yaml").write_bytes(text)
+    write_run(precious / "deep_run_json", folder_run="run-A", checkpoint_run="run-A")
+    (precious / "deep_run_json" / "run.json").write_text(deep_json)
+    good_metrics = '{"step": 1, "loss": 0.5, "avg_correctness": 0.1}\n'
+    evaluations = {"eval_torn": ("eval/after.json", b'{"overall": {"exact_ma'),
+                   "eval_list": ("eval/after.json", b"[1, 2]"),
+                   "eval_shape": ("eval/after.json", b'{"overall": 0.5, "by_length": {}}'),
+                   "eval_deep": ("eval/after.json", deep_json.encode()),
+                   "checkpoint_eval": ("eval/checkpoint-2.json", bytes(range(256))),
+                   "ba_binary": ("before_after/before.json", bytes(range(256))),
+                   "ba_pairing": ("before_after/before_after.json", b'{"models": {}, "prompts": 3}'),
+                   "code_deep": ("code.json", deep_json.encode())}
+    for name, (file, text) in evaluations.items():
+        (tmp_path / "damaged" / name / file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "damaged" / name / "metrics.jsonl").write_text(good_metrics)
+        (tmp_path / "damaged" / name / file).write_bytes(text)
+    (precious / "sweeps" / "s" / "num_generations-2").mkdir(parents=True)
+    (precious / "sweeps" / "s" / "num_generations-2" / "recipe.yaml").write_bytes(bytes(range(256)))
+    for kernels in ("k1", "k2"):
+        (tmp_path / kernels / "reference").mkdir(parents=True)
+        (tmp_path / kernels / "reference" / "summary.json").write_text("5" if kernels == "k1" else "[]")
     (precious / "locked" / "run.lock").mkdir(parents=True)
     (precious / "tb" / "tensorboard").parent.mkdir()
     (precious / "tb" / "tensorboard").write_text("x")
@@ -140,6 +169,8 @@ def command(name):
         return runner(name)
     if name == "main_job":
         return __import__("benchmarks.tiny_main_job", fromlist=["main"]).main
+    if name == "kernel_robustness":
+        return __import__("benchmarks.kernel_robustness", fromlist=["main"]).main
     module = {"data": "rlvr.data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report", "sweep": "rlvr.analysis.sweep",
               "evaluate": "rlvr.analysis.evaluate", "before_after": "rlvr.analysis.before_after", "memory_plan": "rlvr.planning.cli",
               "doctor": "rlvr.analysis.doctor"}[name]
@@ -430,7 +461,36 @@ LATE_ROWS = [
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/torn_json"], "resume_from_checkpoint"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "2"], "max_steps"),
 ]
-ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS
+SPEC_DATA = "name: s\nbase: {}\nvary: {{seed: [1]}}\nevaluate: {{data: {}}}\n"
+# Files the repo wrote and reads back, damaged; values past what the machine takes; the scripts docs tell users to run
+READ_BACK_ROWS = [
+    *[("grpo", lambda w, name=name: [*RESUME, "--output_dir", f"precious/{name}"], "resume_from_checkpoint")
+      for name in ("cfg_binary", "cfg_invalid", "cfg_deep", "cfg_list", "deep_run_json")],
+    *[("report", lambda w, name=name: [f"damaged/{name}", "--out", "precious/r.md"], "RUN_DIR")
+      for name in ("eval_torn", "eval_list", "eval_shape", "eval_deep", "checkpoint_eval", "ba_binary", "ba_pairing")],
+    ("grpo", lambda w: ["--config", "deep.yaml", "--output_dir", "precious"], "--config"),
+    ("grpo", lambda w: ["--config", "deep_block.yaml", "--output_dir", "precious"], "--config"),
+    ("sweep", lambda w: ["deep.yaml", "--out", "precious"], "SPEC"),
+    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "deep.yaml"], "--accelerate_config"),
+    ("grpo", lambda w: [*RUN, "--data", "[" * 5000], "data"),
+    ("sweep", lambda w: ["spec.yaml", "--out", "precious/sweeps", "--dry_run"], "--out"),  # its run's recipe.yaml
+    ("grpo", lambda w: [*RUN, "--cpu_threads", "99999999999"], "cpu_threads"),
+    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "99999999999"],
+     "cpu_threads"),
+    ("sweep", lambda w: [(w / "d1.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "words")) and "d1.yaml", "--out",
+                         "precious", "--dry_run"], "evaluate.data"),
+    ("sweep", lambda w: [(w / "d2.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{test_sise: 50}")) and "d2.yaml",
+                         "--out", "precious", "--dry_run"], "evaluate.data.test_sise"),
+    ("sweep", lambda w: [(w / "d3.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{test_size: 0}")) and "d3.yaml",
+                         "--out", "precious", "--dry_run"], "evaluate.data.test_size"),
+    ("sweep", lambda w: [(w / "d4.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{specs: [{name: spell_bakward}]}"))
+                         and "d4.yaml", "--out", "precious", "--dry_run"], "evaluate.data.specs[0].name"),
+    ("kernel_robustness", lambda w: ["--sets", "k1", "k2"], "--sets"),  # a summary.json holding a number
+    ("kernel_robustness", lambda w: ["--sets", "k2", "k2", "--out", "afile.txt/table.md"], "--out"),
+    ("kernel_robustness", lambda w: ["--sets", "k2", "k2", "--out", "precious"], "--out"),
+    ("kernel_robustness", lambda w: ["--setz", "k1", "k2"], "--setz"),
+]
+ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS + READ_BACK_ROWS
 
 
 def snapshot(folder: Path) -> dict:
@@ -486,3 +546,83 @@ def test_yaml_aliases_are_counted_expanded_without_being_built(ws):
     with pytest.raises(ConfigError, match=r"^--config: bomb.yaml expands to more than 100000 values"):
         read_yaml("bomb.yaml", "--config")
     assert read_yaml(FAST_RECIPE, "--config") == yaml.safe_load(Path(FAST_RECIPE).read_text())
+
+
+class RunsCode:
+    """A pickle that creates a file when it is loaded: what a hostile training_args.bin does."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (str(self.marker), "w")
+
+
+@pytest.mark.parametrize("kind", ["garbage", "a dict", "runs code", "an unknown class"])
+def test_training_args_that_cannot_be_read_safely_are_named_and_skipped(tmp_path, kind, capsys):
+    """training_args.bin is a pickle: doctor (plain TRL) and report (its config section) read it without running
+    anything; one that is damaged or holds anything but a trainer's arguments is named in one line, and they go on."""
+    import torch
+
+    from rlvr.analysis import doctor, report
+
+    marker = tmp_path / "marker"
+    trl_run, our_run = tmp_path / "trl" / "checkpoint-2", tmp_path / "ours"
+    trl_run.mkdir(parents=True)
+    rows = [{"step": s, "loss": 0.1, "reward": 0.5, "grad_norm": 0.3} for s in (1, 2)]
+    (trl_run / "trainer_state.json").write_text(__import__("json").dumps({"log_history": rows}))
+    our_run.mkdir()
+    (our_run / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5, "avg_correctness": 0.1, "generated_samples": 8}\n')
+    (our_run / "config.yaml").write_text("learning_rate: 0.001\n")
+    for folder in (trl_run, our_run):
+        path = folder / "training_args.bin"
+        if kind == "garbage":
+            path.write_bytes(bytes(range(256)))
+        else:
+            torch.save({"a dict": {"learning_rate": 1}, "runs code": RunsCode(marker),
+                        "an unknown class": RunsCode}[kind], path)
+    diagnosis = doctor.diagnose(tmp_path / "trl")
+    assert len(diagnosis.unread) == 1 and diagnosis.unread[0].startswith(f"{trl_run / 'training_args.bin'} not read")
+    assert diagnosis.settings == {} and "settings not read: " in diagnosis.text()
+    assert cli(report.main, [str(our_run), "--out", str(tmp_path / "r.md")]) == tmp_path / "r.md"
+    page = (tmp_path / "r.md").read_text()
+    assert f"learning_rate: 0.001\n# {our_run / 'training_args.bin'} not read" in page
+    assert not marker.exists()
+
+
+def documented_scripts() -> list[str]:
+    """Every `python <script>.py` README or docs/ tell a user to run."""
+    import re
+
+    text = "\n".join(path.read_text() for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))])
+    return sorted(set(re.findall(r"python ((?:benchmarks|recipes|slurm|examples)/[\w/]+\.py)", text)))
+
+
+# The recipe scripts are `rlvr.training.runner.run` (rows above); the plain-TRL example shows TRL's own parser.
+NOT_THROUGH_CLI = {"examples/plain_trl_grpo.py": "a plain TRL script: transformers' HfArgumentParser, by design"}
+REQUIRED_FLAGS = {"slurm/render.py": ["--recipe", "recipes/tiny/grpo.yaml"],  # argparse names a missing one first
+                  "recipes/tiny/sft.py": ["--config", "recipes/tiny/sft.yaml"]}  # as the docs run it
+
+
+@pytest.mark.parametrize("script", [s for s in documented_scripts() if s not in NOT_THROUGH_CLI])
+def test_every_documented_script_takes_flags_through_cli(script, monkeypatch, capsys):
+    """A misspelled flag is one `error:` line and exit 2 (not argparse's usage dump), before the script does anything:
+    each script's `__main__` runs its `main` under `cli()` (or the recipe runner, which does), and `main` refuses it."""
+    import importlib.util
+
+    source = (REPO / script).read_text()
+    entry = source[source.index('if __name__ == "__main__":'):]
+    if script.startswith("recipes/") and script.count("/") == 1:
+        assert "run(" in entry  # rlvr.training.runner.run: cli() inside, rows above
+        return
+    assert "cli(main" in entry, entry
+    spec = importlib.util.spec_from_file_location(f"documented_{Path(script).stem}", REPO / script)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    monkeypatch.chdir(REPO)  # the scripts' default paths are relative to the repository
+    with pytest.raises(SystemExit) as stop:
+        cli(module.main, [*REQUIRED_FLAGS.get(script, []), "--no_such_flag", "1"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert stop.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(("error: --no_such_flag:", "error: no_such_flag:")), lines

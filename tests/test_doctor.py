@@ -239,6 +239,98 @@ def test_exit_status_and_bad_input(tmp_path, capsys):
         assert err.startswith(f"error: RUN_DIR: {tmp_path / folder}") and err.count("\n") == 1
 
 
+NOT_FINITE = {"nan": float("nan"), "inf": float("inf"), "null": None}  # null: how metrics.jsonl writes NaN/inf
+
+
+def never_finite_rows(value, n: int = STEPS) -> list[dict]:
+    """A run in which every reading the doctor has a key for (ours, else TRL's) is `value` at every step, and so are
+    the time keys and counters the compute bill reads."""
+    keys = [key for keys in doctor.READINGS.values() for key in keys if "*" not in key]
+    keys += ["time/generation_s", "time/total_s", "generated_samples", "step_time", "num_tokens", "learning_rate"]
+    return [{"step": i + 1, **dict.fromkeys(keys, value)} for i in range(n)]
+
+
+@pytest.mark.parametrize("kind", NOT_FINITE)
+@pytest.mark.parametrize("check", [check for check, _ in doctor.CHECKS], ids=lambda check: check.__name__)
+def test_a_series_never_finite_is_a_finding_for_every_check(tmp_path, check, kind):
+    """Each check on a run whose every reading is NaN (inf, null) ends without an exception, and every key the check
+    reads is named in a problem: a divergence for loss, grad norm, KL and reward, `unreadable` for the rest."""
+    run = doctor.load_any_run(write_run(tmp_path / "run", never_finite_rows(NOT_FINITE[kind])))[0]
+    keys = {reading: doctor.key_for(run, reading) for reading in doctor.READINGS}
+    assert isinstance(check(run, {}, keys), list)
+    diagnosis = doctor.diagnose(tmp_path / "run")
+    needs = dict(doctor.CHECKS)[check]
+    named = " ".join(f.what for f in diagnosis.problems)
+    for reading in needs:
+        assert keys[reading] in named, (reading, named)
+    assert f"is {NOT_FINITE[kind]} from step 1 on" in named and "never a finite number" in named
+    assert run_cli(str(tmp_path / "run")) == 1
+
+
+def test_a_reward_nan_at_every_step_is_a_finding_not_a_crash(tmp_path, capsys):
+    """Plain TRL keeps NaN in trainer_state.json: a reward NaN from step 1 is named as such, exit 1 (the task-vs-reward
+    check used to end in an IndexError on the empty series)."""
+    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.5, "reward": float("nan"), "rewards/accuracy_reward/mean": 0.2}
+            for s in range(1, 9)]
+    (tmp_path / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
+    assert run_cli(str(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert "divergence: reward is nan from step 1 on, at every logged step (8)" in out
+    assert "a reward function returns NaN" in out
+
+
+class RunsCode:
+    """A pickle that creates a file when it is loaded: what a hostile training_args.bin does."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+        import shlex
+
+        return os.system, (f"touch {shlex.quote(str(self.marker))}",)
+
+
+def plain_trl_checkpoint(folder: Path) -> Path:
+    """checkpoint-2/ of a plain TRL run whose reward is truncated away: a valid trainer_state.json."""
+    (folder / "checkpoint-2").mkdir(parents=True)
+    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.4, "reward": 0.5, "completions/clipped_ratio": 0.9}
+            for s in range(1, 3)]
+    (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
+    return folder / "checkpoint-2"
+
+
+def test_a_code_running_training_args_runs_nothing_and_the_doctor_reports(tmp_path, capsys):
+    import torch
+
+    marker = tmp_path / "marker"
+    checkpoint = plain_trl_checkpoint(tmp_path / "run")
+    torch.save(RunsCode(marker), checkpoint / "training_args.bin")
+    assert run_cli(str(tmp_path / "run")) == 1  # the truncation, read from trainer_state.json
+    out = capsys.readouterr().out.splitlines()
+    assert not marker.exists()
+    assert out[0].endswith("plain TRL (checkpoint-2/trainer_state.json), 2 logged steps (step 1 to 2), finished")
+    assert out[1] == (f"settings not read: {checkpoint / 'training_args.bin'} not read: Trying to load unsupported "
+                      "GLOBAL posix.system whose module posix is blocked.; the checks run without the run's settings")
+    assert out[2].startswith("1. [problem] step 1: truncation: 90% of completions cut off at max_completion_length ?")
+
+
+def test_trls_own_training_args_are_read(tmp_path):
+    """A GRPOConfig as GRPOTrainer saves it: its enums and accelerate state are on the allow-list, its values read."""
+    import torch
+    from trl import GRPOConfig
+
+    checkpoint = plain_trl_checkpoint(tmp_path / "run")
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", max_completion_length=77,
+                      lr_scheduler_type="cosine", save_strategy="steps")
+    torch.save(args, checkpoint / "training_args.bin")
+    diagnosis = doctor.diagnose(tmp_path / "run")
+    assert diagnosis.unread == [] and diagnosis.settings["max_completion_length"] == 77
+    assert diagnosis.settings["lr_scheduler_type"] == "cosine" and diagnosis.settings["save_strategy"] == "steps"
+    assert "max_completion_length 77" in diagnosis.problems[0].what
+
+
 def test_docs_show_the_thresholds_table_of_the_code():
     assert doctor.thresholds_table() in (REPO / "docs" / "doctor.md").read_text()
 

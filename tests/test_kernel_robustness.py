@@ -75,4 +75,4 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     result = subprocess.run([sys.executable, "benchmarks/kernel_robustness.py", "--sets", str(tmp_path / "a"),
                              str(tmp_path / "b")], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
-    assert result.stderr.startswith(f"error: {tmp_path / 'a' / 'reference' / 'summary.json'}: not a sweep summary")
+    assert result.stderr.startswith(f"error: --sets: {tmp_path / 'a' / 'reference' / 'summary.json'} is not readable JSON")

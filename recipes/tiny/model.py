@@ -9,13 +9,14 @@ would otherwise delete them before the format reward sees them.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import AddedToken, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+from rlvr.inputs import ArgumentParser, cli
 
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
@@ -83,7 +84,7 @@ def ensure_tiny_model(path: str | Path, config: TinyModelConfig | None = None) -
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Build a tiny random-weight Qwen3 + byte tokenizer (no Hub).")
+    parser = ArgumentParser(description="Build a tiny random-weight Qwen3 + byte tokenizer (no Hub).")
     parser.add_argument("--output_dir", default="artifacts/tiny-qwen3")
     for name, default in asdict(TinyModelConfig()).items():
         parser.add_argument(f"--{name}", type=int, default=default)
@@ -93,4 +94,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -31,7 +31,7 @@ from trl import SFTConfig, SFTTrainer
 
 from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, sampling_settings, score, summarize
 from rlvr.inputs import ConfigError, cli
-from rlvr.training.config import RecipeParser, load_recipe, validate
+from rlvr.training.config import RecipeParser, load_recipe, parse_error, validate
 
 
 @dataclass
@@ -62,8 +62,10 @@ def parse(argv: list[str] | None) -> tuple[SpellerArguments, SFTConfig]:
         args, training = RecipeParser((SpellerArguments, SFTConfig)).parse_args_and_config(argv)
     except ConfigError:
         raise
-    except (ValueError, FileNotFoundError) as err:
+    except FileNotFoundError as err:
         raise ConfigError("--config", " ".join(str(err).split())) from None
+    except ValueError as err:
+        raise parse_error(err, (SpellerArguments, SFTConfig)) from None
     if args.data is None:
         raise ConfigError("data", "set the spec of the SFT rows")
     if args.stop_at_exact_match is not None and not 0 < args.stop_at_exact_match <= 1:

@@ -14,7 +14,16 @@ from pathlib import Path
 
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.tables import markdown_table, text_table
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_int, positive_int
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    check_writable_folder,
+    cli,
+    non_negative_int,
+    one_line,
+    positive_int,
+    read_json,
+)
 from rlvr.metrics.keys import PER_K
 from rlvr.runs import layout
 from rlvr.training.validation import MODEL_FILES, flag_type
@@ -129,9 +138,17 @@ def render_text(comparison: dict, show: int = 8) -> str:
 
 
 def load(run_dir) -> dict | None:
-    """A saved comparison inside a run directory, if before_after was run into it."""
+    """A saved comparison inside a run directory, if before_after was run into it. A damaged file, or one without
+    the fields `render_markdown` reads (tried on it here), is one ConfigError naming it."""
     path = Path(run_dir) / layout.BEFORE_AFTER_DIR / layout.BEFORE_AFTER
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    comparison = read_json(path, "RUN_DIR", dict)
+    try:
+        render_markdown(comparison)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as err:
+        raise ConfigError("RUN_DIR", f"{path} is not a comparison as before_after writes it ({one_line(err)})") from None
+    return comparison
 
 
 def _clip(text: str | None, width: int = 48) -> str:

@@ -10,6 +10,7 @@ sliding window of `WINDOW` steps) and the exit status: docs/doctor.md.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -156,6 +157,7 @@ class Diagnosis:
     settings: dict
     findings: list[Finding]
     skipped: list[str]  # checks the run had no keys for
+    unread: list[str] = dataclasses.field(default_factory=list)  # settings files not read, each with why
 
     @property
     def problems(self) -> list[Finding]:
@@ -170,7 +172,10 @@ class Diagnosis:
                 f"(step {steps[0]} to {steps[-1]}), {'finished' if self.run.finished else 'not finished'}")
         verdict = (f"{len(self.problems)} problem(s) found" if self.problems else "no problem found")
         tail = [f"not checked (the run has no keys for it): {', '.join(self.skipped)}"] if self.skipped else []
-        return "\n".join([head, *self.lines(), verdict, *tail])
+        return "\n".join([head, *self.unread_lines(), *self.lines(), verdict, *tail])
+
+    def unread_lines(self) -> list[str]:
+        return [f"settings not read: {why}; the checks run without the run's settings" for why in self.unread]
 
 
 # ---- reading a run ---------------------------------------------------------------------------------------------
@@ -243,6 +248,26 @@ def setting(settings: dict, name: str, default="?"):
     return default if value is None else value
 
 
+def blind_readings(run, keys) -> list[Finding]:
+    """The readings the run logged but never as a finite number (NaN, inf or null at every step), in one finding:
+    the checks that read them see an empty series and can say nothing. The divergence readings are
+    `check_non_finite`'s."""
+    blind = [key for reading, key in keys.items()
+             if key is not None and reading not in NON_FINITE_READINGS and not points(run, key)]
+    if not blind:
+        return []
+    readers = [check.__name__.removeprefix("check_") for check, needs in CHECKS
+               if any(keys.get(reading) in blind for reading in needs)]
+    first = next(row for row in run.rows if blind[0] in row)
+    return [Finding(
+        "problem", int(first["step"]),
+        f"unreadable: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} {first[blind[0]]} from step "
+        f"{int(first['step'])} on, never a finite number" + (f"; the {', '.join(readers)} check(s) cannot judge "
+                                                              "the run" if readers else ""),
+        "the metric was computed on an empty or broken batch: read the training log and rollouts of the first steps "
+        "(a reward or a length that is NaN poisons every mean it enters)")]
+
+
 def check_non_finite(run, settings, keys):
     findings = []
     for reading in NON_FINITE_READINGS:
@@ -251,13 +276,21 @@ def check_non_finite(run, settings, keys):
             continue
         # metrics.jsonl writes NaN/inf as null; trainer_state.json keeps NaN and Infinity
         bad = [row for row in run.rows if key in row and not finite(row[key])]
-        if bad:
-            findings.append(Finding(
-                "problem", int(bad[0]["step"]),
-                f"divergence: {key} is {bad[0][key]} ({len(bad)} of {len(run.rows)} logged steps non-finite)",
-                f"lower learning_rate (now {setting(settings, 'learning_rate')}) 3-10x and keep max_grad_norm "
-                f"(now {setting(settings, 'max_grad_norm', 1.0)}) at 1.0 or below; resume from the last checkpoint "
-                f"before step {int(bad[0]['step'])}"))
+        if not bad:
+            continue
+        step, shown = int(bad[0]["step"]), bad[0][key]
+        if len(bad) == sum(key in row for row in run.rows):  # never finite: broken from the start, not diverged
+            what = f"divergence: {key} is {shown} from step {step} on, at every logged step ({len(bad)})"
+            remedy = ("a reward function returns NaN or inf (or nothing but None): call each on a few completions of "
+                      "the run before training again" if reading == "reward" else
+                      "non-finite from the first logged step is the setup, not the learning rate: check the model's "
+                      "weights and dtype (fp16 overflows), then the reward")
+        else:
+            what = f"divergence: {key} is {shown} ({len(bad)} of {len(run.rows)} logged steps non-finite)"
+            remedy = (f"lower learning_rate (now {setting(settings, 'learning_rate')}) 3-10x and keep max_grad_norm "
+                      f"(now {setting(settings, 'max_grad_norm', 1.0)}) at 1.0 or below; resume from the last "
+                      f"checkpoint before step {step}")
+        findings.append(Finding("problem", step, what, remedy))
     return findings
 
 
@@ -472,8 +505,10 @@ def check_task_vs_reward(run, settings, keys):
         return []
     margin = THRESHOLDS["hack_margin"].value
     rewards, solved = list(windows(points(run, reward))), list(windows(points(run, task)))
+    if not rewards or len(solved) < WINDOW:  # a series never finite: `blind_readings` names it
+        return []
     (_, reward_start), (_, reward_end) = rewards[0], rewards[-1]
-    if len(solved) < WINDOW or reward_end - reward_start < margin or solved[0][1] - solved[-1][1] < margin:
+    if reward_end - reward_start < margin or solved[0][1] - solved[-1][1] < margin:
         return []
     onset = next(step for step, value in solved if value <= solved[0][1] - margin)
     return [Finding("problem", onset,
@@ -557,14 +592,15 @@ def check_held_out(run, settings, keys):
 def check_compute(run, settings, keys):
     """The bill, as a note: where step time goes and how fast samples come."""
     parts, step, totals = [], int(run.rows[-1]["step"]), time_totals(run)
-    share = totals["generation_share"]
+    share = totals["generation_share"] if finite(totals["generation_share"]) else None
     if share is not None:
         parts.append(f"generation {share:.0%} of step time")
-    if all(totals[key] for key in TOKEN_RATES):
+    if all(finite(totals[key]) and totals[key] for key in TOKEN_RATES):
         parts.append("generated tokens/s: " + ", ".join(f"{totals[key]:.0f} of {phase} time"
                                                         for key, phase in TOKEN_RATES.items()))
     # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
-    seconds = wall_time(run) or sum(v for _, v in points(run, "step_time"))
+    seconds = wall_time(run) if finite(wall_time(run)) else None
+    seconds = seconds or sum(v for _, v in points(run, "step_time"))
     samples = last(run, GENERATED_SAMPLES)  # a row that only reused a batch has none
     if seconds and finite(samples):
         parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
@@ -608,16 +644,18 @@ SYMPTOMS = (check_truncation, check_entropy, check_idle_groups, check_format)  #
 
 def diagnose(path, loaded: Run | None = None) -> Diagnosis:
     """Every check on the run in `path` (see `load_any_run` for `loaded`)."""
-    run, source, settings = load_any_run(path, loaded)
+    run, source, settings, unread = load_any_run(path, loaded)
     keys = {reading: key_for(run, reading) for reading in READINGS}
     findings, skipped, follow_on = [], [], []
     for check, needs in CHECKS:
         if needs and not any(keys.get(n) for n in needs):
             skipped.append(check.__name__.removeprefix("check_"))
-            continue
-        found = check(run, settings, keys)
-        findings += found
-        follow_on += found if check in SYMPTOMS else []
+        else:
+            found = check(run, settings, keys)
+            findings += found
+            follow_on += found if check in SYMPTOMS else []
+        if check is check_non_finite:  # causes first: a series never finite right after the divergences
+            findings += blind_readings(run, keys)
     diverged = [(f.step, i) for i, f in enumerate(findings, 1) if f.what.startswith(DIVERGED) and f.step is not None]
     for finding in follow_on:  # a diverged policy rambles, collapses, flattens groups: its remedy is the divergence's
         if diverged and finding.step is not None and finding.step >= min(diverged)[0]:
@@ -627,7 +665,7 @@ def diagnose(path, loaded: Run | None = None) -> Diagnosis:
     for reading, check in parts:
         if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it
             skipped.append(reading)
-    return Diagnosis(run, source, settings, findings, list(dict.fromkeys(skipped)))
+    return Diagnosis(run, source, settings, findings, list(dict.fromkeys(skipped)), unread)
 
 
 def thresholds_table() -> str:

@@ -7,13 +7,15 @@ compute axis: runs with different G, batch or data compare fairly at equal gener
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import enum
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
-from rlvr.inputs import ConfigError, load_yaml_mapping, read_text
+from rlvr.inputs import ConfigError, load_yaml_mapping, parse_json, read_allowed_pickle, read_json, read_text
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     ENTROPY,
@@ -93,7 +95,7 @@ def read_jsonl(path) -> list[dict]:
     rows, torn = [], 0
     for number, line in enumerate(read_text(path, "RUN_DIR").splitlines(), 1):
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except ValueError:
             torn += bool(line.strip())
             continue
@@ -118,7 +120,8 @@ def training_rows(rows: list, source) -> tuple[list[dict], dict]:
         if TRAIN_RUNTIME in row:
             final = row
         elif LOSS in row or REWARD in row or any(key.startswith(REWARD_PREFIX) for key in row):
-            if not isinstance(row.get("step"), (int, float)) or isinstance(row.get("step"), bool):
+            step = row.get("step")
+            if not isinstance(step, (int, float)) or isinstance(step, bool) or not math.isfinite(step):
                 raise ConfigError("RUN_DIR", f"{source}: row {number} has no step number ({', '.join(list(row)[:4])})")
             training.append(row)
         elif any(key.startswith(EVAL_PREFIX) for key in row):
@@ -147,11 +150,24 @@ class Run:
 
     def evaluation(self, name: str = "after") -> dict:
         """A held-out evaluation the sweep wrote (`eval/after.json`; the base model's `eval/before.json` sits in the
-        sweep folder above); {} when there is none."""
+        sweep folder above); {} when there is none. A damaged one is a ConfigError (`read_evaluation`)."""
         for path in (self.path / layout.EVAL_DIR / f"{name}.json", self.path.parent / layout.EVAL_DIR / f"{name}.json"):
             if path.exists():
-                return json.loads(path.read_text())
+                return read_evaluation(path)
         return {}
+
+    def checkpoint_evaluations(self) -> list[tuple[int, dict]]:
+        """(step, evaluation) of every evaluated checkpoint (`eval/checkpoint-N.json`), in step order."""
+        found = []
+        for path in (self.path / layout.EVAL_DIR).glob("checkpoint-*.json"):
+            if match := layout.CHECKPOINT.match(path.stem):
+                found.append((int(match.group(1)), read_evaluation(path)))
+        return sorted(found, key=lambda pair: pair[0])
+
+    def read_back(self) -> None:
+        """Read every evaluation file of the run now: a damaged one fails before a command writes anything, not
+        halfway through its report."""
+        self.evaluation("after"), self.evaluation("before"), self.checkpoint_evaluations(), evaluations_in(self.path)
 
     def held_out(self, name: str = "after") -> dict:
         """The overall block of a held-out evaluation; {} when there is none."""
@@ -162,9 +178,8 @@ class Run:
         logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
         samples = {count(row.get("step")): count(row.get(GENERATED_SAMPLES)) for row in self.rows}
         points = []
-        for path in (self.path / layout.EVAL_DIR).glob("checkpoint-*.json"):
-            step = int(path.stem.removeprefix("checkpoint-"))
-            value = json.loads(path.read_text()).get("overall", {}).get(key)
+        for step, evaluation in self.checkpoint_evaluations():
+            value = evaluation.get("overall", {}).get(key)
             if samples.get(step) is not None and value is not None:
                 points.append((samples[step], value))
         final = self.held_out("after").get(key) if (self.path / layout.EVAL_DIR / "after.json").exists() else None
@@ -211,17 +226,61 @@ def load_run(path, label: str | None = None) -> Run:
     return Run(path, label or path.name, *training_rows(read_jsonl(metrics), metrics))
 
 
-def saved_training_args(run_dir) -> dict:
-    """TRL's arguments as the trainer saw them (after CLI overrides), from training_args.bin; {} if absent."""
-    path = Path(run_dir) / "training_args.bin"
+def read_evaluation(path) -> dict:
+    """A held-out evaluation summary (`rlvr.analysis.evaluate` output): a JSON object whose `overall` is an object of
+    numbers and whose `by_length` maps each word length to one; anything else is one ConfigError naming the file."""
+    summary = read_json(path, "RUN_DIR", dict)
+    for part in ("overall", "by_length"):
+        if not isinstance(summary.get(part, {}), dict):
+            raise ConfigError("RUN_DIR", f"{path}: `{part}` is not an object: {str(summary[part])[:40]}")
+    if not all(isinstance(block, dict) for block in summary.get("by_length", {}).values()):
+        raise ConfigError("RUN_DIR", f"{path}: `by_length` must map each word length to an object")
+    return summary
+
+
+def training_args_classes() -> tuple[list, list]:
+    """(argument classes, what their fields hold): what a training_args.bin may build (`read_allowed_pickle`): the argument classes of transformers, of TRL's
+    trainers and of this repo's, the enums their fields hold, and the two accelerate objects TrainingArguments caches
+    (its device and distributed state), each filled in from the file without running its code."""
+    # start-up: TRL and the training configs cost seconds to import; only a training_args.bin needs them
+    import trl
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType
+    from transformers import Seq2SeqTrainingArguments, TrainingArguments
+    from transformers.debug_utils import DebugOption
+    from transformers.trainer_pt_utils import AcceleratorConfig
+    from transformers.trainer_utils import FSDPOption, HubStrategy, IntervalStrategy, SaveStrategy, SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    from rlvr.training.config import RLVRConfig, SingleRolloutConfig
+    from rlvr.training.dapo import DAPOConfig
+    from rlvr.training.ppo import PPOConfig
+
+    arguments = [TrainingArguments, Seq2SeqTrainingArguments, trl.GRPOConfig, trl.RLOOConfig, trl.SFTConfig,
+                 trl.DPOConfig, trl.KTOConfig, trl.RewardConfig, trl.DistillationConfig, RLVRConfig,
+                 SingleRolloutConfig, DAPOConfig, PPOConfig]
+    held = [AcceleratorConfig, PartialState, DistributedType, DebugOption, FSDPOption, HubStrategy, IntervalStrategy,
+            SaveStrategy, SchedulerType, OptimizerNames]
+    return arguments, held
+
+
+def saved_training_args(run_dir) -> tuple[dict, str | None]:
+    """(TRL's arguments as the trainer saw them, after CLI overrides, from training_args.bin; why it was not read).
+    ({}, None) without the file. The file is a pickle, so it is read without running anything (`read_allowed_pickle`);
+    one that holds anything else, or is damaged, is ({}, one line naming it): the caller goes on without the settings."""
+    path = Path(run_dir) / layout.TRAINING_ARGS
     if not path.exists():
-        return {}
-
-    # start-up: torch costs seconds to import (7.5 s measured on 2 loaded cores); only this pickle needs it, so
-    # `rlvr doctor` and the loaders read records without it
-    import torch
-
-    return torch.load(path, weights_only=False).to_dict()
+        return {}, None
+    arguments, held = training_args_classes()
+    try:
+        args = read_allowed_pickle(path, "RUN_DIR", [*arguments, *held])
+    except ConfigError as err:
+        return {}, err.message
+    if not isinstance(args, tuple(arguments)):
+        return {}, f"{path} not read: it holds {type(args).__name__}, not a trainer's arguments"
+    names = {f.name for f in dataclasses.fields(args)}
+    return {name: value.value if isinstance(value, enum.Enum) else value
+            for name, value in vars(args).items() if name in names}, None
 
 
 def find_run_dirs(path) -> list[Path]:
@@ -265,11 +324,16 @@ def evaluations_in(run_dir) -> list[tuple[Path, dict]]:
     paths += [run_dir.parent / "eval" / "before.json"]
     found = []
     for path in dict.fromkeys(paths):
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, ValueError):
+        if not path.exists():
             continue
-        if isinstance(summary, dict) and isinstance(summary.get("overall"), dict) and "by_length" in summary:
+        if path.parent == run_dir:  # the folder's own *.json (run.json, code.json, ...) need not be evaluations
+            try:
+                summary = read_evaluation(path)
+            except ConfigError:
+                continue
+        else:  # eval/ and before_after/ hold evaluations (and the pairing): a damaged file there is an error
+            summary = read_evaluation(path)
+        if "overall" in summary and "by_length" in summary:
             found.append((path, summary))
     return found
 
@@ -289,33 +353,39 @@ def newest_trainer_state(path: Path) -> Path | None:
 def load_trl_run(path: Path, state_file: Path) -> Run:
     """A plain TRL folder as a `Run`: log_history's training rows (those with a loss or a reward), the closing row
     (train_runtime) as `final`."""
-    try:
-        state = json.loads(state_file.read_text())
-        history = state["log_history"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ConfigError("RUN_DIR", f"{state_file}: not a readable trainer_state.json ({err})") from None
+    state = read_json(state_file, "RUN_DIR", dict)
+    if "log_history" not in state:
+        raise ConfigError("RUN_DIR", f"{state_file}: not a trainer_state.json (no log_history)")
+    history = state["log_history"]
     if not isinstance(history, list):
         raise ConfigError("RUN_DIR", f"{state_file}: log_history is not a list")
     return Run(path, path.name, *training_rows(history, f"{state_file} log_history"))
 
 
-def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict]:
-    """(run, where its rows came from, its settings): ours from metrics.jsonl + config.yaml (`loaded`: its rows as
-    the caller already read them), a plain TRL folder from trainer_state.json + training_args.bin. Bad input is a
-    ConfigError on RUN_DIR."""
+def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict, list[str]]:
+    """(run, where its rows came from, its settings, why a settings file was not read): ours from metrics.jsonl +
+    config.yaml (`loaded`: its rows as the caller already read them), a plain TRL folder from trainer_state.json +
+    training_args.bin (one that cannot be read safely is named in the last item, and the settings are {}). Bad
+    input is a ConfigError on RUN_DIR."""
     path = Path(path)
     if not path.is_dir():
         raise ConfigError("RUN_DIR", f"{path}: no such directory")
+    unread = []
     if (path / layout.METRICS).exists():
         run, source = loaded or load_run(path), "rlvr run (metrics.jsonl)"
         config = path / layout.CONFIG
         settings = load_yaml_mapping(config, "RUN_DIR") if config.exists() else {}
     elif state_file := newest_trainer_state(path):
         run, source = load_trl_run(path, state_file), f"plain TRL ({state_file.relative_to(path)})"
-        settings = saved_training_args(state_file.parent) or saved_training_args(path)
+        settings = {}
+        for folder in dict.fromkeys((state_file.parent, path)):  # the checkpoint's, else the final save's
+            settings, why = saved_training_args(folder)
+            unread += [why] if why else []
+            if settings:
+                break
     else:
         raise ConfigError("RUN_DIR", f"{path}: neither {layout.METRICS} nor {layout.TRAINER_STATE} (in it or in a "
                                      "checkpoint-*/ folder): not a run directory")
     if not run.rows:
         raise ConfigError("RUN_DIR", f"{path}: no training steps logged yet")
-    return run, source, settings if isinstance(settings, dict) else {}
+    return run, source, settings if isinstance(settings, dict) else {}, unread

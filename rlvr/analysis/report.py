@@ -43,7 +43,16 @@ from rlvr.analysis.summaries import (
     wall_time,
 )
 from rlvr.analysis.tables import markdown_table, series_table, summary_table
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, load_yaml_mapping, positive_int
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    check_writable_folder,
+    cli,
+    load_yaml_mapping,
+    positive_int,
+    read_json,
+    read_text,
+)
 from rlvr.metrics.keys import GENERATED_SAMPLES, GENERATED_TOKENS, TIME_PHASES, TOKEN_RATES, group_key, zero_std_key
 from rlvr.runs import layout
 from rlvr.training.config import check_model_reachable
@@ -62,12 +71,13 @@ def config_text(run_dir: Path, config: str | None = None) -> str:
         load_yaml_mapping(config, "--config")  # missing, a folder, binary or not a mapping: one line, nothing copied
     if config and not own.exists():
         shutil.copyfile(config, own)
-    args = saved_training_args(run_dir)
+    args, unread = saved_training_args(run_dir)
+    note = f"# {unread}\n" if unread else ""
     if own.exists():
-        text = own.read_text()
-        return text.rstrip("\n") + "\n" + cli_overrides_note(yaml.safe_load(text) or {}, args)
+        recipe = load_yaml_mapping(own, "RUN_DIR")
+        return read_text(own, "RUN_DIR").rstrip("\n") + "\n" + note + cli_overrides_note(recipe, args)
     if not args:
-        return "# no config.yaml or training_args.bin in the run directory; pass --config RECIPE.yaml\n"
+        return note + "# no config.yaml or readable training_args.bin in the run directory; pass --config RECIPE.yaml\n"
     shown = {key: args[key] for key in TRAINING_ARGS_SHOWN if key in args}
     return ("# from training_args.bin (TRL's arguments only: pass --config RECIPE.yaml for the data spec and rewards)\n"
             + yaml.safe_dump(shown, sort_keys=False))
@@ -292,8 +302,9 @@ def doctor_section(run: Run) -> list[str]:
     diagnosis = doctor.diagnose(run.path, run)
     verdict = (f"**{len(diagnosis.problems)} problem(s) found.**" if diagnosis.problems else "**No problem found.**")
     skipped = f" Not checked (no keys for it in this run): {', '.join(diagnosis.skipped)}." if diagnosis.skipped else ""
+    unread = "".join(f" {line[0].upper()}{line[1:]}." for line in diagnosis.unread_lines())
     return ["## Doctor",
-            f"{verdict} `rlvr doctor {run.path}` (thresholds and their reasons: docs/doctor.md).{skipped}",
+            f"{verdict} `rlvr doctor {run.path}` (thresholds and their reasons: docs/doctor.md).{skipped}{unread}",
             "\n".join(diagnosis.lines()) or "(no findings)"]  # each line starts "N. ": a Markdown numbered list
 
 
@@ -367,20 +378,26 @@ def trained_by(runs: list[Run]) -> str:
     groups: dict[str, list[str]] = {}
     for run in runs:
         try:
-            record = json.loads((run.path / layout.CODE).read_text())
+            record = read_json(run.path / layout.CODE, "RUN_DIR", dict)
             code, machine = record["trained_by"], record.get("machine") or {}
             versions = ", ".join(f"{name} {code['libraries'][name]}" for name in ("torch", "transformers", "trl"))
             what = f"code `{code['sources']}` ({versions}) on {machine['cpu']}, {machine['cpu_capability']} kernels"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ConfigError, KeyError, TypeError):
             what = f"no readable {layout.CODE}"
         groups.setdefault(what, []).append(run.label)
     said = [f"{what} ({len(labels)} run{'s' * (len(labels) > 1)})" for what, labels in groups.items()]
     return "Trained by " + "; ".join(said) + "."
 
 
+def sweep_spec(sweep_dir: Path) -> dict | None:
+    """The sweep.yaml a sweep folder keeps (its spec, as the sweep read it); None when there is none."""
+    spec = sweep_dir / layout.SWEEP_SPEC
+    return load_yaml_mapping(spec, "RUN_DIR", "a sweep spec mapping") if spec.exists() else None
+
+
 def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str] | None = None,
-                 x_axes=("step", "samples")) -> str:
-    runs = load_runs([sweep_dir])
+                 x_axes=("step", "samples"), runs: list[Run] | None = None) -> str:
+    runs = runs or load_runs([sweep_dir])
     if only:  # a page over some settings of a bigger sweep (an ablation that shares the reference runs)
         runs = [run for run in runs if run.label in only or seed_group(run.label) in only]
         if not runs:
@@ -388,7 +405,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
     pngs = plot_runs(runs, report_dir / layout.PLOTS_DIR, x_axes)
     summary_dir = report_dir  # beside the page (the sweep folder itself for its default report)
     spec = sweep_dir / layout.SWEEP_SPEC
-    labels = (yaml.safe_load(spec.read_text()) or {}).get("labels") if spec.exists() else None
+    labels = (sweep_spec(sweep_dir) or {}).get("labels")
     summary = write_summary(runs, summary_dir, last_k, labels[0] if isinstance(labels, list) and labels else None)
     inside = lambda path: Path(os.path.abspath(path)).is_relative_to(os.path.abspath(report_dir))
     run_links = [  # a page published outside the sweep folder (results/) names the records instead of linking them
@@ -402,7 +419,7 @@ def sweep_report(sweep_dir: Path, report_dir: Path, last_k: int, only: list[str]
         f"`{sweep_dir}` · {len(runs)} runs",
         trained_by(runs),
         "## Sweep spec",
-        f"```yaml\n{spec.read_text().rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
+        f"```yaml\n{read_text(spec, 'RUN_DIR').rstrip()}\n```" if spec.exists() else "(no sweep.yaml in the directory)",
         *settings_section(summary),
         *length_section(runs),
         "## Summary",
@@ -452,15 +469,28 @@ def build_report(path, out=None, before: str | None = None, config: str | None =
             check_model_reachable(before, will_build=False)
         except ConfigError as err:
             raise ConfigError("--before", err.message) from None
+    if before and dirs != [path]:
+        raise ConfigError("--before", "before/after runs per run directory; point the report at one run")
+    runs = load_runs([path])
+    read_back(path, runs, single=dirs == [path])
     out.parent.mkdir(parents=True, exist_ok=True)
     if dirs == [path]:
-        text = run_report(load_runs([path])[0], out.parent, config, before, num_prompts, last_k, max_rows)
+        text = run_report(runs[0], out.parent, config, before, num_prompts, last_k, max_rows)
     else:
-        if before:
-            raise ConfigError("--before", "before/after runs per run directory; point the report at one run")
-        text = sweep_report(path, out.parent, last_k, only, x_axes)
+        text = sweep_report(path, out.parent, last_k, only, x_axes, runs)
     out.write_text(text + "\n")
     return out
+
+
+def read_back(path: Path, runs: list[Run], single: bool) -> None:
+    """Every file the report will read, read now: a damaged one is one line before anything is written."""
+    for run in runs:
+        run.read_back()
+        before_after.load(run.path)
+        if (run.path / layout.CONFIG).exists():
+            load_yaml_mapping(run.path / layout.CONFIG, "RUN_DIR")
+    if not single:
+        sweep_spec(path)
 
 
 def main(argv: list[str] | None = None) -> Path:

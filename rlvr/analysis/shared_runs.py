@@ -13,11 +13,9 @@ import os
 import shutil
 from pathlib import Path
 
-import yaml
-
 from rlvr.analysis.loaders import load_run
 from rlvr.analysis.sweep_spec import Spec, Variant, load_spec
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, load_yaml_mapping
 from rlvr.runs import layout
 from rlvr.runs.code_record import code_identity, other_code
 from rlvr.training.config import load_recipe
@@ -62,7 +60,10 @@ def find_shared_run(variant: Variant, spec: Spec, out: Path) -> tuple[Path, bool
         run_dir = recipe.parent
         if is_linked(run_dir) or run_dir == variant.run_dir or not (run_dir / layout.METRICS).exists():
             continue
-        old = yaml.safe_load(recipe.read_text()) or {}
+        try:
+            old = load_yaml_mapping(recipe, "--out")
+        except ConfigError:  # another sweep's damaged recipe: not a run to share (its own sweep names it)
+            continue
         if (old.get("seed"), old.get("max_steps")) == (variant.config.get("seed"), variant.config.get("max_steps")):
             candidates.append((run_dir, old))  # cheap filter first: parsing is the slow part
     if not candidates:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import os
 import shlex
 import signal
@@ -40,13 +39,30 @@ import yaml
 
 from rlvr.analysis import sweep_slurm
 from rlvr.analysis.evaluate import evaluate
-from rlvr.analysis.loaders import load_run, load_runs
+from rlvr.analysis.loaders import load_run, load_runs, read_evaluation
 from rlvr.analysis.report import build_report
 from rlvr.analysis.shared_runs import clear_stale_link, find_shared_run, is_linked, run_identity, share
 from rlvr.analysis.summaries import summarize
-from rlvr.analysis.sweep_spec import Spec, Variant, load_spec, plan, render_config, select, validate_variant
+from rlvr.analysis.sweep_spec import (
+    Spec,
+    Variant,
+    evaluation_data,
+    load_spec,
+    plan,
+    render_config,
+    select,
+    validate_variant,
+)
 from rlvr.analysis.tables import summary_table, text_table
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    UniqueKeyLoader,
+    check_writable_folder,
+    cli,
+    load_yaml_mapping,
+    positive_int,
+)
 from rlvr.runs import layout, tools
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
@@ -63,7 +79,7 @@ def status(variant: Variant) -> str:
     linked = is_linked(variant.run_dir)
     if not variant.config_path.exists():
         return "pending"  # never trained, or a link to a run since deleted (cleared by `clear_stale_link`)
-    old = yaml.safe_load(variant.config_path.read_text()) or {}
+    old = load_yaml_mapping(variant.config_path, "--out", "the recipe mapping the sweep wrote")
     if linked and run_identity(old) == run_identity(variant.config):
         return "done" if load_run(variant.run_dir).finished else "pending"
     if old != variant.config:
@@ -191,7 +207,7 @@ def eval_recipe(config: dict, spec: Spec, target: Path) -> Path:
     runs trained on different data (a word-length sweep) are all measured on one held-out set."""
     recipe = copy.deepcopy(config)
     if spec.evaluate.get("data"):
-        recipe["data"] = {**recipe.get("data", {}), **spec.evaluate["data"]}
+        recipe["data"] = evaluation_data(config, spec)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(yaml.safe_dump(recipe, sort_keys=False))
     return target
@@ -201,7 +217,7 @@ def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: st
     """Held-out pass@k of one model, written to <out_dir>/eval/<name>.json (skipped when already there)."""
     output = out_dir / layout.EVAL_DIR / f"{name}.json"
     if output.exists():
-        return json.loads(output.read_text())
+        return read_evaluation(output)
     recipe = eval_recipe(config, spec, out_dir / layout.EVAL_DIR / f"{name}.recipe.yaml")
     options = spec.evaluate
     return evaluate(str(recipe), model_path=model, num_samples=options["num_samples"], ks=tuple(options["k"]),
@@ -413,9 +429,9 @@ def parse_overrides(extra: list[str]) -> dict:
         else:
             raise ConfigError(flag, "needs a value")
         try:
-            pairs[key] = yaml.safe_load(value)
+            pairs[key] = yaml.load(value, Loader=UniqueKeyLoader)  # a SafeLoader with nesting bounded
         except yaml.YAMLError:
-            raise ConfigError(f"--{key}", f"cannot read {value!r} as a YAML value") from None
+            raise ConfigError(f"--{key}", f"cannot read {value[:80]!r} as a YAML value") from None
     return pairs
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from rlvr.analysis.sweep_spec import Variant
-from rlvr.inputs import ConfigError, read_text
+from rlvr.inputs import ConfigError, read_json, read_text
 from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def report_script(sweep: str, command: list[str], slurm_dir: Path, options: list
 
 def submissions(sweep_dir: Path) -> list[dict]:
     path = sweep_dir / SLURM_DIR / JOBS_FILE
-    return json.loads(path.read_text()) if path.exists() else []
+    return read_json(path, "--out", list) if path.exists() else []
 
 
 def task_indices(text: str) -> list[int]:

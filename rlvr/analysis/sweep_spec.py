@@ -30,10 +30,12 @@ from pathlib import Path
 import yaml
 
 from rlvr.analysis.summaries import seed_group
+from rlvr.data.spec import DATA_EXAMPLE, DATA_FIELDS, DataSpec
 from rlvr.inputs import (
     ConfigError,
     load_recipe_yaml,
     load_yaml_mapping,
+    mapping_field,
     non_negative_float,
     positive_int,
     reject_unknown_keys,
@@ -139,6 +141,8 @@ def load_spec(path) -> Spec:
                     kind(str(evaluation[name]))
                 except argparse.ArgumentTypeError as err:
                     raise ConfigError(f"evaluate.{name}", str(err)) from None
+        if evaluation["data"] is not None:  # its fields here; merged over each run's data, in `validate_variant`
+            evaluation["data"] = mapping_field(evaluation["data"], "evaluate.data", DATA_FIELDS, DATA_EXAMPLE)
     return Spec(raw["name"], key, values, raw.get("base"), fixed, labels, budget, seeds, evaluation, text)
 
 
@@ -217,8 +221,17 @@ def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
         )
         if getattr(t, "dynamic_sampling", False):  # resampling makes samples per step vary: stop on samples instead
             variant.config.setdefault("max_generated_samples", spec.samples_budget)
+    if spec.evaluate and spec.evaluate.get("data"):  # the held-out set it is measured on, checked as a recipe's data
+        DataSpec.from_dict(evaluation_data(variant.config, spec), "evaluate.data")
     if spec.evaluate and spec.evaluate.get("every_steps"):  # checkpoints to evaluate along the way
         variant.config.update(save_strategy="steps", save_steps=spec.evaluate["every_steps"])
+
+
+def evaluation_data(config: dict, spec: Spec) -> dict:
+    """The data a run is evaluated on: its recipe's `data`, with the spec's `evaluate.data` fields over it, so runs
+    trained on different data (a word-length sweep) are all measured on one held-out set."""
+    own = config.get("data") or {}
+    return {**(mapping_field(own, "data", DATA_FIELDS, DATA_EXAMPLE)), **(spec.evaluate.get("data") or {})}
 
 
 def render_config(variant: Variant, spec: Spec) -> str:

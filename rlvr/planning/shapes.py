@@ -7,7 +7,6 @@ a per-phase plan.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict, dataclass
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoTokenizer
 
-from rlvr.inputs import ConfigError, load_yaml_mapping
+from rlvr.inputs import ConfigError, load_yaml_mapping, read_json
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
@@ -76,7 +75,7 @@ def resolve_shape(name_or_path: str, build_tiny_model: bool = False) -> ModelSha
     """Offline: a local folder's config.json, a known Qwen3 name, the tiny model about to be built, or the HF cache."""
     local = Path(name_or_path) / "config.json"
     if local.exists():
-        return shape_from_config(name_or_path, json.loads(local.read_text()))
+        return shape_from_config(name_or_path, read_json(local, "model_name_or_path", dict))
     for known, shape in KNOWN_SHAPES.items():
         if name_or_path.lower() in (known.lower(), known.split("/")[1].lower()):
             return shape
@@ -151,7 +150,7 @@ def zero_stage_of(training, env=os.environ) -> int:
     """The ZeRO stage of this run: `deepspeed` in the training args, else what `accelerate launch` exported; 0 = none."""
     ds = getattr(training, "deepspeed", None)
     if isinstance(ds, str) and os.path.exists(ds):
-        ds = json.loads(Path(ds).read_text())
+        ds = read_json(ds, "deepspeed", dict)
     if isinstance(ds, dict):
         return int(ds.get("zero_optimization", {}).get("stage", 0))
     if str(env.get("ACCELERATE_USE_DEEPSPEED", "")).lower() == "true":

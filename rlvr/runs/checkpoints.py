@@ -8,11 +8,10 @@ reports the torn ones it passed over.
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 
-from rlvr.inputs import one_line
+from rlvr.inputs import one_line, parse_json
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 
@@ -21,7 +20,7 @@ def checkpoint_problem(path) -> str | None:
     """Why a checkpoint folder cannot be resumed from (None when it can): a readable state and whole weights."""
     path = Path(path)
     try:
-        state = json.loads((path / layout.TRAINER_STATE).read_text())
+        state = parse_json((path / layout.TRAINER_STATE).read_text())
     except FileNotFoundError:
         return "no trainer_state.json"
     except (OSError, ValueError):
@@ -55,7 +54,7 @@ def weights_problem(folder: Path, required: bool = False) -> str | None:
     for index in SHARD_INDEXES:
         if (folder / index).exists():
             try:
-                shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
+                shards = sorted(set(parse_json((folder / index).read_text())["weight_map"].values()))
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
                 return f"{folder / index} is not a weight index ({one_line(err)})"
             missing = [s for s in shards if not (folder / s).is_file()]
@@ -85,7 +84,7 @@ def _weight_file_problem(path: Path) -> str | None:
                 length = int.from_bytes(head, "little")
                 if length > size - 8:
                     return f"{path} is cut short: its header alone should be {length} bytes, the file has {size}"
-                header = json.loads(f.read(length))
+                header = parse_json(f.read(length))
                 end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
                 if 8 + length + end > size:
                     return f"{path} is cut short: {size} bytes, its header describes {8 + length + end}"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.inputs import ConfigError, read_json
 from rlvr.runs import layout
 
 # The packages whose sources change what a run computes (rlvr.rewards is rewards/, rlvr.data data/, rlvr.recipes
@@ -103,7 +104,7 @@ def record_code(output_dir: str | Path, identity: dict | None = None, machine: d
     identity = code_identity() if identity is None else identity
     machine = machine_identity() if machine is None else machine
     path = Path(output_dir) / layout.CODE
-    record = json.loads(path.read_text()) if path.exists() else {"trained_by": identity, "machine": machine}
+    record = read_json(path, "output_dir", dict) if path.exists() else {"trained_by": identity, "machine": machine}
     resumed_by = record.get("resumed_by", [])
     if record["trained_by"] != identity and identity not in resumed_by:
         record["resumed_by"] = [*resumed_by, identity]
@@ -119,10 +120,15 @@ def other_code(run_dir: str | Path, identity: dict) -> str | None:
     path = Path(run_dir) / layout.CODE
     if not path.exists():
         return f"it has no {layout.CODE} (trained before runs recorded their code)"
-    record = json.loads(path.read_text())
+    try:
+        record = read_json(path, "output_dir", dict)
+    except ConfigError as err:
+        return f"its {layout.CODE} cannot be read ({err.message})"
     if record.get("resumed_by"):
         return "it was resumed under other code"
-    trained_by = record["trained_by"]
+    trained_by = record.get("trained_by")
+    if not isinstance(trained_by, dict):
+        return f"its {layout.CODE} names no code (no trained_by object)"
     then = trained_by.get("libraries", {})
     differs = (["the training sources"] if trained_by.get("sources") != identity["sources"] else []) + [
         f"{name} {then.get(name)} -> {now}" for name, now in identity["libraries"].items() if then.get(name) != now]

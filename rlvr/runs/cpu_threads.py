@@ -28,12 +28,17 @@ def local_processes(environ=None) -> int:
 
 
 def parse_cpu_threads(value) -> int | None:
-    """'auto' -> None (decide from the machine); a positive integer -> itself; anything else raises ValueError."""
+    """'auto' -> None (decide from the machine); a positive integer up to this machine's cores -> itself (more
+    intra-op threads than cores only contend, and a count past a C int overflows torch's call); anything else raises
+    ValueError."""
     text = str(value).strip().lower()
     if text == "auto":
         return None
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"{value!r} is neither 'auto' nor a positive integer (1 = the crowded-machine setting)")
+    cores = os.cpu_count() or 1
+    if int(text) > cores:
+        raise ValueError(f"{text} threads is more than this machine's {cores} cores; use auto, or 1 to {cores}")
     return int(text)
 
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlvr.inputs import ConfigError, check_writable_folder
+from rlvr.inputs import ConfigError, check_writable_folder, parse_json
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 from rlvr.runs.lock import RunLock, agree, broadcast
@@ -30,7 +30,7 @@ from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, checkpoint_step, describ
 RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
                layout.REPORT, layout.PLOTS_DIR, layout.SUMMARY_JSON, layout.SUMMARY_CSV, layout.SUMMARY_MD,
                layout.EVAL_DIR, layout.BEFORE_AFTER_DIR)
-FINAL_MODEL = ("config.json", "generation_config.json", "training_args.bin", "README.md", "chat_template.jinja",
+FINAL_MODEL = ("config.json", "generation_config.json", layout.TRAINING_ARGS, "README.md", "chat_template.jinja",
                "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
                "merges.txt", "tokenizer.model", "adapter_config.json", *WEIGHT_FILES, *SHARD_INDEXES)
 WRITTEN_BY_A_RUN = re.compile(r"^(checkpoint-\d+|(model|pytorch_model|adapter_model)-\d+-of-\d+\.(safetensors|bin))$")
@@ -223,7 +223,7 @@ def start_record(path, global_step: int, record: RecordFile | None = None) -> st
     kept, dropped = [], 0
     for line in path.read_text().splitlines():
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except ValueError:
             row = None  # a torn line from the crash
         if isinstance(row, dict) and record.keeps(row, global_step):

@@ -11,6 +11,7 @@
         reward_error.json                the first failing reward call, if any
         checkpoint-<step>/               Trainer checkpoints (trainer_state.json written last)
         model.safetensors, ...           the final policy
+        training_args.bin                TRL's arguments, pickled by the Trainer (read back only by an allow-list)
         train.log                        the run's console, when a sweep launched it
         recipe.yaml                      the recipe a sweep wrote and launched
         eval/after.json                  a sweep's held-out evaluation of this run (+ .rollouts.jsonl, .recipe.yaml)
@@ -36,6 +37,7 @@ METRICS = "metrics.jsonl"
 ROLLOUTS = "rollouts.jsonl"
 REWARD_ERROR = "reward_error.json"
 TRAINER_STATE = "trainer_state.json"
+TRAINING_ARGS = "training_args.bin"
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 TRAIN_LOG = "train.log"
 SWEEP_RECIPE = "recipe.yaml"

@@ -22,13 +22,13 @@ from typing import ClassVar
 
 import torch.distributed as dist
 
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, parse_json
 from rlvr.runs import layout
 
 
 def _holder(path: Path) -> dict:
     try:
-        holder = json.loads(path.read_text())
+        holder = parse_json(path.read_text())
     except (OSError, ValueError):
         return {}
     return holder if isinstance(holder, dict) else {}

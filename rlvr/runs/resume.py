@@ -18,7 +18,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.inputs import ConfigError, read_yaml
+from rlvr.inputs import ConfigError, load_yaml_mapping, parse_json
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe
 
@@ -76,7 +76,7 @@ class RunIdentityCallback(TrainerCallback, ExportableState):
 def read_run_json(folder) -> dict | None:
     """The folder's run.json, or None (no run yet, or a folder from before run ids)."""
     try:
-        run = json.loads((Path(folder) / layout.RUN).read_text())
+        run = parse_json((Path(folder) / layout.RUN).read_text())
     except (OSError, ValueError):
         return None
     return run if isinstance(run, dict) and isinstance(run.get("run_id"), str) else None
@@ -85,7 +85,7 @@ def read_run_json(folder) -> dict | None:
 def checkpoint_run_id(checkpoint) -> str | None:
     """Which run saved a checkpoint (None: saved before run ids, or by plain TRL)."""
     try:
-        state = json.loads((Path(checkpoint) / layout.TRAINER_STATE).read_text())
+        state = parse_json((Path(checkpoint) / layout.TRAINER_STATE).read_text())
         entry = state["stateful_callbacks"][RunIdentityCallback.__name__]
         return (entry[0] if isinstance(entry, list) else entry)["args"]["run_id"]
     except (OSError, ValueError, KeyError, TypeError, IndexError):
@@ -122,9 +122,7 @@ def recipe_values(args, training, model, processes: int) -> dict:
 
 
 def _old_recipe(config_path: Path, processes: int) -> dict:
-    old = read_yaml(config_path, "resume_from_checkpoint")
-    if not isinstance(old, dict):
-        raise ConfigError("resume_from_checkpoint", f"{config_path} is not a recipe mapping")
+    old = load_yaml_mapping(config_path, "resume_from_checkpoint", "the recipe mapping the run trained with")
     env = old.pop("env", None)  # parsing it would set the old run's environment variables in this process
     try:
         loaded = load_recipe([], config=old, source=str(config_path))

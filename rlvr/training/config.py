@@ -239,6 +239,16 @@ def _launch_flags(argv: list[str]):
     return flags, rest
 
 
+def parse_error(err: Exception, dataclass_types) -> ConfigError:
+    """A dataclass parser's error (or a config's own `__post_init__` check) as one ConfigError: an unknown flag or
+    YAML key names itself, anything else the field its message names."""
+    message = " ".join(str(err).split()) or type(err).__name__
+    unknown = re.search(r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message)
+    if unknown:
+        return ConfigError(unknown.group(1), "unknown command-line field")
+    return ConfigError(_field_named_in(message, dataclass_types), message)
+
+
 def _field_named_in(message: str, dataclass_types) -> str:
     """The first config field a library error message mentions, for a one-line error that names it."""
     names = {f.name for cls in dataclass_types for f in fields(cls)} | {"env"}
@@ -289,11 +299,7 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
     except ConfigError:
         raise
     except (ValueError, TypeError, ArithmeticError) as err:  # the configs' own __post_init__ checks
-        message = " ".join(str(err).split()) or type(err).__name__
-        unknown = re.search(r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message)
-        if unknown:
-            raise ConfigError(unknown.group(1), "unknown command-line field") from None
-        raise ConfigError(_field_named_in(message, dataclass_types), message) from None
+        raise parse_error(err, dataclass_types) from None
     training.algorithm = algorithm
     return LoadedRecipe(config, source, argv, args, training, model_args)
 

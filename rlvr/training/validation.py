@@ -15,7 +15,6 @@ DAPO, PPO and the single-rollout configs alike.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -27,7 +26,7 @@ from pathlib import Path
 from transformers import TrainingArguments
 from trl import GRPOConfig
 
-from rlvr.inputs import ConfigError, check_writable_folder, one_line
+from rlvr.inputs import ConfigError, check_writable_folder, one_line, parse_json
 from rlvr.runs.checkpoints import weights_problem
 from rlvr.runs.tracking import check_trackers
 
@@ -310,7 +309,7 @@ def check_model_folder(value: str, field: str) -> None:
     for name in MODEL_FILES:
         if (path / name).exists():
             try:
-                config = json.loads((path / name).read_text())
+                config = parse_json((path / name).read_text())
             except (OSError, UnicodeDecodeError, ValueError) as err:
                 raise ConfigError(field, f"{path / name} is not valid JSON ({one_line(err)})") from None
             if not isinstance(config, dict):
