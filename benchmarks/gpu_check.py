@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.machine_load import measured_load  # noqa: E402
 from benchmarks.tiny_main_job import DEFAULT_CONFIG as MAIN_JOB_CONFIG  # noqa: E402
-from benchmarks.tiny_main_job import expectation_lines  # noqa: E402
+from benchmarks.tiny_main_job import expectation  # noqa: E402
 from rlvr.inputs import ArgumentParser, ConfigError, cli  # noqa: E402
 from rlvr.metrics.keys import (  # noqa: E402
     COUNTERS as COUNTED,
@@ -551,7 +551,7 @@ def main_job_note(report: dict) -> str:
     from README's command in MAIN_JOB_OVERRIDES alone, so the ranges apply)."""
     wall = report["wall_s"]
     return (f"exact match {report['before']['exact_match']:.3f} -> {report['after']['exact_match']:.3f}; GRPO "
-            f"{wall['grpo']:.0f} s of {wall['total']:.0f} s; " + "; ".join(expectation_lines(report, comparable=True)))
+            f"{wall['grpo']:.0f} s of {wall['total']:.0f} s; " + "; ".join(line for line, _ in expectation(report)))
 
 
 def compare_speedups(without: dict, with_: dict) -> str:
