@@ -169,7 +169,7 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
 
     from transformers import TrainerControl
 
-    from rlvr.runs.stopping import PreemptionCallback
+    from rlvr.training.stopping import PreemptionCallback
 
     callback = PreemptionCallback()
     args, state, control = SimpleNamespace(output_dir=str(tmp_path), device="cpu"), SimpleNamespace(global_step=7), \
@@ -195,7 +195,7 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
 def test_a_second_signal_ends_the_process_at_once():
     """Ctrl-C twice: the first is honoured at the step end, the second takes the default action immediately."""
     code = ("import os, signal, types\n"
-            "from rlvr.runs.stopping import PreemptionCallback\n"
+            "from rlvr.training.stopping import PreemptionCallback\n"
             "cb = PreemptionCallback()\n"
             "cb.on_train_begin(None, None, None)\n"
             "os.kill(os.getpid(), signal.SIGTERM)\n"

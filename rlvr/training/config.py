@@ -22,7 +22,7 @@ from rlvr.inputs import ArgumentParser, ConfigError, flag_in_message, load_recip
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.runs.cpu_threads import parse_cpu_threads
-from rlvr.runs.stopping import check_divergence_fields
+from rlvr.training.stopping import check_divergence_fields
 from rlvr.speedups.registry import parse_speedups
 from rlvr.training import algorithms
 from rlvr.training.algorithms import check_algorithm_config, config_class
@@ -74,7 +74,7 @@ class RecipeArguments(ScriptArguments):
     )
     divergence_guard: bool = field(
         default=True,
-        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/runs/stopping.py)."},
+        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/stopping.py)."},
     )
     min_mean_reward: float | None = field(
         default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
