@@ -14,7 +14,7 @@ from test_doctor import healthy_rows, write_run
 from test_readings import load_example
 
 from rlvr.analysis import doctor
-from rlvr.analysis.evaluate import score, summarize
+from rlvr.metrics.scoring import score, summarize
 from rlvr.analysis.loaders import load_run
 from rlvr.metrics.callbacks import format_line
 from rlvr.metrics.held_out import HeldOutCallback, held_out_figures

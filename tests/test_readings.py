@@ -265,7 +265,8 @@ def test_the_plain_trl_example_across_two_processes(tmp_path):
 
 
 def test_evaluation_reports_the_watches_by_word_length():
-    from rlvr.analysis.evaluate import format_table, summarize
+    from rlvr.analysis.evaluate import format_table
+    from rlvr.metrics.scoring import summarize
 
     def record(prompt_id, length, text, answer, cut):
         return {"prompt_id": prompt_id, "difficulty": length, "completion": text, "answer": answer,

@@ -12,7 +12,8 @@ import torch
 from rlvr.recipes.tiny.model import TAG_TOKENS
 from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
 
-from rlvr.analysis.evaluate import evaluate, pass_at_k
+from rlvr.analysis.evaluate import evaluate
+from rlvr.metrics.estimators import pass_at_k
 from rlvr.inputs import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

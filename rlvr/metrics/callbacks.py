@@ -31,7 +31,11 @@ from rlvr.metrics.keys import (
     zero_std_key,
 )
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
-from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
+from rlvr.runs import layout
+from rlvr.runs.folder import RecordFile, start_record
+
+METRICS = RecordFile(layout.METRICS, closing_keys=(TRAIN_RUNTIME,))  # TRL's closing row: a resume drops it
+ROLLOUTS = RecordFile(layout.ROLLOUTS)
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):

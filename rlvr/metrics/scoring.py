@@ -15,7 +15,7 @@ from collections import defaultdict
 import torch
 
 from rlvr.metrics.estimators import maj_at_k, pass_at_k
-from rlvr.metrics.keys import EXACT_MATCH, maj_key, mean_key, pass_key, step_key
+from rlvr.metrics.keys import BINARY, EXACT_MATCH, maj_key, mean_key, pass_key, step_key
 from rlvr.metrics.reward_batch import RewardBatch, is_truncated, reward_components
 from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.rewards.functions import exact_answer, extract_last_answer
@@ -23,7 +23,7 @@ from rlvr.rewards.functions import exact_answer, extract_last_answer
 # What a record holds besides its reward components
 RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "task", "completion", "completion_tokens",
                  "truncated", "exact")
-DEFAULT_COMPONENTS = ("correctness", "format", "success", "binary")
+DEFAULT_COMPONENTS = ("correctness", "format", "success", BINARY)
 WATCHES = ("false_full_credit", "truncated", "truncated_wrong", "hollow_format")  # the trainer's step/* watches
 
 

@@ -42,7 +42,7 @@ from rlvr.runs.disk import disk_full_exits
 from rlvr.runs.folder import check_model_outside, claim, refuse_if_in_use
 from rlvr.runs.resume import RunIdentityCallback, check_resume
 from rlvr.runs.tracking import configure_trackers
-from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
+from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, resume_fields, validate
 from rlvr.training.curriculum import curriculum_callback_for
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
 from rlvr.training.stopping import (
@@ -166,7 +166,7 @@ def hold_run_folder(recipe: Recipe):
     outcome for `claim_run_folder`."""
     training = recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
-    resume = check_resume(recipe, checkpoint, training.world_size)
+    resume = check_resume(recipe, checkpoint, training.world_size, resume_fields(recipe, training.world_size))
     if checkpoint:
         print(f"[resume] from {checkpoint} (run {resume.run_id or 'from before run ids'})", flush=True)
     check_model_outside(recipe, resume)

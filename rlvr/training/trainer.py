@@ -29,6 +29,7 @@ from rlvr.metrics.callbacks import RolloutLedger
 from rlvr.metrics.held_out import held_out_callback
 from rlvr.metrics.keys import (
     COUNTERS,
+    GENERATED_TOKENS,
     GENERATION_SHARE,
     TIME_TOTAL,
     TOKEN_RATES,
@@ -206,7 +207,7 @@ class TimingMixin:
 
     def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
         if batch.mode == "train":
-            self._account("generated_tokens", sum(batch.completion_lengths))
+            self._account(GENERATED_TOKENS, sum(batch.completion_lengths))
         super()._on_reward_batch(batch, kwargs)
 
     def _generate(self, prompts):
@@ -251,7 +252,7 @@ class TimingMixin:
         if step == 0.0:
             return {}
         total = step + spent.get("optimizer", 0.0)
-        tokens, seconds = spent.get("generated_tokens", 0.0), {"generation": generation, "total": total}
+        tokens, seconds = spent.get(GENERATED_TOKENS, 0.0), {"generation": generation, "total": total}
         # a window that only reused a batch generated nothing: no rate (the whole run's is the bill's, rlvr doctor)
         rates = {key: tokens / seconds[phase] for key, phase in TOKEN_RATES.items() if tokens and seconds[phase] > 0}
         return {
