@@ -23,8 +23,6 @@ import signal
 import subprocess
 import sys
 import time
-
-import pytest
 from collections import Counter
 from pathlib import Path
 
