@@ -22,9 +22,8 @@ from collections import Counter
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
-
 from conftest import FAST_RECIPE, REPO
+from safetensors.torch import save_file
 
 DRIVER = '''
 import os, signal, sys

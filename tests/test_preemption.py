@@ -30,8 +30,8 @@ import pytest
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.analysis.loaders import load_run
-from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.metrics.keys import is_timing
+from rlvr.runs.checkpoints import checkpoint_problem
 
 MAX_STEPS = 4
 # The step whose record triggers the signal: the run is then inside step k + 1, so it stops after k or k + 1 (both
