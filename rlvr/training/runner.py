@@ -57,7 +57,7 @@ from rlvr.training.trainer import trainer_for
 STEP_FILES = (
     "rlvr/training/trainer.py",  # RLVRTrainer: TRL's step plus its seams (rewards in, advantages, KL, sample budget)
     "rewards/guard.py",  # every reward call guarded: one named line instead of a crash, a time limit
-    "rewards/functions.py",  # the reward functions, and "all wrong" / "all right" (`group_side`)
+    "rewards/functions.py",  # the reward functions and the exact-answer test
     "rlvr/metrics/readings.py",  # the scored batch gathered once over processes, and what is read off it
     "rlvr/metrics/reward_batch.py",  # RewardBatch: the reward components and flat groups
     "rlvr/metrics/step_metrics.py",  # the step/* watches (truncation, false full credit, hollow format)
