@@ -267,6 +267,12 @@ def print_floor(config: str, variant: str, rows: list[tuple]) -> list[tuple]:
     return rows
 
 
+def floor_shower(config: str, shape: dict, rate: float, optimizer_floor: float):
+    """`summarise`'s `show_floor` for one config, with that config's values bound when it is made: a lambda over the
+    loop's variables would read whichever config the loop had reached by the time it is called."""
+    return lambda name, merged: print_floor(config, name, floor_table(shape, merged, rate, optimizer_floor))
+
+
 def summarise(results: dict[str, list[dict]], baseline: str, show_floor) -> dict:
     """Means over rounds per contender, training-time ratios to the baseline variant and to bare TRL; `show_floor`
     gets each rlvr contender's round-averaged step accounts (bare TRL has none) and returns its floor table."""
@@ -336,8 +342,7 @@ def main(argv: list[str] | None = None) -> dict:
                     print(f"{config} {label:<24} round {round_}: "
                           f"{rate}  train {result['train_runtime']:6.1f} s  wall {result['wall_s']:5.1f} s  "
                           f"loss {result['loss']:+.5f}  reward {result['reward']:.4f}", flush=True)
-            summary = summarise(results, args.variants[0], lambda name, merged: print_floor(
-                config, name, floor_table(shape, merged, max(big, own), optimizer_floor)))
+            summary = summarise(results, args.variants[0], floor_shower(config, shape, max(big, own), optimizer_floor))
             report[config] = {"shape": shape, "matmul_gflops": {"1024^3": big / 1e9, "model": own / 1e9,
                                                                  "decode": decode / 1e9}, "contenders": summary}
     report["load"] = load

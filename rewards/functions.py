@@ -86,14 +86,6 @@ def success(completions, answer, metadata=None, **kwargs) -> list[float]:
     return [float(exact_answer(t, a) and format_score(t) == 1.0) for t, a in zip(texts, answer)]
 
 
-def group_side(solved) -> str | None:
-    """THE definition of a prompt group's side, by its completions' `success` (exactly right, full format):
-    "all_wrong" when none is right, "all_correct" when every one is, None when they mix. The batch readings
-    (`zero_std_side/*`), the rollouts' `groups/*` series, their figure, the report and the doctor all read it."""
-    solved = [bool(s) for s in solved]
-    return "all_wrong" if not any(solved) else "all_correct" if all(solved) else None
-
-
 CAPPED_BELOW_EXACT = 0.99  # the most a not-exactly-right answer earns under capped_correctness
 
 

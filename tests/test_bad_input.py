@@ -388,7 +388,7 @@ NEW_ROWS = [
     ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
      "--seed"),
     ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
-    # the divergence guard's fields (rlvr/runs/stopping.py)
+    # the divergence guard's fields (rlvr/training/stopping.py)
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
      "min_mean_reward_component"),
     ("grpo", lambda w: [*RUN, "--min_mean_reward_patience", "-1"], "min_mean_reward_patience"),

@@ -21,9 +21,9 @@ from rlvr.training.curriculum import (
     Controller,
     CurriculumSampler,
     CurriculumSpec,
+    curriculum_callback_for,
     draw_chunk,
     informative_fraction,
-    successes,
 )
 
 CURRICULUM_RECIPE = str(REPO / "tests" / "recipes" / "tiny_curriculum_fast.yaml")
@@ -101,11 +101,18 @@ def test_sampler_keeps_trls_repeat_layout_and_draws_by_level_weights():
     assert draw_chunk(5, 3, [0.5, 0.5], sampler.pools, 4) == draw_chunk(5, 3, [0.5, 0.5], sampler.pools, 4)
 
 
-def test_success_is_exact_match_with_the_format():
-    batch = RewardBatch(rewards_per_func=torch.tensor([[1.0, 1.0], [1.0, 0.75], [0.5, 1.0]]),
+def test_the_curriculum_counts_a_pass_as_the_readings_call_a_completion_solved():
+    """Exact answer and all four tags: solved. The exact answer with half the tags, or a wrong answer at full
+    correctness (partial credit rounding to 1.0), is not; the controller sees `RewardBatch.solved`."""
+    texts = ["<think>x</think><answer>tac</answer>", "<answer>tac</answer>", "<think>x</think><answer>tacc</answer>"]
+    batch = RewardBatch(rewards_per_func=torch.tensor([[1.0, 1.0], [1.0, 0.5], [1.0, 1.0]]),
                         names=["correctness", "format"], weights=torch.tensor([1.0, 0.5]), num_generations=3,
-                        completions=["a", "b", "c"], rows=[{}] * 3, completion_lengths=[1, 1, 1])
-    assert successes(batch) == [True, False, False]
+                        completions=texts, rows=[{"answer": "tac", "difficulty": 3}] * 3, completion_lengths=[1, 1, 1])
+    callback = curriculum_callback_for(CurriculumSpec(window=2), LEVELS, 3)
+    seen = []
+    callback.controller.observe = lambda difficulties, outcomes, new_step: seen.append(outcomes)
+    callback.on_rewards(None, None, None, batch)
+    assert seen == [batch.solved().tolist()] == [[True, False, False]]
 
 
 def test_a_curriculum_run_logs_its_schedule(run_recipe):
@@ -123,13 +130,15 @@ def test_a_curriculum_run_logs_its_schedule(run_recipe):
 
 DRIVER = '''
 import os, signal, sys
+import torch
 import rlvr.training.curriculum as curriculum
 from rlvr.metrics import callbacks
 from rlvr.training.runner import run
 
 # A pass rate that depends only on the prompts drawn (short words starting with a-m pass), so the schedule moves,
 # back and forth, with a random model.
-curriculum.successes = lambda batch: [row["difficulty"] <= 6 and row["answer"][-1].lower() < "n" for row in batch.rows]
+curriculum.RewardBatch.solved = lambda batch: torch.tensor([row["difficulty"] <= 6 and row["answer"][-1].lower() < "n"
+                                                           for row in batch.rows])
 kill_at = os.environ.get("KILL_AT")
 if kill_at:  # SIGKILL once this step's rollouts are written: after checkpoint-2, before checkpoint-4
     on_rewards = callbacks.RolloutLogCallback.on_rewards

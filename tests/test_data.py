@@ -107,7 +107,7 @@ def test_a_stored_string_difficulty_column_loads_as_int(tmp_path):
 
 
 def test_evaluation_breakdown_lists_word_lengths_in_numeric_order():
-    from rlvr.analysis.evaluate import summarize
+    from rlvr.metrics.scoring import summarize
 
     records = [{"prompt_id": i, "difficulty": d, "correctness": 0.0, "format": 1.0, "success": 0.0, "binary": 0.0,
                 "exact": False, "answer": "ab", "completion": "<answer>ba</answer>"}

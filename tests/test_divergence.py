@@ -78,7 +78,7 @@ def test_a_collapsed_mean_reward_stops_after_the_patience(run_recipe, capsys, tm
 
 
 def test_the_guard_is_quiet_on_a_healthy_run_and_can_be_switched_off():
-    from rlvr.runs.stopping import DivergenceGuard
+    from rlvr.training.stopping import DivergenceGuard
 
     guard = DivergenceGuard()
     assert guard.problem({"loss": 0.1, "grad_norm": 3.0, "avg_total": 0.0}) is None

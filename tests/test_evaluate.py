@@ -1,8 +1,11 @@
 """Evaluation samples as the trainer samples: the recipe's device and dtype, the chat template kwargs (prompt ids equal
 to GRPOTrainer's, byte for byte), the recipe's reward set; QLoRA either reaches from_pretrained or stops in one line."""
 
+import itertools
+import random
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +16,8 @@ from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.analysis import evaluate as ev
 from rlvr.inputs import ConfigError
+from rlvr.metrics.estimators import maj_at_k
+from rlvr.metrics.scoring import summarize
 
 THINK_OFF = "<think>\n\n</think>\n\n"
 
@@ -199,23 +204,52 @@ def test_load_in_4bit_reaches_from_pretrained(run_recipe, monkeypatch):
     assert quant.bnb_4bit_compute_dtype == torch.float32 and kwargs["dtype"] == "float32"
 
 
-# --- maj@k ----------------------------------------------------------------------------------------------------------
+# --- maj@k and pass@k ----------------------------------------------------------------------------------------------
 
-def test_maj_at_k_against_a_hand_count():
-    """Three prompts x 4 samples (None: no <answer>, no vote). Hand count, majority of the first k, ties to the answer
-    seen first: prompt 0 (tac): k=1 cat, k=2 cat|tac tie -> cat, k=4 tac 2-1: right at 4 only. Prompt 1 (god): GOD
-    counts as god; k=4 god 2, dog 2 -> god, seen first: right at every k. Prompt 2 (olleh): never. So maj@1 = 1/3,
-    maj@2 = 1/3, maj@4 = 2/3, and by length 3: 1/2, 1/2, 1."""
+def test_maj_at_k_and_pass_at_k_against_a_hand_count_with_ties():
+    """Three prompts x 4 samples (None: no <answer>, no vote; GOD counts as god). Every k-subset of the 4, counted by
+    hand; a tie gives each tied answer half.
+    Prompt 0 (tac: cat, tac, tac, -): k=1 2/4; k=2 of 6 pairs: tac|tac 1, tac|- x2 2, cat|tac x2 tied 1/2 each, cat|- 0
+    -> 4/6; k=4 tac 2-1 -> 1.
+    Prompt 1 (god: god, dog, dog, god): k=1 2/4; k=2 god|god 1, dog|dog 0, god|dog x4 1/2 each -> 3/6; k=4 2-2 -> 1/2.
+    Prompt 2 (olleh: -, -, hello, hello): 0 at every k.
+    So maj@1 = 1/3 (the exact match over all 12 samples), maj@2 = (2/3 + 1/2) / 3 = 7/18, maj@4 = 1/2 (the vote of
+    all 4), and for length 3 (prompts 0, 1): 1/2, 7/12, 3/4. pass@k, 2 of 4 right on prompts 0 and 1: pass@2 = 1 -
+    C(2,2)/C(4,2) = 5/6 each, pass@4 = 1, so overall 1/3, 5/9, 2/3."""
     samples = {0: ("tac", 3, ["cat", "tac", "tac", None]), 1: ("god", 3, ["GOD", "dog", "dog", "god"]),
                2: ("olleh", 5, [None, None, "hello", "hello"])}
     records = [{"prompt_id": p, "sample": i, "answer": answer, "difficulty": length, "correctness": 0.0,
                 "completion": "<think>x</think>" + ("" if a is None else f"<answer>{a}</answer>"),
                 "exact": a is not None and a.lower() == answer}
                for p, (answer, length, given) in samples.items() for i, a in enumerate(given)]
-    summary = ev.summarize(records, 4, [1, 2, 4], components=())
+    summary = summarize(records, 4, [1, 2, 4], components=())
     overall, three = summary["overall"], summary["by_length"]["3"]
-    assert (overall["maj@1"], overall["maj@2"], overall["maj@4"]) == pytest.approx((1 / 3, 1 / 3, 2 / 3))
-    assert (three["maj@1"], three["maj@2"], three["maj@4"]) == (0.5, 0.5, 1.0)
-    assert ev.majority_answer(["<answer>b</answer>", "<answer>a</answer>"]) == "b"  # a tie: the first seen
-    assert ev.majority_answer(["no answer"]) is None
+    assert (overall["maj@1"], overall["maj@2"], overall["maj@4"]) == pytest.approx((1 / 3, 7 / 18, 1 / 2))
+    assert overall["maj@1"] == pytest.approx(overall["exact_match"]) == pytest.approx(overall["pass@1"])
+    assert (three["maj@1"], three["maj@2"], three["maj@4"]) == pytest.approx((1 / 2, 7 / 12, 3 / 4))
+    assert (overall["pass@1"], overall["pass@2"], overall["pass@4"]) == pytest.approx((1 / 3, 5 / 9, 2 / 3))
     assert "maj@4" in ev.format_table(summary).splitlines()[0]
+
+
+def majority_by_enumeration(votes: list, expected, k: int) -> float:
+    """maj@k by listing every k-subset: the mean credit of the expected answer, 1/j when it ties j-ways for the most."""
+    credit = []
+    for subset in itertools.combinations(votes, k):
+        counts = Counter(v for v in subset if v is not None)
+        top = [a for a, c in counts.items() if c == max(counts.values())] if counts else []
+        credit.append(1 / len(top) if expected in top else 0.0)
+    return sum(credit) / len(credit)
+
+
+def test_maj_at_k_counts_what_enumerating_every_subset_gives():
+    rng = random.Random(0)
+    for _ in range(200):
+        votes = [rng.choice(["a", "b", "c", None]) for _ in range(rng.randint(1, 8))]
+        for k in range(1, len(votes) + 1):
+            assert maj_at_k(votes, "a", k) == pytest.approx(majority_by_enumeration(votes, "a", k), abs=1e-12)
+    votes = ["a", "b", "b", "a", "c", None, "a", "b"]
+    assert maj_at_k(votes, "a", 1) == pytest.approx(3 / 8)  # maj@1: the share of right samples
+    assert maj_at_k(votes, "a", 8) == pytest.approx(1 / 2)  # maj@n: the vote of all n, a 3-3 tie split
+    assert maj_at_k(votes, "c", 8) == 0.0 and maj_at_k(votes, None, 3) == 0.0
+    with pytest.raises(ValueError):
+        maj_at_k(votes, "a", 9)

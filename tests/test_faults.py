@@ -22,9 +22,8 @@ from collections import Counter
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
-
 from conftest import FAST_RECIPE, REPO
+from safetensors.torch import save_file
 
 DRIVER = '''
 import os, signal, sys
@@ -171,7 +170,8 @@ def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(
 
 
 def test_a_fresh_run_moves_old_records_aside(tmp_path):
-    from rlvr.runs.folder import ROLLOUTS, start_record
+    from rlvr.metrics.callbacks import ROLLOUTS
+    from rlvr.runs.folder import start_record
 
     old = tmp_path / "rollouts.jsonl"
     old.write_text('{"step": 0}\n')

@@ -14,12 +14,12 @@ from test_doctor import healthy_rows, write_run
 from test_readings import load_example
 
 from rlvr.analysis import doctor
-from rlvr.analysis.evaluate import score, summarize
 from rlvr.analysis.loaders import load_run
 from rlvr.metrics.callbacks import format_line
 from rlvr.metrics.held_out import HeldOutCallback, held_out_figures
 from rlvr.metrics.keys import is_timing
 from rlvr.metrics.reward_batch import RewardBatch
+from rlvr.metrics.scoring import score, summarize
 
 WORDS = [("sun", "nus", 3), ("star", "rats", 4), ("moon", "noom", 4)]
 

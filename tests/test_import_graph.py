@@ -1,10 +1,14 @@
-"""No import circle in rlvr/: every import of every module (function-level ones included, since a lazy import is
-still a dependency) is an edge, and the graph has no cycle. Registries stay leaves (the algorithm registry names
+"""No import circle in rlvr/ and no import up the layers: every import of every module (function-level ones included,
+since a lazy import is still a dependency) is an edge, the graph has no cycle, and every edge points down `LAYERS`. Registries stay leaves (the algorithm registry names
 its trainer and config classes by dotted path instead of importing them)."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import REPO
@@ -100,9 +104,10 @@ def test_no_import_circle_in_rlvr():
 
 def test_the_algorithm_registry_is_a_leaf():
     graph = import_graph()
-    # Only pure leaves: the error type, the advantage estimators and the tensor functions over reward components
-    # (the one flatness test), and nothing those reach imports a trainer, a config class or the runner.
-    assert graph["rlvr.training.algorithms"] <= {"rlvr.inputs", "rlvr.training.algorithms", "rlvr.metrics.reward_batch"}
+    # Only pure leaves: the error type, the metric keys, the advantage estimators and the tensor functions over reward
+    # components (the one flatness test), and nothing those reach imports a trainer, a config class or the runner.
+    assert graph["rlvr.training.algorithms"] <= {"rlvr.inputs", "rlvr.training.algorithms", "rlvr.metrics.keys",
+                                                 "rlvr.metrics.reward_batch"}
     reached, todo = set(), ["rlvr.training.algorithms"]
     while todo:
         for module in graph.get(todo.pop(), ()):
@@ -111,3 +116,81 @@ def test_the_algorithm_registry_is_a_leaf():
                 todo.append(module)
     assert not reached & {"rlvr.training.trainer", "rlvr.training.config", "rlvr.training.dapo",
                           "rlvr.training.ppo", "rlvr.training.runner"}
+
+
+# ---- layers: imports only point down
+# Top first. A module imports from its own layer and the layers below it, never from one above. The training runner
+# runs the planner's pre-flight memory check, so the planner's library sits below training; the planner's command
+# line (`rlvr plan`, which parses recipes through training) is an entry point. `base` holds what every layer may use:
+# the input errors, the data generators, the speed-up names and code, the tiny model.
+LAYERS = ("analysis", "training", "planning", "metrics", "rewards", "runs", "base")
+# Entry points sit above every layer and no layered module imports one: `rlvr <command>` and every `__main__`, the
+# command lines outside rlvr/analysis, and the recipe scripts `accelerate launch` runs (recipes/<name>.py, the tiny
+# model's SFT). The rest of recipes/ (the tiny model and its SFT rows) is a library in `base`.
+ENTRY_POINTS = ("rlvr.__main__", "rlvr.planning.cli", "rlvr.data.cli", "rlvr.recipes.tiny.sft")
+RECIPE_LIBRARIES = ("rlvr.recipes", "rlvr.recipes.tiny", "rlvr.recipes.tiny.model", "rlvr.recipes.tiny.sft_data")
+
+
+def is_entry_point(module: str) -> bool:
+    return (module in ENTRY_POINTS or module.endswith(".__main__")
+            or (module.startswith("rlvr.recipes") and module not in RECIPE_LIBRARIES))
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS (0: top) of a layered module; -1 for an entry point."""
+    if is_entry_point(module):
+        return -1
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else LAYERS.index("base")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a layer to one above it, or of an entry point by a layered module."""
+    return sorted(f"{module} -> {target}" for module, targets in graph.items() for target in targets
+                  if layer_of(module) >= 0 and layer_of(target) < layer_of(module))
+
+
+def test_every_import_points_down_the_layers():
+    graph = import_graph()
+    assert {layer_of(m) for m in graph} == set(range(-1, len(LAYERS)))  # every layer holds modules
+    assert layer_of("rlvr.metrics.held_out") > layer_of("rlvr.analysis.evaluate")  # held-out scoring is shared
+    assert upward_imports(graph) == []
+
+
+def test_a_planted_upward_import_fails(tmp_path):
+    """A module in rlvr/runs that imports the training config, read from its source as every module is."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("from rlvr.training.config import load_recipe\n")
+    graph = import_graph()
+    graph["rlvr.runs.planted"] = imports_of("rlvr.runs.planted", planted, set(graph))
+    assert upward_imports(graph) == ["rlvr.runs.planted -> rlvr.training.config"]
+    planted.write_text("def build():\n    from rlvr.planning.cli import main\n")  # lazily, of an entry point
+    graph["rlvr.metrics.planted"] = imports_of("rlvr.metrics.planted", planted, set(graph))
+    assert "rlvr.metrics.planted -> rlvr.planning.cli" in upward_imports(graph)
+
+
+# ---- what a GPU recipe's build loads: one subprocess (a clean `sys.modules`) builds the trainer of
+# recipes/grpo_qwen3_1.7b_lora.yaml through the runner, with only what a CPU without the Hub needs changed (the
+# committed tiny model's weights, float32), as tests/test_step_files.py builds recipes/grpo.yaml's.
+BUILD = r"""
+import json, sys
+from rlvr.training.runner import prepare
+recipe, trainer, _ = prepare(["--config", "recipes/grpo_qwen3_1.7b_lora.yaml", "--model_name_or_path",
+    "models/tiny-speller", "--dtype", "float32", "--bf16", "false", "--use_cpu", "true", "--report_to", "none",
+    "--output_dir", sys.argv[1], "--max_steps", "1", "--save_strategy", "no", "--print_rollouts", "false"])
+assert trainer is not None and recipe.model.use_peft
+print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith("rlvr"))))
+"""
+
+
+def test_a_gpu_recipes_build_loads_no_analysis_and_no_command_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    done = subprocess.run([sys.executable, "-c", BUILD, str(tmp_path / "run")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.split("MODULES ", 1)[1].splitlines()[0])
+    assert "rlvr.training.trainer" in loaded  # the build did run
+    assert not [m for m in loaded if m.startswith("rlvr.analysis") or is_entry_point(m)]
+    files = modules()
+    packages = [m for m in loaded if files[m].name == "__init__.py"]
+    assert len(loaded) - len(packages) < 40, loaded  # modules, the package folders' __init__ files aside

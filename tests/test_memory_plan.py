@@ -24,7 +24,6 @@ from rlvr.planning import (
     lora_activation_bytes,
     lora_parameter_count,
     lora_targets,
-    main,
     materialized_logits_bytes,
     parameter_count,
     plan_memory,
@@ -34,6 +33,7 @@ from rlvr.planning import (
     shape_from_config,
     training_state_bytes,
 )
+from rlvr.planning.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

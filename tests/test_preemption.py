@@ -23,8 +23,6 @@ import signal
 import subprocess
 import sys
 import time
-
-import pytest
 from collections import Counter
 from pathlib import Path
 
@@ -32,8 +30,8 @@ import pytest
 from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.analysis.loaders import load_run
-from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.metrics.keys import is_timing
+from rlvr.runs.checkpoints import checkpoint_problem
 
 MAX_STEPS = 4
 # The step whose record triggers the signal: the run is then inside step k + 1, so it stops after k or k + 1 (both
@@ -169,7 +167,7 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
 
     from transformers import TrainerControl
 
-    from rlvr.runs.stopping import PreemptionCallback
+    from rlvr.training.stopping import PreemptionCallback
 
     callback = PreemptionCallback()
     args, state, control = SimpleNamespace(output_dir=str(tmp_path), device="cpu"), SimpleNamespace(global_step=7), \
@@ -195,7 +193,7 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
 def test_a_second_signal_ends_the_process_at_once():
     """Ctrl-C twice: the first is honoured at the step end, the second takes the default action immediately."""
     code = ("import os, signal, types\n"
-            "from rlvr.runs.stopping import PreemptionCallback\n"
+            "from rlvr.training.stopping import PreemptionCallback\n"
             "cb = PreemptionCallback()\n"
             "cb.on_train_begin(None, None, None)\n"
             "os.kill(os.getpid(), signal.SIGTERM)\n"

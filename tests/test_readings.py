@@ -265,7 +265,8 @@ def test_the_plain_trl_example_across_two_processes(tmp_path):
 
 
 def test_evaluation_reports_the_watches_by_word_length():
-    from rlvr.analysis.evaluate import format_table, summarize
+    from rlvr.analysis.evaluate import format_table
+    from rlvr.metrics.scoring import summarize
 
     def record(prompt_id, length, text, answer, cut):
         return {"prompt_id": prompt_id, "difficulty": length, "completion": text, "answer": answer,
@@ -287,7 +288,7 @@ def test_evaluation_reports_the_watches_by_word_length():
 
 def test_the_zero_std_figures_all_wrong_panels_agree_where_the_old_definitions_differed(tmp_path):
     """`groups/all_wrong` (from rollouts.jsonl) and `zero_std_side/all_wrong` (the batch readings), drawn side by side
-    in zero_std_by_step.png, share one definition of "all wrong" (`rlvr.rewards.functions.group_side`). Group 0 has
+    in zero_std_by_step.png, share one definition of "all wrong" (`rlvr.metrics.reward_batch.group_side`). Group 0 has
     partial credit and no exact answer: the old rollout definition (correctness all 0) called it not all wrong, the
     readings all wrong. Every group here is flat on total, so the two panels must read the same."""
     near = "<think>s u n</think><answer>nsu</answer>"  # partial credit, not the exact answer

@@ -1,10 +1,11 @@
 """Speed-up switches (rlvr/speedups): a switch off really turns its path off; on gives the same samples and loss."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RECIPE, read_jsonl
+from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.inputs import ConfigError
 from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
@@ -382,3 +383,20 @@ def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_for
     summary = bench.summarise(results, "all", lambda name, merged: name)
     assert summary["all"]["time_ratio_to_bare"] == pytest.approx(12 / 36) and summary["all"]["floor"] == "all"
     assert summary["bare"]["time_ratio_to_baseline"] == 3.0 and "floor" not in summary["bare"]
+
+
+def test_each_configs_floor_table_is_shown_with_that_configs_values(monkeypatch):
+    """benchmarks/speed.py makes one `show_floor` per config in a loop; called once the loop has moved on (as a
+    callback may be), each still shows its own config, shape, matmul rate and optimizer floor."""
+    spec = importlib.util.spec_from_file_location("speed_benchmark", REPO / "benchmarks" / "speed.py")
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    shown = []
+    monkeypatch.setattr(speed, "floor_table", lambda shape, merged, rate, floor: (shape["name"], rate, floor))
+    monkeypatch.setattr(speed, "print_floor", lambda config, variant, rows: shown.append((config, variant, rows)))
+    showers = []
+    for config, rate, floor in (("a.yaml", 1.0, 0.1), ("b.yaml", 2.0, 0.2)):
+        showers.append(speed.floor_shower(config, {"name": config}, rate, floor))
+    for shower in showers:
+        shower("all", {})
+    assert shown == [("a.yaml", "all", ("a.yaml", 1.0, 0.1)), ("b.yaml", "all", ("b.yaml", 2.0, 0.2))]

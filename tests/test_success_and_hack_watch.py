@@ -11,9 +11,10 @@ from rlvr.rewards import REWARD_REGISTRY, binary, capped_correctness, correctnes
 from rlvr.rewards.registry import ALWAYS_MEASURED, resolve_reward_funcs
 from test_rewards import ANSWER, CRAFTED, reasoning_gym_score
 
-from rlvr.analysis.evaluate import format_table, summarize
+from rlvr.analysis.evaluate import format_table
 from rlvr.metrics.keys import KNOWN_ORDER
 from rlvr.metrics.reward_batch import RewardBatch, reward_components
+from rlvr.metrics.scoring import summarize
 from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.training.algorithms import ALGORITHMS, compute_advantages
 

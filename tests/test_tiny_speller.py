@@ -12,8 +12,9 @@ import torch
 from rlvr.recipes.tiny.model import TAG_TOKENS
 from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
 
-from rlvr.analysis.evaluate import evaluate, pass_at_k
+from rlvr.analysis.evaluate import evaluate
 from rlvr.inputs import ConfigError
+from rlvr.metrics.estimators import pass_at_k
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPELLER = REPO_ROOT / "models" / "tiny-speller"
@@ -220,10 +221,9 @@ def test_sft_probe_stops_at_the_first_probe_that_reaches_its_target(monkeypatch,
     """`ExactMatchStop` (the SFT warm start's stop rule) with sampling scripted to 2 exact answers of 4 per word:
     it probes only every `every` steps, scores the probe at exactly 0.5 with the evaluator's scorer, and stops
     training when the probe reaches its target (0.5 >= 0.5), not when it falls short (0.5 < 0.51)."""
+    import rlvr.recipes.tiny.sft as sft
     from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
-
-    import rlvr.recipes.tiny.sft as sft
 
     _, settings = heldout(RECIPE)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(SPELLER), AutoTokenizer.from_pretrained(SPELLER)

@@ -44,9 +44,9 @@ def test_every_trl_method_a_mixin_overrides_is_in_the_contract():
 
 
 def test_a_reordered_trainer_would_fail():
-    from rlvr.training.trainer import AlgorithmMixin, RewardAndTimingMixin
+    from rlvr.training.trainer import AlgorithmMixin, TimingMixin
 
-    class Reordered(AlgorithmMixin, RewardAndTimingMixin, GRPOTrainer):
+    class Reordered(AlgorithmMixin, TimingMixin, GRPOTrainer):
         pass
 
     Reordered.__module__ = "rlvr.test"

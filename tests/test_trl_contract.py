@@ -22,7 +22,7 @@ from trl import GRPOTrainer
 
 # method -> the parameter names it has in TRL, as our overrides receive them and our super() calls pass them
 METHODS = {
-    "_generate_and_score_completions": ["self", "inputs"],  # RewardHooks, Algorithm, DAPO, PPO: advantages
+    "_generate_and_score_completions": ["self", "inputs"],  # Timing, Algorithm, DAPO, PPO: advantages
     "_compute_loss": ["self", "model", "inputs"],  # Algorithm (no ratio), KLEstimator, PPO (value loss)
     "_generate": ["self", "prompts"],  # time accounting
     "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",

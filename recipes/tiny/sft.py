@@ -29,8 +29,9 @@ from rlvr.rewards.registry import resolve_reward_funcs
 from transformers import AutoModelForCausalLM, TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
-from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, sampling_settings, score, summarize
+from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, sampling_settings
 from rlvr.inputs import ConfigError, cli
+from rlvr.metrics.scoring import score, summarize
 from rlvr.training.config import RecipeParser, load_recipe, parse_error, validate
 
 

@@ -24,11 +24,12 @@ from rlvr.inputs import (
     positive_int,
     read_json,
 )
-from rlvr.metrics.keys import PER_K
+from rlvr.metrics.keys import BINARY, PER_K, mean_key
 from rlvr.runs import layout
 from rlvr.training.validation import MODEL_FILES, flag_type
 
 SIDES = ("before", "after")
+MEAN_CORRECTNESS = mean_key("correctness")  # per prompt: over its samples
 
 
 def compare(before: str, after: str, config: str, num_prompts: int = 32, num_samples: int | None = None,
@@ -71,15 +72,15 @@ def pair_prompts(before: list[dict], after: list[dict]) -> list[dict]:
         for side in SIDES:
             samples = sides[side].get(prompt_id, [])
             shown = samples[0] if samples else {}
-            row[side] = {key: shown.get(key) for key in ("completion", "correctness", "format", "success", "binary")}
-            row[side]["mean_correctness"] = sum(s["correctness"] for s in samples) / len(samples) if samples else None
+            row[side] = {key: shown.get(key) for key in ("completion", "correctness", "format", "success", BINARY)}
+            row[side][MEAN_CORRECTNESS] = sum(s["correctness"] for s in samples) / len(samples) if samples else None
         pairs.append(row)
     return pairs
 
 
 def changes(pairs: list[dict]) -> dict[str, int]:
     """How many prompts got better, worse or stayed level (mean correctness over their samples)."""
-    deltas = [p["after"]["mean_correctness"] - p["before"]["mean_correctness"] for p in pairs]
+    deltas = [p["after"][MEAN_CORRECTNESS] - p["before"][MEAN_CORRECTNESS] for p in pairs]
     return {"improved": sum(d > 1e-9 for d in deltas), "regressed": sum(d < -1e-9 for d in deltas),
             "unchanged": sum(abs(d) <= 1e-9 for d in deltas)}
 
@@ -87,7 +88,7 @@ def changes(pairs: list[dict]) -> dict[str, int]:
 def pass_at_k_table(comparison: dict) -> tuple[list[str], list[list]]:
     """Rows per word length (and all): prompts, then each metric before -> after."""
     before, after = (comparison["summaries"][side] for side in SIDES)
-    metrics = [key for key in before["overall"] if key.startswith(PER_K)] + ["mean_format"]
+    metrics = [key for key in before["overall"] if key.startswith(PER_K)] + [mean_key("format")]
     headers = ["length", "prompts", *(f"{m} {side}" for m in metrics for side in SIDES)]
     blocks = [*((length, before["by_length"][length], after["by_length"].get(length, {})) for length in before["by_length"]),
               ("all", before["overall"], after["overall"])]
@@ -120,7 +121,7 @@ def render_markdown(comparison: dict, show: int = 12) -> str:
          f"prompts x {n} samples, the recipe's sampling settings (`{comparison['config']}`)."),
         (f"Per prompt (mean correctness over its samples): **{counts['improved']} improved, {counts['regressed']} "
          f"regressed, {counts['unchanged']} unchanged**."),
-        ("pass@k (unbiased), maj@k (majority answer of the first k samples) and mean format reward by word length, "
+        ("pass@k and maj@k (both exact over every k of the n samples) and mean format reward by word length, "
          "before and after:"),
         markdown_table(*pass_at_k_table(comparison)),
         f"The first sample of each prompt (first {min(show, len(comparison['prompts']))}), scored correctness/format:",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from rlvr.analysis.loaders import Run, load_any_run
 from rlvr.analysis.summaries import last, mean, time_totals, wall_time
 from rlvr.inputs import ArgumentParser, ConfigError, cli
+from rlvr.metrics.keys import ALL_CORRECT, ALL_TRUNCATED, ALL_WRONG, GROUP_SIDES, IDENTICAL, TOTAL
 from rlvr.metrics.keys import (
     CLIP_RATIO,
     CLIPPED_RATIO,
@@ -108,10 +109,10 @@ THRESHOLDS = {
 
 # reading -> the keys that carry it: this repo's first, then plain TRL's (`rewards/<fn>/mean` matched by name part)
 READINGS = {
-    "zero_std": (zero_std_key("total"), TRL_ZERO_STD),
+    "zero_std": (zero_std_key(TOTAL), TRL_ZERO_STD),
     "truncated": (step_key("truncated"), CLIPPED_RATIO),
     "truncated_wrong": (step_key("truncated_wrong"),),
-    "reward": (reward_key("total"), REWARD),
+    "reward": (reward_key(TOTAL), REWARD),
     "reward_std": (REWARD_STD,),
     "success": (reward_key("success"), "rewards/success/mean"),
     "correctness": (reward_key("correctness"), "rewards/correctness/mean", "rewards/*correct*/mean",
@@ -132,8 +133,8 @@ READINGS = {
     "held_out": (EVAL_EXACT,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
-    "all_wrong": "all wrong", "all_correct": "all correct", "all_truncated": "all truncated",
-    "identical": "identical completions (collapsed entropy)",
+    ALL_WRONG: "all wrong", ALL_CORRECT: "all correct", ALL_TRUNCATED: "all truncated",
+    IDENTICAL: "identical completions (collapsed entropy)",
 }
 NON_FINITE_READINGS = ("loss", "grad_norm", "kl", "reward")
 
@@ -412,11 +413,11 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
     g = settings.get("num_generations")
     small_g = isinstance(g, int) and g <= 2
     remedies = {
-        "all_truncated": "raise max_completion_length: the flat groups are completions cut off before their answer",
-        "identical": "raise temperature: the G samples of a prompt are the same text",
-        "all_wrong": "easier prompts (shorter words, a curriculum), more samples per prompt, or DAPO's dynamic "
+        ALL_TRUNCATED: "raise max_completion_length: the flat groups are completions cut off before their answer",
+        IDENTICAL: "raise temperature: the G samples of a prompt are the same text",
+        ALL_WRONG: "easier prompts (shorter words, a curriculum), more samples per prompt, or DAPO's dynamic "
                      "sampling to buy contrast back",
-        "all_correct": "harder prompts (longer words): these are solved and cost generation for no gradient",
+        ALL_CORRECT: "harder prompts (longer words): these are solved and cost generation for no gradient",
     }
     sides = {side: mean_from(run, zero_std_side_key(side), step) for side in ZERO_STD_SIDES}
     sides = {side: value for side, value in sides.items() if value is not None}
@@ -430,8 +431,8 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
     if sides:
         named = ", ".join(f"{ZERO_STD_SIDES[s]} {v:.0%}" for s, v in sides.items())
         # a cut-off or a collapsed group is also all wrong or all correct: the specific cause wins when it is half
-        specific = [s for s in ("all_truncated", "identical") if sides.get(s, 0) >= 0.5 * max(sides.values())]
-        cause = specific[0] if specific else max(("all_wrong", "all_correct"), key=lambda s: sides.get(s, 0))
+        specific = [s for s in (ALL_TRUNCATED, IDENTICAL) if sides.get(s, 0) >= 0.5 * max(sides.values())]
+        cause = specific[0] if specific else max(GROUP_SIDES, key=lambda s: sides.get(s, 0))
         text, remedy = f"groups by side: {named}", remedies[cause]
     else:
         text = "side not logged (no zero_std_side/* keys)"

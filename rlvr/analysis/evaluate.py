@@ -11,19 +11,17 @@ as many sequences as the free memory fits; `--use_vllm` samples with vLLM instea
 recipe's own reward set (custom dotted-path rewards included, `success` always) plus `total` and `binary` as the trainer
 derives them. Exact match is the extracted answer equal to the expected one (`rlvr.rewards.functions.exact_answer`),
 not correctness == 1.0, which a wrong answer can reach (`step/false_full_credit`, reported per word length too).
-pass@k uses the unbiased estimator over n samples per prompt, 1 - C(n-c, k) / C(n, k); pass@1 equals exact match.
-maj@k is the share of prompts whose majority answer over their first k samples is the expected one (`majority_answer`:
-the extracted answers vote, compared as exact match compares them; the first k of n independent samples are a random
-k of them); maj@1 is the first sample's exact match.
+Records and summary are `rlvr.metrics.scoring`'s, the code the held-out evaluation during training runs too. pass@k
+(at least one of k samples right) and maj@k (the majority answer of k samples right, ties split evenly) are exact
+over every k-subset of a prompt's n samples (`rlvr.metrics.estimators`): pass@1 and maj@1 equal the exact match, maj@n
+is the vote of all n.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import time
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import torch
@@ -35,34 +33,15 @@ from transformers import AutoTokenizer, GenerationConfig
 from trl.trainer.utils import create_model_from_path
 
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
-from rlvr.metrics.keys import PER_K, step_key
-from rlvr.metrics.reward_batch import RewardBatch, is_truncated, reward_components
-from rlvr.metrics.step_metrics import compute_step_metrics
+from rlvr.metrics.keys import EXACT_MATCH, MEAN_PREFIX, PER_K
+from rlvr.metrics.scoring import RECORD_FIELDS, WATCHES, score, step_metrics_of, summarize
 from rlvr.planning import generation_batch_for, shape_from_config
-from rlvr.rewards.functions import exact_answer, extract_last_answer
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
 from rlvr.training.validation import check_model_folder, flag_type
 
 SAMPLES_PER_BATCH = 512  # sequences per `generate` call: big batches amortise the per-token Python overhead on CPU
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from n samples of which c are correct (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
-
-
-def majority_answer(texts: list[str]) -> str | None:
-    """The answer most of `texts` give: their last <answer> contents, lower-cased as exact match compares them;
-    a text without one does not vote. A tie goes to the tied answer seen first (the lowest sample index); None when
-    no text has an answer."""
-    votes = Counter(answer.lower() for text in texts if (answer := extract_last_answer(text)) is not None)
-    return max(votes, key=votes.get) if votes else None  # max keeps the first of equal counts, in first-seen order
 
 
 def sampling_settings(training, overrides: dict) -> dict:
@@ -249,96 +228,14 @@ def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: i
     return completions
 
 
-def score(rows: list[dict], completions: list[list[str]], rewards, completion_ids=None, stop_ids=None) -> list[dict]:
-    """One record per rollout with every component of the recipe's own reward set (custom rewards included), called
-    as GRPOTrainer calls them (prompts, completions, completion_ids and every dataset column), plus `total` and
-    `binary` from `rlvr.metrics.reward_batch.reward_components`, the trainer's single source for derived components.
-    With the ids and the tokenizer's stop ids (EOS, padding), each record says whether the completion was cut off
-    (`rlvr.metrics.reward_batch.is_truncated`, the trainer's test) and how many tokens it has."""
-    flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
-            for text, ids in zip(samples, id_lists or [None] * len(samples))]
-    conversational = bool(rows) and not isinstance(rows[0]["prompt"], str)
-    texts = [[{"role": "assistant", "content": text}] if conversational else text for _, text, _ in flat]
-    columns = {key: [row[key] for row, _, _ in flat] for key in rows[0] if key not in ("prompt", "completion")} if rows else {}
-    kwargs = {"prompts": [row["prompt"] for row, _, _ in flat], "completions": texts,
-              "completion_ids": [ids for _, _, ids in flat], **columns}
-    values = torch.tensor([[float("nan") if v is None else v for v in func(**kwargs)] for func in rewards.funcs],
-                          dtype=torch.float32).T.reshape(len(flat), len(rewards.funcs))
-    components = reward_components(values, list(rewards.names), torch.tensor(rewards.weights))
-    records, index = [], 0
-    for prompt_id, (row, samples) in enumerate(zip(rows, completions)):
-        for sample_id, text in enumerate(samples):
-            ids = flat[index][2]
-            record = {"prompt_id": prompt_id, "sample": sample_id, "question": row["question"], "answer": row["answer"],
-                      "difficulty": row["difficulty"], "task": row.get("task"), "completion": text,
-                      "completion_tokens": None if ids is None else len(ids),
-                      "truncated": None if ids is None or stop_ids is None else is_truncated(ids, stop_ids)}
-            record.update({name: float(values[index].item()) for name, values in components.items()})
-            record["exact"] = exact_answer(text, row["answer"])
-            records.append(record)
-            index += 1
-    return records
-
-
-WATCHES = ("false_full_credit", "truncated", "truncated_wrong", "hollow_format")  # the trainer's step/* watches
-
-
-def watches(rollouts: list[dict]) -> dict[str, float]:
-    """The trainer's own `step/*` watches (rlvr/metrics/step_metrics.py) over a set of evaluation records: full
-    credit for a wrong answer, the cut-off share overall and among wrong answers, hollow format. A watch the
-    records cannot support (no correctness, no token ids) is left out."""
-    metrics = compute_step_metrics(RewardBatch.from_records(rollouts, ["correctness"], [1.0], 1))
-    if any(r.get("correctness") is None for r in rollouts):
-        metrics.pop(step_key("false_full_credit"), None)
-    return {name: metrics[step_key(name)] for name in WATCHES if step_key(name) in metrics}
-
-
-def summarize(records: list[dict], num_samples: int, ks: list[int],
-              components=("correctness", "format", "success", "binary")) -> dict:
-    """Exact match, the mean of every reward component, pass@k, maj@k and the `watches` (false full credit, truncation,
-    hollow format), overall and per difficulty (word length)."""
-    by_prompt = defaultdict(list)
-    for record in records:
-        by_prompt[record["prompt_id"]].append(record)
-
-    def block(prompt_ids: list[int]) -> dict:
-        rollouts = [r for p in prompt_ids for r in by_prompt[p]]
-        correct = [sum(r["exact"] for r in by_prompt[p]) for p in prompt_ids]
-        out = {"prompts": len(prompt_ids), "samples": len(rollouts)}
-        out["exact_match"] = sum(r["exact"] for r in rollouts) / len(rollouts)
-        for key in components:
-            out[f"mean_{key}"] = sum(r[key] for r in rollouts) / len(rollouts)
-        for k in ks:
-            out[f"pass@{k}"] = sum(pass_at_k(num_samples, c, k) for c in correct) / len(correct)
-        for k in ks:
-            out[f"maj@{k}"] = sum(majority_answer([r["completion"] for r in by_prompt[p][:k]])
-                                  == str(by_prompt[p][0]["answer"]).lower() for p in prompt_ids) / len(prompt_ids)
-        out.update(watches(rollouts))
-        return out
-
-    lengths = defaultdict(list)
-    for prompt_id, rollouts in by_prompt.items():
-        lengths[rollouts[0]["difficulty"]].append(prompt_id)
-    return {
-        "overall": block(list(by_prompt)),
-        "by_length": {str(length): block(ids) for length, ids in sorted(lengths.items(), key=_length_order)},
-    }
-
-
-def _length_order(item) -> tuple:
-    """Integer word lengths in numeric order (3, 4, ..., 10), then any other difficulty by its text."""
-    length = item[0]
-    return (0, length, "") if isinstance(length, int) else (1, 0, str(length))
-
-
 def format_table(summary: dict) -> str:
     """Per word length: prompts, exact match, the mean of every reward component, pass@k, maj@k, then the watches."""
     overall = summary["overall"]
-    means = [key for key in overall if key.startswith("mean_")]
+    means = [key for key in overall if key.startswith(MEAN_PREFIX)]
     ks = [key for key in overall if key.startswith(PER_K)]
     watch = [key for key in WATCHES if key in overall]
-    headers = ["length", "prompts", "exact", *(key.removeprefix("mean_") for key in means), *ks, *watch]
-    columns = ["prompts", "exact_match", *means, *ks, *watch]  # a block missing one (an older file) shows "-"
+    headers = ["length", "prompts", "exact", *(key.removeprefix(MEAN_PREFIX) for key in means), *ks, *watch]
+    columns = ["prompts", EXACT_MATCH, *means, *ks, *watch]  # a block missing one (an older file) shows "-"
     rows = [[length, *(b.get(k, "-") for k in columns)] for length, b in [*summary.get("by_length", {}).items(),
                                                                         ("all", overall)]]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
@@ -430,16 +327,6 @@ def evaluate(
         f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     summary["files"] = {"summary": str(output), "rollouts": str(rollouts)}
     return summary
-
-
-RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "task", "completion", "completion_tokens",
-                 "truncated", "exact")
-
-
-def step_metrics_of(records: list[dict], rewards, num_samples: int) -> dict[str, float]:
-    """The trainer's registered `step/*` metrics (rlvr/metrics/step_metrics.py) over all evaluation samples, so train
-    and eval report alike (prompts play the role of groups, num_samples of G)."""
-    return compute_step_metrics(RewardBatch.from_records(records, rewards.names, rewards.weights, num_samples))
 
 
 def main(argv: list[str] | None = None) -> dict:

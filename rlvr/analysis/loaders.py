@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
 from rlvr.inputs import ConfigError, load_yaml_mapping, parse_json, read_allowed_pickle, read_json, read_text
+from rlvr.metrics.keys import ALL_WRONG, EXACT_MATCH, TOTAL
 from rlvr.metrics.keys import (
     CURRICULUM_PREFIX,
     ENTROPY,
@@ -75,13 +76,13 @@ def curriculum_series(runs) -> list[str]:
     return sorted(keys, key=order)
 
 
-TABLE_READINGS = (zero_std_side_key("all_wrong"), step_key("truncated"), step_key("hollow_format"), ENTROPY)  # when logged
+TABLE_READINGS = (zero_std_side_key(ALL_WRONG), step_key("truncated"), step_key("hollow_format"), ENTROPY)  # when logged
 
 
 def table_series(run) -> list[str]:
     """The columns of a run's printed table: every reward component, zero-std on total and correctness, the
     `TABLE_READINGS` the run logged (all-wrong flat groups, truncation, hollow format, entropy), time share."""
-    zero_std = [zero_std_key(c) for c in ("total", "correctness") if c in run.components]
+    zero_std = [zero_std_key(c) for c in (TOTAL, "correctness") if c in run.components]
     readings = [key for key in TABLE_READINGS if any(key in row for row in run.rows)]
     return [*reward_series([run]), *zero_std, *readings, GENERATION_SHARE]
 
@@ -173,7 +174,7 @@ class Run:
         """The overall block of a held-out evaluation; {} when there is none."""
         return self.evaluation(name).get("overall", {})
 
-    def held_out_curve(self, key: str = "exact_match") -> list[tuple[int, float]]:
+    def held_out_curve(self, key: str = EXACT_MATCH) -> list[tuple[int, float]]:
         """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
         logged at step N) and at the end (`eval/after.json`), in sample order; [] without evaluations."""
         samples = {count(row.get("step")): count(row.get(GENERATED_SAMPLES)) for row in self.rows}
@@ -187,7 +188,7 @@ class Run:
             points.append((count(self.rows[-1].get(GENERATED_SAMPLES)), final))
         return sorted(points)
 
-    def held_out_by_length(self, name: str = "after", key: str = "exact_match") -> dict[str, float]:
+    def held_out_by_length(self, name: str = "after", key: str = EXACT_MATCH) -> dict[str, float]:
         """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
         return {length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items()
                 if key in block}

@@ -39,6 +39,10 @@ from rlvr.analysis.summaries import seed_group, time_totals
 from rlvr.analysis.tables import series_table, text_table
 from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import (
+    ALL_CORRECT,
+    ALL_TRUNCATED,
+    ALL_WRONG,
+    BINARY,
     CLIP_RATIO,
     CLIPPED_RATIO,
     CURRICULUM_PREFIX,
@@ -47,8 +51,11 @@ from rlvr.metrics.keys import (
     EXACT_SERIES,
     GENERATION_SHARE,
     GROUP_SERIES,
+    IDENTICAL,
     MEAN_LENGTH,
+    MIXED,
     OFF_POLICY_SERIES,
+    PENALTY,
     TIME_PHASES,
     TOKEN_RATES,
     ZERO_STD_PREFIX,
@@ -92,23 +99,23 @@ def save(fig, path) -> Path:
     return path
 
 
-UNIT_INTERVAL = (*map(reward_key, ("correctness", "format", "success", "binary")), *GROUP_SERIES,  # fixed 0..1 axis,
+UNIT_INTERVAL = (*map(reward_key, ("correctness", "format", "success", BINARY)), *GROUP_SERIES,  # fixed 0..1 axis,
                  CLIPPED_RATIO, step_key("truncated"), step_key("truncated_wrong"), step_key("hollow_format"),
                  step_key("false_full_credit"), CLIP_RATIO)  # with zero_std_frac/* and zero_std_side/*
 SAMPLING_SERIES = (ENTROPY, MEAN_LENGTH, CLIPPED_RATIO)  # TRL's own keys
 SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
 MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
 # A component that is a constant when its reward is not configured: (component, the TRL key its reward logs).
-UNCONFIGURED_CONSTANT = {"penalty": "rewards/penalty/mean"}
+UNCONFIGURED_CONSTANT = {PENALTY: f"rewards/{PENALTY}/mean"}
 CURRICULUM_UNIT_INTERVAL = (f"{CURRICULUM_PREFIX}weight/", f"{CURRICULUM_PREFIX}pass_rate/")  # shares and rates
-TITLES = {  # "all wrong" / "all right": no / every completion exactly right (`rlvr.rewards.functions.group_side`)
-    group_key("all_wrong"): "all groups, all wrong (no exact answer)",
-    group_key("all_correct"): "all groups, all right (every answer exact)",
-    group_key("mixed"): "all groups, right and wrong mixed",
-    zero_std_side_key("all_wrong"): "flat on total, all wrong (no exact answer)",
-    zero_std_side_key("all_correct"): "flat on total, all right (every answer exact)",
-    zero_std_side_key("all_truncated"): "flat on total, all cut off (length)",
-    zero_std_side_key("identical"): "flat on total, one text (collapsed)",
+TITLES = {  # "all wrong" / "all right": no / every completion exactly right (`rlvr.metrics.reward_batch.group_side`)
+    group_key(ALL_WRONG): "all groups, all wrong (no exact answer)",
+    group_key(ALL_CORRECT): "all groups, all right (every answer exact)",
+    group_key(MIXED): "all groups, right and wrong mixed",
+    zero_std_side_key(ALL_WRONG): "flat on total, all wrong (no exact answer)",
+    zero_std_side_key(ALL_CORRECT): "flat on total, all right (every answer exact)",
+    zero_std_side_key(ALL_TRUNCATED): "flat on total, all cut off (length)",
+    zero_std_side_key(IDENTICAL): "flat on total, one text (collapsed)",
     ENTROPY: "sampling entropy (TRL)",
 }
 
@@ -192,7 +199,7 @@ def prediction_figure(runs: list[Run], x: str, path: Path) -> Path | None:
     for ax, run in zip(axes.flat, runs):
         for key, (label, style) in PREDICTION_STYLES.items():
             xs, ys = run.series(key, x)
-            grey = {"color": "0.6", "linewidth": 1} if key.startswith("zero_std_frac") else {}
+            grey = {"color": "0.6", "linewidth": 1} if key.startswith(ZERO_STD_PREFIX) else {}
             ax.plot(xs, ys, linestyle=style, label=label, **grey)
         ax.set_title(run.label, fontsize=10)
         ax.set_xlabel(X_LABELS[x])

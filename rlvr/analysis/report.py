@@ -53,7 +53,17 @@ from rlvr.inputs import (
     read_json,
     read_text,
 )
-from rlvr.metrics.keys import GENERATED_SAMPLES, GENERATED_TOKENS, TIME_PHASES, TOKEN_RATES, group_key, zero_std_key
+from rlvr.metrics.keys import (
+    ALL_CORRECT,
+    ALL_WRONG,
+    GENERATED_SAMPLES,
+    GENERATED_TOKENS,
+    TIME_PHASES,
+    TOKEN_RATES,
+    TOTAL,
+    group_key,
+    zero_std_key,
+)
 from rlvr.runs import layout
 from rlvr.training.config import check_model_reachable
 
@@ -103,7 +113,7 @@ def images(paths: list[Path], report_dir: Path, names: tuple[str, ...]) -> str:
 
 def zero_std_reading(run: Run, last_k: int = 5) -> str:
     """A one-paragraph reading of the zero-std curve, numbers first, then what they suggest."""
-    total = run.values(zero_std_key("total"))
+    total = run.values(zero_std_key(TOTAL))
     if not total:
         return "No zero_std_frac rows were logged."
     avg = mean(total)
@@ -118,7 +128,7 @@ def zero_std_reading(run: Run, last_k: int = 5) -> str:
         tied = mean(correctness)
         from_format = " (so most of the total's contrast came from the format reward)" if tied > avg + 0.05 else ""
         parts.append(f"On correctness alone {tied:.0%} of groups were tied{from_format}.")
-    wrong, right = run.values(group_key("all_wrong")), run.values(group_key("all_correct"))
+    wrong, right = run.values(group_key(ALL_WRONG)), run.values(group_key(ALL_CORRECT))
     if wrong:
         wrong_end, right_end = tail_mean(wrong, last_k), tail_mean(right, last_k)
         parts.append(f"In the rollouts, {wrong_end:.0%} of the last steps' groups were all wrong and "

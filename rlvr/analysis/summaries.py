@@ -8,12 +8,16 @@ from collections import defaultdict
 
 from rlvr.analysis.loaders import Run, count
 from rlvr.metrics.keys import (
+    BINARY,
     GENERATED_SAMPLES,
     GENERATED_TOKENS,
+    HELD_OUT,
+    KNOWN_ORDER,
     PER_K,
     TIME_PHASES,
     TIME_TOTAL,
     TOKEN_RATES,
+    TOTAL,
     TRAIN_RUNTIME,
     reward_key,
     time_key,
@@ -110,17 +114,17 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
             GENERATED_SAMPLES: count(last(run, GENERATED_SAMPLES)),
             GENERATED_TOKENS: count(last(run, GENERATED_TOKENS)),
             "final_correctness": tail_mean(ys, last_k),
-            "final_binary": tail_mean(run.values(reward_key("binary")), last_k),  # partial credit, as the homework defines it
+            "final_binary": tail_mean(run.values(reward_key(BINARY)), last_k),  # partial credit, as the homework defines it
             "final_success": tail_mean(run.values(reward_key("success")), last_k),  # 0/1: exact answer and full format
             "auc_correctness": normalized_auc(xs, ys, common_end),
             "auc_up_to_samples": count(common_end),
             f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
-            "mean_zero_std_total": mean(run.values(zero_std_key("total"))),
+            "mean_zero_std_total": mean(run.values(zero_std_key(TOTAL))),
             "mean_zero_std_correctness": mean(run.values(zero_std_key("correctness"))),
             "wall_time_s": wall_time(run),
             "generation_share": totals["generation_share"],
             **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
-               for c in run.components if c not in ("correctness", "success", "binary", "format", "total", "penalty")},
+               for c in run.components if c not in KNOWN_ORDER},
             **held_out_columns(run),
         })
     return rows
@@ -131,7 +135,7 @@ def held_out_columns(run: Run) -> dict:
     columns = {}
     for name in ("before", "after"):
         block = run.held_out(name)
-        for key in ("exact_match", "mean_correctness", *sorted(k for k in block if k.startswith(PER_K))):
+        for key in (*HELD_OUT[:2], *sorted(k for k in block if k.startswith(PER_K))):
             if key in block:
                 columns[f"heldout_{key}_{name}"] = block[key]
     return columns

@@ -141,7 +141,7 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
 
 def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs: int, total: int) -> dict[str, int]:
     """Train (index, variant) pairs `jobs` at a time; returns label -> exit status. A failed run frees its cores for
-    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.runs.stopping: finish the
+    the next. Ctrl-C or SIGTERM to the sweep sends each running run one SIGTERM (rlvr.training.stopping: finish the
     step, save a checkpoint, stop; a second signal would stop it without one) and waits for it."""
     if launcher == "inprocess":
         for i, variant in runs:

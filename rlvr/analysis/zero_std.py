@@ -15,7 +15,7 @@ from rlvr.metrics.keys import (
     exact_key,
     group_key,
 )
-from rlvr.rewards.functions import group_side
+from rlvr.metrics.reward_batch import group_side
 
 
 def rollout_steps(rollouts: list[dict]) -> list[tuple[dict, list[list[dict]]]]:

@@ -7,6 +7,7 @@ import logging
 import math
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -14,12 +15,27 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
 from rlvr.metrics.keys import (
-    COUNTERS, EVAL_EXACT, KNOWN_ORDER, REWARD_PREFIX, STEP_PREFIX, TOKEN_RATES, ordered, reward_key,
+    COUNTERS,
+    DERIVED,
+    EVAL_EXACT,
+    EVAL_PREFIX,
+    GENERATED_SAMPLES,
+    KNOWN_ORDER,
+    REWARD_PREFIX,
+    TOKEN_RATES,
+    TOTAL,
+    TRAIN_RUNTIME,
+    ordered,
+    reward_key,
+    step_key,
     zero_std_key,
 )
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
-from rlvr.runs.folder import METRICS, ROLLOUTS, start_record
-from rlvr.runs.stopping import closing_note
+from rlvr.runs import layout
+from rlvr.runs.folder import RecordFile, start_record
+
+METRICS = RecordFile(layout.METRICS, closing_keys=(TRAIN_RUNTIME,))  # TRL's closing row: a resume drops it
+ROLLOUTS = RecordFile(layout.ROLLOUTS)
 
 
 class RolloutLedger(RewardBatchCallback, ExportableState):
@@ -112,9 +128,9 @@ class MetricsJsonlCallback(TrainerCallback):
     Resume and fresh-run handling is `rlvr.runs.folder.start_record`, the policy every record file shares.
     """
 
-    def __init__(self, path: str | None = None, stops=()):
+    def __init__(self, path: str | None = None, closing: Callable[[dict], dict] | None = None):
         self.path = path
-        self.stops = stops  # callbacks that may end the run early: their line goes into the closing row
+        self.closing = closing  # what the closing row adds (a run stopped early: its line; rlvr.training.stopping)
 
     def _file(self, args) -> Path:
         return Path(self.path or Path(args.output_dir) / METRICS.name)
@@ -128,7 +144,8 @@ class MetricsJsonlCallback(TrainerCallback):
             return
         row = {"step": state.global_step, "epoch": state.epoch, "time": time.time()}
         row.update({key: _finite(value) for key, value in logs.items()})
-        row.update(closing_note(logs, self.stops))
+        if self.closing is not None and TRAIN_RUNTIME in logs:
+            row.update(self.closing(logs))
         path = self._file(args)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
@@ -148,8 +165,8 @@ def _finite(value):
 # `quiet_console` keeps transformers' progress bar and drops its dict printing.
 
 MAX_WIDTH = 200  # one terminal line, even with custom reward components
-SHOWN = ("correctness", "format", "success", "total")  # the components every line shows, when the run has them
-HIDDEN = ("binary", "penalty")  # derived ones the line leaves to metrics.jsonl (binary mirrors exact correctness)
+SHOWN = ("correctness", "format", "success", TOTAL)  # the components every line shows, when the run has them
+HIDDEN = tuple(c for c in DERIVED if c not in SHOWN)  # left to metrics.jsonl (binary mirrors exact correctness)
 
 
 def _write(line: str) -> None:
@@ -167,17 +184,17 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     """One line of at most MAX_WIDTH characters for a logged row (`prefix` "eval_" for an evaluation row)."""
     head = f"step {step}/{max_steps}" if max_steps and max_steps > 0 else f"step {step}"
     parts = [f"eval {head}" if prefix else head]
-    if "generated_samples" in row:
-        parts.append(f"samples {int(row['generated_samples'])}")
+    if GENERATED_SAMPLES in row:
+        parts.append(f"samples {int(row[GENERATED_SAMPLES])}")
     rewards = " ".join(f"{c} {row[prefix + reward_key(c)]:.3f}" for c in components_of(row, prefix))
     if rewards:
         parts.append(rewards)
     if (exact := row.get(EVAL_EXACT)) is not None:  # rlvr evaluate's exact match (rlvr/metrics/held_out.py)
         parts.append(f"held-out exact {exact:.3f}")
-    zero_std = row.get(prefix + zero_std_key("total"))
+    zero_std = row.get(prefix + zero_std_key(TOTAL))
     if zero_std is not None:
         parts.append(f"zero_std {zero_std:.2f}")
-    truncated = row.get(prefix + f"{STEP_PREFIX}truncated")
+    truncated = row.get(prefix + step_key("truncated"))
     if truncated is not None:
         parts.append(f"cut {truncated:.2f}")
     if rates := {key.rsplit("/", 1)[1]: row[key] for key in TOKEN_RATES if key in row}:
@@ -200,10 +217,10 @@ class ConsoleLineCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
-        if "train_runtime" in logs:
-            _write(f"trained {state.global_step} steps in {logs['train_runtime']:.1f} s")
+        if TRAIN_RUNTIME in logs:
+            _write(f"trained {state.global_step} steps in {logs[TRAIN_RUNTIME]:.1f} s")
             return
-        prefix = "eval_" if any(key.startswith("eval_") for key in logs) else ""
+        prefix = EVAL_PREFIX if any(key.startswith(EVAL_PREFIX) for key in logs) else ""
         seconds = None
         if not prefix and self._last is not None:
             now, steps = time.perf_counter(), state.global_step - self._last[1]

@@ -4,15 +4,16 @@ Why TRL's loop (`eval_strategy: steps`, `eval_steps`, `num_generations_eval`; th
 first N held-out prompts) and not one of our own: it is what a TRL user sets, its rows are `eval_*` (wandb and
 TensorBoard draw `eval/*`), and its batches are scored by the recipe's rewards, so the readings see them, on a plain
 TRL trainer too (`with_readings`). `HeldOutCallback` adds `rlvr evaluate`'s figures (`HELD_OUT` in keys.py), from
-`rlvr.analysis.evaluate.summarize` over the whole evaluation: TRL averages a per-batch value over batches, which
-would weigh word lengths by batch, so they are returned once, when the last held-out completion is in.
+`rlvr.metrics.scoring.summarize`, the summary `rlvr evaluate` writes, over the whole evaluation: TRL averages a
+per-batch value over batches, which would weigh word lengths by batch, so they are returned once, when the last
+held-out completion is in.
 """
 
 from __future__ import annotations
 
-from rlvr.analysis.evaluate import summarize
-from rlvr.metrics.keys import HELD_OUT, held_out_length_key
+from rlvr.metrics.keys import EXACT_MATCH, HELD_OUT, held_out_length_key
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
+from rlvr.metrics.scoring import summarize
 
 
 class HeldOutCallback(RewardBatchCallback):
@@ -42,7 +43,7 @@ def held_out_figures(summary: dict) -> dict[str, float]:
     """`rlvr evaluate`'s summary as `HELD_OUT` keys: overall, and exact match per word length when there are several."""
     figures = {name: summary["overall"][name] for name in HELD_OUT if name in summary["overall"]}
     if len(lengths := summary["by_length"]) > 1:
-        figures.update({held_out_length_key(length): block["exact_match"] for length, block in lengths.items()})
+        figures.update({held_out_length_key(length): block[EXACT_MATCH] for length, block in lengths.items()})
     return figures
 
 

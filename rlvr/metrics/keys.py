@@ -16,20 +16,32 @@ can read below our `zero_std_frac/total` on the same batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+# The components the trainer derives from the reward columns (`rlvr.metrics.reward_batch.reward_components`)
+TOTAL, BINARY, PENALTY = "total", "binary", "penalty"
+DERIVED = (TOTAL, BINARY, PENALTY)
+
 REWARD_PREFIX = "avg_"  # avg_<component>: batch mean of the component
 ZERO_STD_PREFIX = "zero_std_frac/"  # zero_std_frac/<component>: fraction of prompt groups with no contrast on it
 ZERO_STD_SIDE_PREFIX = "zero_std_side/"  # zero_std_side/<side>: groups flat on total, by side (rlvr.metrics.readings)
-ZERO_STD_SIDES = ("all_wrong", "all_correct", "all_truncated", "identical")
+# A prompt group's side by its completions' success (`rlvr.metrics.reward_batch.group_side`), and the other two
+# reasons a group is flat on total: every completion cut off, or one text G times.
+ALL_WRONG, ALL_CORRECT, MIXED, ALL_TRUNCATED, IDENTICAL = "all_wrong", "all_correct", "mixed", "all_truncated", "identical"
+GROUP_SIDES = (ALL_WRONG, ALL_CORRECT)
+ZERO_STD_SIDES = (*GROUP_SIDES, ALL_TRUNCATED, IDENTICAL)
 GROUP_PREFIX = "groups/"  # groups/<side>: from rollouts.jsonl, every prompt group by its side (rlvr.analysis.zero_std)
-GROUP_SIDES, MIXED = ("all_wrong", "all_correct"), "mixed"  # `rlvr.rewards.functions.group_side`
 EXACT_PREFIX = "zero_std_exact/"  # zero_std_exact/<what>: groups flat on exact match, observed and predicted
 STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics/step_metrics.py)
 CURRICULUM_PREFIX = "curriculum/"  # curriculum/{level, weight/<v>, pass_rate/<v>}: rlvr/training/curriculum.py
-KNOWN_ORDER = ("correctness", "format", "success", "binary", "total", "penalty")  # how the built-in components are listed
+KNOWN_ORDER = ("correctness", "format", "success", BINARY, TOTAL, PENALTY)  # how the built-in components are listed
 
-# Held-out metrics per k in an evaluation summary (rlvr.analysis.evaluate): pass@<k>, maj@<k>; every table of pass@k
-# shows maj@k beside it
-PER_K = ("pass@", "maj@")
+# An evaluation summary's figures (`rlvr.metrics.scoring.summarize`, what `rlvr evaluate` writes): exact match, the
+# mean of each component (mean_<component>), and per k pass@<k> and maj@<k>; every table of pass@k shows maj@k
+# beside it.
+EXACT_MATCH, MEAN_PREFIX = "exact_match", "mean_"
+PASS_PREFIX, MAJ_PREFIX = "pass@", "maj@"
+PER_K = (PASS_PREFIX, MAJ_PREFIX)
 
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = ("generation_step", "generated_samples",
@@ -42,6 +54,9 @@ TIME_TOTAL, GENERATION_SHARE = "time/total_s", "time/generation_share"  # the st
 LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE, REWARD = "loss", "kl", "entropy", "grad_norm", "learning_rate", "reward"
 CLIPPED_RATIO, MEAN_LENGTH = "completions/clipped_ratio", "completions/mean_length"
 TRL_ZERO_STD = "frac_reward_zero_std"  # isclose(std, 0) on the total: see above
+# TRL's key would contradict the exact `zero_std_frac/total` under the name users look for (it misses flat groups whose
+# float32 std is not ~0, and reads 0 or 1 under `scale_rewards: batch`): the trainer logs it under this name instead.
+TRL_ZERO_STD_RELABELLED = "trl/frac_reward_zero_std_isclose"
 TRAIN_RUNTIME = "train_runtime"  # the closing row's
 REWARD_STD = "reward_std"  # std of the total reward over the whole batch (not per group)
 
@@ -59,7 +74,7 @@ OFF_POLICY_SERIES = (f"{IS_RATIO}mean", f"{IS_RATIO}min", f"{LOGP_DIFF}mean", f"
 
 
 # Wall-clock readings: the only values two runs of the same recipe and seed may differ in (the machine, not the math).
-TIMING = ("time", "step_time", "tokens_per_s/", "train_runtime", "train_samples_per_second", "train_steps_per_second",
+TIMING = ("time", "step_time", "tokens_per_s/", TRAIN_RUNTIME, "train_samples_per_second", "train_steps_per_second",
           "eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
 
 
@@ -74,37 +89,22 @@ def time_key(phase: str) -> str:
 # Held-out evaluation during training (rlvr/metrics/held_out.py): `rlvr evaluate`'s figures, logged in TRL's
 # evaluation rows, whose keys TRL prefixes with EVAL_PREFIX (wandb and TensorBoard show them as eval/<key>).
 EVAL_PREFIX = "eval_"
-HELD_OUT = ("exact_match", "mean_correctness", "pass@1")  # then exact_match/<word length>
-EVAL_EXACT = f"{EVAL_PREFIX}exact_match"  # the one the doctor, the plots and the console read
+HELD_OUT_LENGTH_PREFIX = f"{EXACT_MATCH}/"  # exact_match/<word length>, after the HELD_OUT figures
 
 
-def held_out_length_key(length) -> str:
-    return f"exact_match/{length}"
+def builder(prefix: str) -> Callable[[object], str]:
+    """The builder of one family of keys, `<prefix><name>`: `reward_key("total")` is "avg_total"."""
+    return f"{prefix}{{}}".format
 
 
-def reward_key(component: str) -> str:
-    return f"{REWARD_PREFIX}{component}"
+# Keys with a parameter, one builder per family (the prefix constants above are what readers match on).
+reward_key, mean_key, zero_std_key, zero_std_side_key = map(builder, (REWARD_PREFIX, MEAN_PREFIX, ZERO_STD_PREFIX,
+                                                                      ZERO_STD_SIDE_PREFIX))
+step_key, group_key, exact_key, eval_key = map(builder, (STEP_PREFIX, GROUP_PREFIX, EXACT_PREFIX, EVAL_PREFIX))
+pass_key, maj_key, held_out_length_key = map(builder, (PASS_PREFIX, MAJ_PREFIX, HELD_OUT_LENGTH_PREFIX))
 
-
-def zero_std_key(component: str) -> str:
-    return f"{ZERO_STD_PREFIX}{component}"
-
-
-def zero_std_side_key(side: str) -> str:
-    return f"{ZERO_STD_SIDE_PREFIX}{side}"
-
-
-def step_key(name: str) -> str:
-    return f"{STEP_PREFIX}{name}"
-
-
-def group_key(side: str) -> str:
-    return f"{GROUP_PREFIX}{side}"
-
-
-def exact_key(what: str) -> str:
-    return f"{EXACT_PREFIX}{what}"
-
+HELD_OUT = (EXACT_MATCH, mean_key("correctness"), pass_key(1))  # then exact_match/<word length>
+EVAL_EXACT = eval_key(EXACT_MATCH)  # the one the doctor, the plots and the console read
 
 GROUP_SERIES = tuple(group_key(side) for side in (*GROUP_SIDES, MIXED))
 EXACT_SERIES = tuple(exact_key(what) for what in ("observed", "predicted_self", "predicted_peers"))

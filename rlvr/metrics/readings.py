@@ -6,7 +6,7 @@
 
 How the batch is gathered over processes, and why the readings reach TRL's logs through the `log_metric` argument
 TRL hands every reward function (a callback's `on_log` runs after `Trainer.log` has copied the row into
-`log_history`): docs/evaluation-and-reports.md. Our own trainer (`RewardAndTimingMixin`) uses the same wrapper.
+`log_history`): docs/evaluation-and-reports.md. Our own trainer (`RewardDispatchMixin`) uses the same wrapper.
 """
 
 from __future__ import annotations
@@ -19,10 +19,17 @@ from accelerate.utils import gather_object
 from torch import nn
 
 from rlvr.metrics.held_out import held_out_callback
-from rlvr.metrics.keys import zero_std_side_key
-from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback, flat_groups, group_summary, is_truncated
+from rlvr.metrics.keys import ALL_TRUNCATED, GROUP_SIDES, IDENTICAL, TOTAL, zero_std_side_key
+from rlvr.metrics.reward_batch import (
+    RewardBatch,
+    RewardBatchCallback,
+    flat_groups,
+    group_side,
+    group_summary,
+    is_truncated,
+)
 from rlvr.metrics.step_metrics import compute_step_metrics
-from rlvr.rewards.functions import completion_text, group_side
+from rlvr.rewards.functions import completion_text
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns a batch (and the rollouts) keeps
 
@@ -94,6 +101,7 @@ class RewardReadings:
             rewards_per_func=torch.tensor([row[0] for row in rows], dtype=torch.float32).reshape(len(rows), -1),
             names=list(trainer.reward_func_names),
             weights=trainer.reward_weights.detach().cpu(),
+            # the one choice of group size (train or eval): the callbacks and the advantages read it from the batch
             num_generations=trainer.num_generations if training else trainer.num_generations_eval,
             completions=[row[1] for row in rows],
             rows=[row[2] for row in rows],
@@ -142,16 +150,16 @@ def zero_std_sides(batch: RewardBatch) -> dict[str, float]:
     `all_correct` (`group_side` of `RewardBatch.solved`), `all_truncated` (a length budget), `identical` (one text:
     collapsed entropy). The sides overlap; right and wrong need the rows' answers, truncation the completion ids."""
     G = batch.num_generations
-    flat = flat_groups(batch.components()["total"], G)
+    flat = flat_groups(batch.components()[TOTAL], G)
     sides = {}
     if batch.has_answers():
         side = [group_side(group) for group in batch.solved().reshape(-1, G).tolist()]
-        for name in ("all_wrong", "all_correct"):
+        for name in GROUP_SIDES:
             sides[name] = flat & torch.tensor([s == name for s in side], dtype=torch.bool)
     if batch.truncated is not None:
-        sides["all_truncated"] = flat & torch.tensor(batch.truncated, dtype=torch.bool).reshape(-1, G).all(dim=1)
+        sides[ALL_TRUNCATED] = flat & torch.tensor(batch.truncated, dtype=torch.bool).reshape(-1, G).all(dim=1)
     texts = [batch.completions[i : i + G] for i in range(0, batch.size, G)]
-    sides["identical"] = flat & torch.tensor([len(set(group)) == 1 for group in texts], dtype=torch.bool)
+    sides[IDENTICAL] = flat & torch.tensor([len(set(group)) == 1 for group in texts], dtype=torch.bool)
     return {zero_std_side_key(side): mask.float().mean().item() for side, mask in sides.items()}
 
 

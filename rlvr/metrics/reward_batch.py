@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import TrainerCallback
 
-from rlvr.metrics.keys import reward_key, zero_std_key
+from rlvr.metrics.keys import ALL_CORRECT, ALL_WRONG, BINARY, PENALTY, TOTAL, reward_key, zero_std_key
 from rlvr.rewards.functions import binary_of, exact_answer, success
 
 
@@ -79,8 +79,9 @@ class RewardBatch:
         return any(row.get("answer") is not None for row in self.rows)
 
     def solved(self) -> torch.Tensor:
-        """(N,) bool: the `success` reward's 1.0 (exact answer, all four tags), trained on or not; cached. The side
-        readings (`zero_std_side/*`, `step/truncated_wrong`) call a completion right or wrong by this."""
+        """(N,) bool: the `success` reward's 1.0 (exact answer, all four tags), trained on or not; cached. THE
+        definition of a solved completion: the side readings (`zero_std_side/*`, `step/truncated_wrong`) call a
+        completion right or wrong by it, and the curriculum's pass rates count it."""
         if self._solved is None:
             answers = [row.get("answer") for row in self.rows]
             self._solved = torch.tensor(success(self.completions, answers), dtype=torch.float32) == 1.0
@@ -105,7 +106,12 @@ class RewardBatchCallback(TrainerCallback):
                 "none to callbacks. Wrap it: `trainer = with_readings(GRPOTrainer(...))` (from rlvr.metrics.readings)")
 
 
-TOTAL, BINARY, PENALTY = "total", "binary", "penalty"
+def group_side(solved) -> str | None:
+    """THE definition of a prompt group's side, by its completions' `solved` (exactly right, full format):
+    `ALL_WRONG` when none is right, `ALL_CORRECT` when every one is, None when they mix. The batch readings
+    (`zero_std_side/*`), the rollouts' `groups/*` series, their figure, the report and the doctor all read it."""
+    solved = [bool(s) for s in solved]
+    return ALL_WRONG if not any(solved) else ALL_CORRECT if all(solved) else None
 
 
 # Reward components and flat groups, on the gathered rewards: TRL's `RepeatSampler` keeps a prompt's G completions

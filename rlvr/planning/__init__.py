@@ -3,10 +3,11 @@
     python -m rlvr.planning --config recipes/grpo.yaml [--free_gib 6.9] [--accelerate_config FILE] [--field value]
 
 `shapes` (model shapes, workloads, prompt length), `terms` (one function per memory term), `plan` (the per-phase plan,
-remedies, the pre-flight budget check), `cli` (the command). Their public names are re-exported here.
+remedies, the pre-flight budget check): their public names are re-exported here. The command, `cli` (`rlvr plan`,
+`python -m rlvr.planning`), is not: it parses recipes with `rlvr.training.config`, and the trainer's pre-flight check
+imports this package, so a run loads the planner without its command line.
 """
 
 from rlvr.planning.plan import *  # noqa: F403
 from rlvr.planning.shapes import *  # noqa: F403
 from rlvr.planning.terms import *  # noqa: F403
-from rlvr.planning.cli import main  # noqa: E402,F401  (last: the command, whatever the modules above import)

@@ -2,7 +2,7 @@
 
 A run from step 0 into a folder that holds an earlier run moves every file that run wrote into
 `previous-runs/<its id>/` and says so in one line; files a run does not write stay (docs/reliability.md). Record
-files (metrics.jsonl, rollouts.jsonl: `RECORDS`) are append-only, and one rule says what happens to rows already
+files (metrics.jsonl, rollouts.jsonl: a `RecordFile` each, defined by their writers) are append-only, and one rule says what happens to rows already
 there (`start_record`): on resume from step C, rows after C (and a torn last line) are dropped, so every step appears
 once; at step 0 a file still there (a record path outside the claimed folder, or callbacks used without the runner)
 moves aside by the same policy as a whole run (`move_aside`). The lock is rlvr/runs/lock.py; the run's identity and
@@ -24,7 +24,7 @@ from rlvr.inputs import ConfigError, check_writable_folder, parse_json
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 from rlvr.runs.lock import RunLock, agree, broadcast
-from rlvr.runs.resume import ALLOW_FLAG, NOTED, Resume, checkpoint_step, describe_changes, read_run_json
+from rlvr.runs.resume import ALLOW_FLAG, Resume, checkpoint_step, describe_changes, read_run_json
 
 # What a run (and the commands that describe it) writes at the top of its folder; a fresh start moves these aside.
 RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
@@ -181,7 +181,7 @@ def write_run_json(folder: Path, run_id: str, resume: Resume, processes: int) ->
                          f"{describe_changes(resume.refused)}")
         if resume.noted:
             entry["noted_changes"] = {k: list(v) for k, v in resume.noted.items()}
-            lines.append(f"[resume] changed, {', '.join(sorted({NOTED[k] for k in resume.noted}))} only: "
+            lines.append(f"[resume] changed, {', '.join(sorted({resume.may_change[k] for k in resume.noted}))} only: "
                          f"{describe_changes(resume.noted)}")
         run.setdefault("resumes", []).append(entry)
     tmp = folder / (layout.RUN + ".tmp")
@@ -206,17 +206,11 @@ class RecordFile:
         return isinstance(step, (int, float)) and step <= checkpoint_step
 
 
-METRICS = RecordFile(layout.METRICS, closing_keys=("train_runtime",))
-ROLLOUTS = RecordFile(layout.ROLLOUTS)
-RECORDS = {record.name: record for record in (METRICS, ROLLOUTS)}
-
-
-def start_record(path, global_step: int, record: RecordFile | None = None) -> str | None:
+def start_record(path, global_step: int, record: RecordFile) -> str | None:
     """Apply the resume / fresh-run policy to one record file at train begin; returns what was done, if anything."""
     path = Path(path)
     if not path.exists():
         return None
-    record = record or RECORDS.get(path.name, RecordFile(path.name))
     if global_step == 0:
         target = move_aside(path.parent, [path], unnamed())  # a record outside a claimed folder, or no claim
         return f"moved the previous run's {path.name} aside to {target}/"

@@ -4,62 +4,24 @@
 Every run gets an id (`<UTC start>-<6 hex>`) at step 0, written to run.json and, through `RunIdentityCallback`, into
 every checkpoint's trainer_state.json (written last, so a complete checkpoint names its run). A resume takes only its
 own run's checkpoint, and compares the recipe with the run's config.yaml: a field that changes what is optimised is
-refused unless `--allow_recipe_change true` (then recorded); fields in `RESUME_MAY_CHANGE` are noted. A field nobody
-classified counts as what is optimised.
+refused unless `--allow_recipe_change true` (then recorded); fields a resume may change are noted. A field nobody
+classified counts as what is optimised. The run folder parses no recipe: training hands it the values and the table
+of what may change (`RecipeFields`, built by `rlvr.training.config.resume_fields`, where the fields live).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.inputs import ConfigError, load_yaml_mapping, parse_json
+from rlvr.inputs import ConfigError, parse_json
 from rlvr.runs import layout
-from rlvr.training.config import load_recipe
 
-# What a resume may change without --allow_recipe_change, by why it leaves the optimisation alone. ONE table: every
-# recipe field not listed (the algorithm, G, batch shape, learning rate and schedule, max_steps, rewards and weights,
-# data, seed, sampling, the model and its adapters, ...) and every entry of `DERIVED` changes what is optimised.
-RESUME_MAY_CHANGE = {
-    "memory or speed": (
-        "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",  # see DERIVED
-        "per_device_eval_batch_size", "gradient_checkpointing", "gradient_checkpointing_kwargs",
-        "activation_checkpointing", "speedups", "cpu_threads", "use_cpu", "bf16", "fp16", "tf32", "bf16_full_eval",
-        "fp16_full_eval", "torch_compile", "torch_compile_backend", "torch_compile_mode", "use_liger_kernel",
-        "dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
-        "dataloader_prefetch_factor", "memory_budget", "vllm_gpu_memory_utilization", "ddp_timeout", "ddp_backend",
-        "env",
-    ),
-    "records and logging": (
-        "metrics_path", "rollouts_path", "print_rollouts", "report_to", "run_name", "project",
-        "trackio_space_id", "logging_steps", "logging_strategy", "logging_first_step", "logging_nan_inf_filter",
-        "log_level", "log_level_replica", "log_on_each_node", "log_completions", "num_completions_to_print",
-        "log_unique_prompts", "disable_tqdm", "push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo",
-        "hub_always_push", "hub_revision",
-    ),
-    "when to save, evaluate or stop early": (
-        "save_strategy", "save_steps", "save_total_limit", "save_only_model", "save_on_each_node", "eval_strategy",
-        "eval_steps", "eval_on_start", "eval_prompts", "num_generations_eval", "divergence_guard", "min_mean_reward",
-        "min_mean_reward_component", "min_mean_reward_patience", "reward_time_limit", "build_tiny_model",
-    ),
-}
-NOTED = {name: kind for kind, names in RESUME_MAY_CHANGE.items() for name in names}
-# How this command was started and where the folder is now (a run folder may be moved), not what the run trains.
-NOT_COMPARED = ("resume_from_checkpoint", "allow_recipe_change", "dry_run", "output_dir", "logging_dir")
-# Quantities the micro-batch fields above combine into: changing these does change the optimisation.
-DERIVED = {
-    "completions per optimizer step": (("per_device_train_batch_size", "gradient_accumulation_steps", "processes"),
-                                       lambda v: v["per_device_train_batch_size"] * v["gradient_accumulation_steps"]
-                                       * v["processes"]),
-    "optimizer steps per generation step": (("steps_per_generation", "num_iterations", "gradient_accumulation_steps"),
-                                            lambda v: v["steps_per_generation"] * v["num_iterations"]
-                                            / v["gradient_accumulation_steps"]),
-}
 ALLOW_FLAG = "--allow_recipe_change true"
 
 
@@ -92,6 +54,16 @@ def checkpoint_run_id(checkpoint) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class RecipeFields:
+    """What training hands `check_resume` to compare the run's recipe with this command's."""
+
+    current: Callable[[], dict]  # this command's recipe: field -> value, every default filled in, derived ones too
+    of_config: Callable[[Path, int], dict]  # the same for the run's config.yaml, read with the run's processes
+    may_change: Mapping[str, str]  # field -> why a resume may change it (noted, not refused)
+    derived: Mapping[str, tuple[str, ...]]  # quantity -> the fields it is made of (a change is refused under one)
+
+
 @dataclass
 class Resume:
     """What `check_resume` decided: the run the checkpoint continues and what changed in the recipe."""
@@ -100,52 +72,21 @@ class Resume:
     run_id: str | None  # the run this continues (None: a fresh start, or a checkpoint from before run ids)
     refused: dict = field(default_factory=dict)  # field -> (run's value, this command's)
     noted: dict = field(default_factory=dict)
-
-
-def recipe_values(args, training, model, processes: int) -> dict:
-    """Every field of the parsed recipe (defaults filled in), plus the `DERIVED` quantities."""
-    values = {}
-    for part in (args, training, model):
-        values.update(part.to_dict() if hasattr(part, "to_dict") else dataclasses.asdict(part))
-    for key in ("data", "curriculum"):
-        if isinstance(values.get(key), str):
-            try:
-                values[key] = json.loads(values[key])
-            except ValueError:
-                pass
-    for key in NOT_COMPARED:
-        values.pop(key, None)
-    values["processes"] = processes
-    for name, (_, compute) in DERIVED.items():
-        values[name] = compute(values)
-    return values
-
-
-def _old_recipe(config_path: Path, processes: int) -> dict:
-    old = load_yaml_mapping(config_path, "resume_from_checkpoint", "the recipe mapping the run trained with")
-    env = old.pop("env", None)  # parsing it would set the old run's environment variables in this process
-    try:
-        loaded = load_recipe([], config=old, source=str(config_path))
-    except ConfigError as err:
-        raise ConfigError("resume_from_checkpoint", f"cannot compare with the run's {config_path} ({err}); "
-                                                    f"pass {ALLOW_FLAG} to resume without the comparison") from None
-    values = recipe_values(loaded.args, loaded.training, loaded.model, processes)
-    values["env"] = env
-    return values
+    may_change: Mapping[str, str] = field(default_factory=dict)  # why each noted field may change (`RecipeFields`)
 
 
 def _same(a, b) -> bool:
     return a == b or json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
-def compare_recipes(old: dict, new: dict) -> tuple[dict, dict]:
-    """(refused, noted): each field -> (old, new); a DERIVED quantity is refused under the first input that moved."""
+def compare_recipes(old: dict, new: dict, fields: RecipeFields) -> tuple[dict, dict]:
+    """(refused, noted): each field -> (old, new); a derived quantity is refused under the first input that moved."""
     refused, noted = {}, {}
     for key in dict.fromkeys([*old, *new]):
-        if key == "processes" or key in DERIVED or _same(old.get(key), new.get(key)):
+        if key == "processes" or key in fields.derived or _same(old.get(key), new.get(key)):
             continue
-        (noted if key in NOTED else refused)[key] = (old.get(key), new.get(key))
-    for name, (inputs, _) in DERIVED.items():
+        (noted if key in fields.may_change else refused)[key] = (old.get(key), new.get(key))
+    for name, inputs in fields.derived.items():
         if not _same(old.get(name), new.get(name)):
             moved = next((k for k in inputs if not _same(old.get(k), new.get(k))), inputs[0])
             refused.setdefault(moved, (old.get(moved), new.get(moved)))
@@ -165,7 +106,7 @@ def checkpoint_step(checkpoint) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def check_resume(recipe, checkpoint: str | None, processes: int) -> Resume:
+def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeFields) -> Resume:
     """Read only: whose checkpoint this is, and what the recipe changes against the run's own config.yaml."""
     folder = Path(recipe.training.output_dir)
     if checkpoint is None:
@@ -186,16 +127,14 @@ def check_resume(recipe, checkpoint: str | None, processes: int) -> Resume:
     if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
         raise ConfigError("max_steps", f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
                           f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir")
-    resume = Resume(checkpoint, owner)
+    resume = Resume(checkpoint, owner, may_change=fields.may_change)
     home = Path(checkpoint).parent  # the run's own folder: its config.yaml is the recipe it trained
     config_path = home / layout.CONFIG
     if not config_path.exists():
         print(f"[resume] {config_path} is missing: the recipe cannot be compared with what the run trained", flush=True)
         return resume
     old_processes = (read_run_json(home) or {}).get("processes", processes)
-    new = recipe_values(recipe.args, recipe.training, recipe.model, processes)
-    new["env"] = recipe.yaml.get("env")
-    resume.refused, resume.noted = compare_recipes(_old_recipe(config_path, old_processes), new)
+    resume.refused, resume.noted = compare_recipes(fields.of_config(config_path, old_processes), fields.current(), fields)
     if resume.refused and not recipe.args.allow_recipe_change:
         key, (before, after, *why) = next(iter(resume.refused.items()))
         more = [k for k in resume.refused if k != key]

@@ -17,6 +17,7 @@ import torch
 from trl.trainer.utils import nanstd
 
 from rlvr.inputs import ConfigError
+from rlvr.metrics.keys import TOTAL
 from rlvr.metrics.reward_batch import flat_rows
 
 # Advantage estimators: `fn(rewards, num_generations) -> advantages` on the gathered (N,) reward column the registry
@@ -77,7 +78,7 @@ class Algorithm:
     trainer: str = TRAINER  # dotted path of the trainer class (`trainer_class` imports it)
     config: str = CONFIG  # dotted path of the config class (`config_class` imports it)
     advantage: Callable[[torch.Tensor, int], torch.Tensor] | None = None  # None: TRL's own (`scale_rewards`)
-    advantage_reward: str = "total"  # the reward component the advantage is computed from
+    advantage_reward: str = TOTAL  # the reward component the advantage is computed from
     ratio: bool = True  # False: -A * log pi, no ratio or clip: each batch is used once (RLOO, REINFORCE, MaxRL)
     group_baseline: bool = True  # False: no group baseline (REINFORCE's raw reward, PPO's critic): flat groups keep theirs
     requires: dict = field(default_factory=dict)  # config values that define the algorithm

@@ -7,10 +7,13 @@ arithmetic, task options) fails here with one line naming the field, before any 
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import sys
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 import torch
 from huggingface_hub import constants, try_to_load_from_cache
@@ -18,16 +21,25 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from rlvr.data.generate import build_dataset, load_task_dataset
 from rlvr.data.spec import DataSpec
-from rlvr.inputs import ArgumentParser, ConfigError, flag_in_message, load_recipe_yaml, reject_unknown_keys
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    flag_in_message,
+    load_recipe_yaml,
+    load_yaml_mapping,
+    reject_unknown_keys,
+)
+from rlvr.metrics.keys import TOTAL
 from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.runs.cpu_threads import parse_cpu_threads
-from rlvr.runs.stopping import check_divergence_fields
+from rlvr.runs.resume import ALLOW_FLAG, RecipeFields
 from rlvr.speedups.registry import parse_speedups
 from rlvr.training import algorithms
 from rlvr.training.algorithms import check_algorithm_config, config_class
 from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
 from rlvr.training.model_loading import check_quantization
+from rlvr.training.stopping import check_divergence_fields
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
 
 
@@ -74,13 +86,13 @@ class RecipeArguments(ScriptArguments):
     )
     divergence_guard: bool = field(
         default=True,
-        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/runs/stopping.py)."},
+        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/stopping.py)."},
     )
     min_mean_reward: float | None = field(
         default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
     )
     min_mean_reward_component: str = field(
-        default="total", metadata={"help": "The mean reward min_mean_reward watches: total, or a reward's name."}
+        default=TOTAL, metadata={"help": "The mean reward min_mean_reward watches: total, or a reward's name."}
     )
     min_mean_reward_patience: int = field(
         default=1, metadata={"help": "Logged steps in a row below min_mean_reward before the run stops."}
@@ -410,3 +422,88 @@ def batch_plan(recipe: Recipe) -> str:
 
 
 KL_ESTIMATORS = ("k1", "k2", "k3")
+
+
+# ---- Resume (`rlvr.runs.resume.check_resume` compares; the run folder parses no recipe, `resume_fields` hands it
+# these). What a resume may change without --allow_recipe_change, by why it leaves the optimisation alone. ONE table: every
+# recipe field not listed (the algorithm, G, batch shape, learning rate and schedule, max_steps, rewards and weights,
+# data, seed, sampling, the model and its adapters, ...) and every entry of `DERIVED` changes what is optimised.
+RESUME_MAY_CHANGE = {
+    "memory or speed": (
+        "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",  # see DERIVED
+        "per_device_eval_batch_size", "gradient_checkpointing", "gradient_checkpointing_kwargs",
+        "activation_checkpointing", "speedups", "cpu_threads", "use_cpu", "bf16", "fp16", "tf32", "bf16_full_eval",
+        "fp16_full_eval", "torch_compile", "torch_compile_backend", "torch_compile_mode", "use_liger_kernel",
+        "dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
+        "dataloader_prefetch_factor", "memory_budget", "vllm_gpu_memory_utilization", "ddp_timeout", "ddp_backend",
+        "env",
+    ),
+    "records and logging": (
+        "metrics_path", "rollouts_path", "print_rollouts", "report_to", "run_name", "project",
+        "trackio_space_id", "logging_steps", "logging_strategy", "logging_first_step", "logging_nan_inf_filter",
+        "log_level", "log_level_replica", "log_on_each_node", "log_completions", "num_completions_to_print",
+        "log_unique_prompts", "disable_tqdm", "push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo",
+        "hub_always_push", "hub_revision",
+    ),
+    "when to save, evaluate or stop early": (
+        "save_strategy", "save_steps", "save_total_limit", "save_only_model", "save_on_each_node", "eval_strategy",
+        "eval_steps", "eval_on_start", "eval_prompts", "num_generations_eval", "divergence_guard", "min_mean_reward",
+        "min_mean_reward_component", "min_mean_reward_patience", "reward_time_limit", "build_tiny_model",
+    ),
+}
+NOTED = {name: kind for kind, names in RESUME_MAY_CHANGE.items() for name in names}
+# How this command was started and where the folder is now (a run folder may be moved), not what the run trains.
+NOT_COMPARED = ("resume_from_checkpoint", "allow_recipe_change", "dry_run", "output_dir", "logging_dir")
+# Quantities the micro-batch fields above combine into: changing these does change the optimisation.
+DERIVED = {
+    "completions per optimizer step": (("per_device_train_batch_size", "gradient_accumulation_steps", "processes"),
+                                       lambda v: v["per_device_train_batch_size"] * v["gradient_accumulation_steps"]
+                                       * v["processes"]),
+    "optimizer steps per generation step": (("steps_per_generation", "num_iterations", "gradient_accumulation_steps"),
+                                            lambda v: v["steps_per_generation"] * v["num_iterations"]
+                                            / v["gradient_accumulation_steps"]),
+}
+
+
+def recipe_values(args, training, model, processes: int) -> dict:
+    """Every field of the parsed recipe (defaults filled in), plus the `DERIVED` quantities."""
+    values = {}
+    for part in (args, training, model):
+        values.update(part.to_dict() if hasattr(part, "to_dict") else dataclasses.asdict(part))
+    for key in ("data", "curriculum"):
+        if isinstance(values.get(key), str):
+            try:
+                values[key] = json.loads(values[key])
+            except ValueError:
+                pass
+    for key in NOT_COMPARED:
+        values.pop(key, None)
+    values["processes"] = processes
+    for name, (_, compute) in DERIVED.items():
+        values[name] = compute(values)
+    return values
+
+
+def config_values(config_path: Path, processes: int) -> dict:
+    """`recipe_values` of a run's config.yaml, parsed as this command's recipe is (what a resume compares with)."""
+    old = load_yaml_mapping(config_path, "resume_from_checkpoint", "the recipe mapping the run trained with")
+    env = old.pop("env", None)  # parsing it would set the old run's environment variables in this process
+    try:
+        loaded = load_recipe([], config=old, source=str(config_path))
+    except ConfigError as err:
+        raise ConfigError("resume_from_checkpoint", f"cannot compare with the run's {config_path} ({err}); "
+                                                    f"pass {ALLOW_FLAG} to resume without the comparison") from None
+    values = recipe_values(loaded.args, loaded.training, loaded.model, processes)
+    values["env"] = env
+    return values
+
+
+def resume_fields(recipe: Recipe, processes: int) -> RecipeFields:
+    """What a resume of `recipe` on `processes` processes compares, for the run folder (`rlvr.runs.resume`)."""
+
+    def current() -> dict:
+        values = recipe_values(recipe.args, recipe.training, recipe.model, processes)
+        values["env"] = recipe.yaml.get("env")
+        return values
+
+    return RecipeFields(current, config_values, NOTED, {name: inputs for name, (inputs, _) in DERIVED.items()})

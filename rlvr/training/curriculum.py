@@ -95,16 +95,6 @@ def check_curriculum(spec: CurriculumSpec, data_spec, training) -> None:
                                         "drawn uniformly, outside the curriculum)")
 
 
-def successes(batch: RewardBatch) -> list[bool]:
-    """Per completion: an exact-match success. The one definition the controller uses: a `success` component where
-    the reward set has one, else correctness == 1 with format == 1 (both are measured in every reward set, at weight 0
-    when a recipe does not train on them: rlvr.rewards.registry.ALWAYS_MEASURED)."""
-    components = batch.components()
-    if "success" in components:
-        return [value == 1.0 for value in components["success"].tolist()]
-    return [c == 1.0 and f == 1.0 for c, f in zip(components["correctness"].tolist(), components["format"].tolist())]
-
-
 def informative_fraction(p: float, num_generations: int) -> float:
     """Predicted fraction of non-flat groups of G independent 0/1 outcomes at pass rate p: 1 - p^G - (1 - p)^G."""
     return 1.0 - p**num_generations - (1.0 - p) ** num_generations
@@ -252,7 +242,8 @@ class CurriculumCallback(RewardBatchCallback, ExportableState):
             return None
         step = self.controller.steps - (batch.round > 0)  # this generation step's index (a later round: the same)
         drew = self.controller.weights_for(step)
-        self.controller.observe([row.get("difficulty") for row in batch.rows], successes(batch), batch.round == 0)
+        # a pass is a solved completion (`RewardBatch.solved`, the readings' one definition)
+        self.controller.observe([row.get("difficulty") for row in batch.rows], batch.solved().tolist(), batch.round == 0)
         return self.controller.metrics(drew)
 
     def state(self) -> dict:

@@ -18,6 +18,7 @@ from safetensors.torch import load_model, save_model
 from transformers import AutoModelForTokenClassification
 from trl.trainer.utils import disable_dropout_in_model
 
+from rlvr.metrics.keys import TOTAL
 from rlvr.training.config import SingleRolloutConfig
 from rlvr.training.trainer import RLVRTrainer
 
@@ -135,7 +136,7 @@ class PPOTrainer(RLVRTrainer):
                     self.model, ids, attention, output["completion_ids"].shape[1]
                 )[0]
             values = self._token_values(output) * mask
-        total = self._reward_batch.components()["total"]
+        total = self._reward_batch.components()[TOTAL]
         start = self.accelerator.process_index * len(inputs)
         rewards = torch.nan_to_num(total[start : start + len(inputs)], nan=0.0).to(mask.device)
         token_rewards = sequence_reward_on_last_token(rewards, mask)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -31,7 +32,7 @@ from rlvr.metrics.callbacks import (
     silence_known_warnings,
 )
 from rlvr.metrics.readings import ReadingsCallback
-from rlvr.planning import check_memory_budget
+from rlvr.planning.plan import check_memory_budget
 from rlvr.rewards.guard import guard_rewards
 from rlvr.runs import layout
 from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
@@ -40,24 +41,30 @@ from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.runs.disk import disk_full_exits
 from rlvr.runs.folder import check_model_outside, claim, refuse_if_in_use
 from rlvr.runs.resume import RunIdentityCallback, check_resume
-from rlvr.runs.stopping import DivergenceGuard, PreemptionCallback, early_stop
 from rlvr.runs.tracking import configure_trackers
-from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, validate
+from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, resume_fields, validate
 from rlvr.training.curriculum import curriculum_callback_for
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
-from rlvr.training.trainer import SampleBudgetCallback, trainer_for
+from rlvr.training.stopping import (
+    DivergenceGuard,
+    PreemptionCallback,
+    SampleBudgetCallback,
+    closing_note,
+    early_stop,
+)
+from rlvr.training.trainer import trainer_for
 
 STEP_FILES = (
     "rlvr/training/trainer.py",  # RLVRTrainer: TRL's step plus its seams (rewards in, advantages, KL, sample budget)
     "rewards/guard.py",  # every reward call guarded: one named line instead of a crash, a time limit
-    "rewards/functions.py",  # the reward functions, and "all wrong" / "all right" (`group_side`)
+    "rewards/functions.py",  # the reward functions and the exact-answer test
     "rlvr/metrics/readings.py",  # the scored batch gathered once over processes, and what is read off it
     "rlvr/metrics/reward_batch.py",  # RewardBatch: the reward components and flat groups
     "rlvr/metrics/step_metrics.py",  # the step/* watches (truncation, false full credit, hollow format)
     "rlvr/training/algorithms.py",  # the registry: the algorithm's advantages, flat groups zeroed
     "rlvr/metrics/callbacks.py",  # the ledger, rollouts.jsonl, metrics.jsonl and the console line
     "rlvr/metrics/keys.py",  # every metric key, named once
-    "rlvr/runs/stopping.py",  # at the step's end: preemption and divergence
+    "rlvr/training/stopping.py",  # at the step's end: preemption, divergence and the sample budget
 )
 
 
@@ -65,7 +72,7 @@ def callbacks_for(recipe: Recipe) -> list:
     args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
-    stops = (PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/runs/stopping.py)
+    stops = (PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/stopping.py)
              DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
                              args.min_mean_reward_patience))  # after PreemptionCallback: it sees (and may cancel) its save
     return [
@@ -73,7 +80,8 @@ def callbacks_for(recipe: Recipe) -> list:
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
-        MetricsJsonlCallback(recipe.args.metrics_path, stops),  # a run they stop is marked unfinished
+        # the closing row of a run the stops end early says so (`Run.finished` reads it)
+        MetricsJsonlCallback(recipe.args.metrics_path, partial(closing_note, callbacks=stops)),
         *([curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)] if recipe.curriculum else []),
         *stops,
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
@@ -158,7 +166,7 @@ def hold_run_folder(recipe: Recipe):
     outcome for `claim_run_folder`."""
     training = recipe.training
     checkpoint = resume_checkpoint(training.resume_from_checkpoint, training.output_dir)
-    resume = check_resume(recipe, checkpoint, training.world_size)
+    resume = check_resume(recipe, checkpoint, training.world_size, resume_fields(recipe, training.world_size))
     if checkpoint:
         print(f"[resume] from {checkpoint} (run {resume.run_id or 'from before run ids'})", flush=True)
     check_model_outside(recipe, resume)

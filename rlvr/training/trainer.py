@@ -1,12 +1,15 @@
-"""TRL's GRPOTrainer plus what every algorithm of the registry shares: the reward-batch hook (every scored generation
-batch goes to the `RewardBatchCallback`s), time accounting, verbatim completions, the algorithm dispatch and the KL
-estimator. DAPO and PPO subclass this trainer.
+"""TRL's GRPOTrainer plus what every algorithm of the registry shares, one job a mixin: the reward-batch hand-off
+(every scored generation batch goes to the `RewardBatchCallback`s: `RewardDispatchMixin`), time accounting
+(`TimingMixin`), the held-out evaluation (`HeldOutMixin`), the logged row as the records read it (`LoggedRowMixin`),
+the algorithm dispatch (`AlgorithmMixin`), the KL estimator (`KLEstimatorMixin`), verbatim completions
+(`RawCompletionsMixin`) and the learning-rate schedule over generated samples (`SampleScheduleMixin`). DAPO and PPO
+subclass this trainer.
 
 The dispatch reads `args.algorithm`: an algorithm with its own advantage estimator (RLOO, REINFORCE, MaxRL) gets its
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
 else (sampling, TRL's advantages, loss, logging) is TRL's.
 
-Rewards come in without an override (the reward functions are wrapped: `RewardAndTimingMixin`); what replaces what in
+Rewards come in without an override (the reward functions are wrapped: `RewardDispatchMixin`); what replaces what in
 TRL's step is `PRIVATE_OVERRIDES` (each TRL-private override with its reason) and `MRO_CONTRACT` (in which order),
 both checked by tests/test_trainer_mro.py and tests/test_trl_contract.py. Layers a recipe opts into sit below these,
 right above TRL (`trainer_for`): the curriculum's sampler and the CPU speed-ups (rlvr/speedups).
@@ -16,28 +19,30 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from functools import partial
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
-from transformers import TrainerCallback, get_scheduler
+from transformers import get_scheduler
 from trl import GRPOTrainer
 
 from rlvr.metrics.callbacks import RolloutLedger
 from rlvr.metrics.held_out import held_out_callback
-from rlvr.metrics.keys import COUNTERS, GENERATION_SHARE, TIME_TOTAL, TOKEN_RATES, time_key
+from rlvr.metrics.keys import (
+    COUNTERS,
+    GENERATED_TOKENS,
+    GENERATION_SHARE,
+    TIME_TOTAL,
+    TOKEN_RATES,
+    TRL_ZERO_STD,
+    TRL_ZERO_STD_RELABELLED,
+    time_key,
+)
 from rlvr.metrics.readings import RewardReadings
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training import algorithms
 from rlvr.training.algorithms import compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.config import KL_ESTIMATORS
 from rlvr.training.curriculum import with_curriculum
-
-# TRL logs `frac_reward_zero_std` as `isclose(std, 0)` of the total: it misses flat groups whose float32 std is not
-# ~0 (eight 0.2s) and reads 0 or 1 under `scale_rewards: batch`, so beside the exact `zero_std_frac/total` it would
-# contradict it under the name users look for. It is kept, relabelled to say which test it is.
-TRL_ZERO_STD, TRL_ZERO_STD_RELABELLED = "frac_reward_zero_std", "trl/frac_reward_zero_std_isclose"
-
 
 # ---- the KL estimator (`kl_estimator: k1 | k2 | k3`; TRL 1.16 has only k3)
 # What each estimator's expected gradient pulls toward, with and without TRL's `use_bias_correction_kl`:
@@ -121,24 +126,8 @@ class KLEstimatorMixin:
         return loss
 
 
-# ---- the sample budget (`max_generated_samples`, docs/algorithms.md): runs compared at equal generation compute.
-# DAPO's resampling generated 1.9x GRPO's samples in the same 140 steps; a cosine over samples generated / budget ends
-# at the budget however many steps that takes.
-
-class SampleBudgetCallback(TrainerCallback):
-    """Stops training once the ledger has counted `budget` generated samples."""
-
-    def __init__(self, ledger, budget: int):
-        self.ledger, self.budget = ledger, budget
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.ledger.generated_samples >= self.budget and not control.should_training_stop:
-            control.should_training_stop = True
-            if state.is_world_process_zero and state.global_step < state.max_steps:
-                print(f"[budget] {self.ledger.generated_samples} generated samples >= max_generated_samples "
-                      f"{self.budget}: stopping at step {state.global_step} of max_steps {state.max_steps}", flush=True)
-        return control
-
+# ---- the sample budget (`max_generated_samples`): the learning-rate schedule follows generated samples; the stop at
+# the budget is `rlvr.training.stopping.SampleBudgetCallback`.
 
 class SampleScheduleMixin:
     """Trainer mixin: with `max_generated_samples`, the learning-rate schedule advances with generated samples."""
@@ -165,30 +154,42 @@ class SampleScheduleMixin:
         return self.lr_scheduler
 
 
-class RewardAndTimingMixin:
+class RewardDispatchMixin:
     """Hands each gathered `RewardBatch` (built once by `RewardReadings`, the reward-function wrapper a plain
-    `trl.GRPOTrainer` can take too) to the `RewardBatchCallback`s, keeps it as `self._reward_batch` for the advantage
-    dispatch, and accounts for wall time per log window (`time/*`, docs/speed.md "Measuring your own runs").
+    `trl.GRPOTrainer` can take too) to the `RewardBatchCallback`s, and keeps it as `self._reward_batch`, numbered by
+    DAPO's sampling round, for the advantage dispatch (`AlgorithmMixin`). What the callbacks return goes into TRL's
+    logged metrics of the batch's mode."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._readings = RewardReadings(self, on_batch=self._on_reward_batch, call=self._score)
+
+    def _score(self, fn, *args):
+        """One wrapped reward call (`TimingMixin` counts it as scoring time)."""
+        return fn(*args)
+
+    def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
+        batch.round = getattr(self, "_sampling_round", 0)
+        self._reward_batch = batch
+        self._readings.dispatch(batch, kwargs, log=lambda name, value: self._metrics[batch.mode][name].append(value))
+
+
+class TimingMixin:
+    """Wall time per log window (`time/*`, docs/speed.md "Measuring your own runs"), added to each training row.
 
     `logprobs` is the rollout minus generation and scoring (log-prob passes and bookkeeping); a PEFT run's reference
     is the policy with its adapter off, so it counts as `old_policy`; `total` is the training step plus
     `optimizer.step()` (timed by hooks), not logging nor callbacks. A held-out evaluation is not training time (its
-    row's `eval_runtime`) and samples on a forked RNG, so the training steps after it draw what they would have drawn.
+    row's `eval_runtime`): its time goes to an account of its own, dropped when it ends. The generated tokens of each
+    training batch are counted in the window for `tokens_per_s/*` (all processes' tokens).
     """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._readings = RewardReadings(self, on_batch=self._on_reward_batch, call=partial(self._timed, "scoring"))
-        if held_out := held_out_callback(self):
-            self.add_callback(held_out)
 
     def evaluate(self, *args, **kwargs):
         accounts, self._time_accounts = getattr(self, "_time_accounts", None), defaultdict(float)
-        with torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else []):
-            try:
-                return super().evaluate(*args, **kwargs)
-            finally:
-                self._time_accounts = accounts or defaultdict(float)
+        try:
+            return super().evaluate(*args, **kwargs)
+        finally:
+            self._time_accounts = accounts or defaultdict(float)
 
     def _account(self, account: str, amount: float) -> None:
         self._time_accounts = getattr(self, "_time_accounts", None) or defaultdict(float)
@@ -200,6 +201,14 @@ class RewardAndTimingMixin:
             return fn(*args, **kwargs)
         finally:
             self._account(account, time.perf_counter() - start)
+
+    def _score(self, fn, *args):
+        return self._timed("scoring", super()._score, fn, *args)
+
+    def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
+        if batch.mode == "train":
+            self._account(GENERATED_TOKENS, sum(batch.completion_lengths))
+        super()._on_reward_batch(batch, kwargs)
 
     def _generate(self, prompts):
         return self._timed("generation", super()._generate, prompts)
@@ -243,7 +252,7 @@ class RewardAndTimingMixin:
         if step == 0.0:
             return {}
         total = step + spent.get("optimizer", 0.0)
-        tokens, seconds = spent.get("generated_tokens", 0.0), {"generation": generation, "total": total}
+        tokens, seconds = spent.get(GENERATED_TOKENS, 0.0), {"generation": generation, "total": total}
         # a window that only reused a batch generated nothing: no rate (the whole run's is the bill's, rlvr doctor)
         rates = {key: tokens / seconds[phase] for key, phase in TOKEN_RATES.items() if tokens and seconds[phase] > 0}
         return {
@@ -259,23 +268,39 @@ class RewardAndTimingMixin:
             GENERATION_SHARE: generation / total,
         }
 
-    def _on_reward_batch(self, batch: RewardBatch, kwargs: dict) -> None:
-        """Every scored batch: kept for the advantage dispatch, numbered by DAPO's round, read by the callbacks."""
-        batch.round = getattr(self, "_sampling_round", 0)
-        self._reward_batch = batch
-        if batch.mode == "train":  # counted in the time accounts' window, for tokens_per_s/* (all processes' tokens)
-            self._account("generated_tokens", sum(batch.completion_lengths))
-        self._readings.dispatch(batch, kwargs, log=lambda name, value: self._metrics[batch.mode][name].append(value))
+    def log(self, logs, start_time=None):
+        if self.model.training:
+            logs.update(self.time_accounting())
+        super().log(logs, start_time)
+
+
+class HeldOutMixin:
+    """The held-out evaluation TRL runs every eval_steps: `rlvr evaluate`'s figures added to its rows
+    (`rlvr.metrics.held_out`), and its sampling on a forked RNG, so the training steps after it draw what they would
+    have drawn without it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if held_out := held_out_callback(self):
+            self.add_callback(held_out)
+
+    def evaluate(self, *args, **kwargs):
+        with torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else []):
+            return super().evaluate(*args, **kwargs)
+
+
+class LoggedRowMixin:
+    """TRL's logged row as the records read it: a cumulative counter (`COUNTERS`) keeps its last value in a log window
+    instead of TRL's mean, and TRL's inexact zero-std reading is logged as `TRL_ZERO_STD_RELABELLED` (keys.py says
+    why)."""
 
     def log(self, logs, start_time=None):
         for metrics in self._metrics.values():
-            for name in COUNTERS:  # cumulative: a log window keeps the last value, not the mean
+            for name in COUNTERS:
                 if metrics.get(name):
                     metrics[name] = metrics[name][-1:]
-            if TRL_ZERO_STD in metrics:  # TRL's inexact reading, under a name that says what it is
+            if TRL_ZERO_STD in metrics:
                 metrics[TRL_ZERO_STD_RELABELLED] = metrics.pop(TRL_ZERO_STD)
-        if self.model.training:
-            logs.update(self.time_accounting())
         super().log(logs, start_time)
 
 
@@ -298,7 +323,7 @@ class AlgorithmMixin:
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
-        num_generations = self.num_generations if self.model.training else self.num_generations_eval
+        num_generations = self._reward_batch.num_generations  # train or eval: chosen once, by the readings
         components = self._reward_batch.components()
         start = self.accelerator.process_index * len(inputs)  # gathered over processes: keep this process's rows
         rows = slice(start, start + len(inputs))
@@ -339,32 +364,37 @@ class AlgorithmMixin:
 # why in that order. RLVRTrainer's bases are listed in this order; DAPOTrainer and PPOTrainer subclass it and so sit
 # above every mixin; the layers a recipe opts into (`trainer_for`) sit below every mixin, right above TRL.
 #
-#   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> RewardAndTimingMixin -> AlgorithmMixin -> TRL
+#   _generate_and_score_completions  DAPOTrainer / PPOTrainer -> TimingMixin -> AlgorithmMixin -> TRL
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
-#       advantages by GAE last. RewardHooks' "rollout" timer covers everything below it. AlgorithmMixin replaces
-#       TRL's advantages after TRL's call, reading the reward batch RewardHooks' reward wrapper kept.
+#       advantages by GAE last. TimingMixin's "rollout" timer covers everything below it. AlgorithmMixin replaces
+#       TRL's advantages after TRL's call, reading the reward batch RewardDispatchMixin kept.
 #   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
 #       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
 #       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
-#   _get_per_token_logps_and_entropies  RewardAndTimingMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
-#       RewardHooks times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
+#   _get_per_token_logps_and_entropies  TimingMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
+#       TimingMixin times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
 #       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
-#   training_step                    PPOTrainer -> RewardAndTimingMixin -> TRL  (the critic steps after TRL's step)
-#   __init__                         DAPOTrainer / PPOTrainer -> RewardAndTimingMixin -> RawCompletionsMixin -> TRL
-#       RewardHooks wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up.
+#   training_step                    PPOTrainer -> TimingMixin -> TRL  (the critic steps after TRL's step)
+#   log                              TimingMixin -> LoggedRowMixin -> TRL  (time/* into the row, then TRL's metrics
+#       are cleaned up before TRL merges them into it)
+#   evaluate                         TimingMixin -> HeldOutMixin -> TRL  (its time apart, then the forked RNG)
+#   __init__                         DAPOTrainer / PPOTrainer -> RewardDispatchMixin -> HeldOutMixin ->
+#                                    RawCompletionsMixin -> TRL
+#       RewardDispatchMixin wraps the reward functions (rlvr/metrics/readings.py) once TRL has set them up; the
+#       held-out callback needs TRL's eval_dataset and num_generations_eval.
 #   The other overrides have one class each (MRO_CONTRACT); PPOTrainer's save_model and
 #   _load_optimizer_and_scheduler keep the critic beside the policy.
 MRO_CONTRACT = {
-    "_generate_and_score_completions": ("RewardAndTimingMixin", "AlgorithmMixin"),
+    "_generate_and_score_completions": ("TimingMixin", "AlgorithmMixin"),
     "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
-    "_get_per_token_logps_and_entropies": ("RewardAndTimingMixin", "KLEstimatorMixin"),
-    "_generate": ("RewardAndTimingMixin",),
-    "log": ("RewardAndTimingMixin",),
-    "training_step": ("RewardAndTimingMixin",),
-    "create_optimizer": ("RewardAndTimingMixin",),
+    "_get_per_token_logps_and_entropies": ("TimingMixin", "KLEstimatorMixin"),
+    "_generate": ("TimingMixin",),
+    "log": ("TimingMixin", "LoggedRowMixin"),
+    "training_step": ("TimingMixin",),
+    "create_optimizer": ("TimingMixin",),
     "create_scheduler": ("SampleScheduleMixin",),
-    "__init__": ("RewardAndTimingMixin", "RawCompletionsMixin"),
-    "evaluate": ("RewardAndTimingMixin",),
+    "__init__": ("RewardDispatchMixin", "HeldOutMixin", "RawCompletionsMixin"),
+    "evaluate": ("TimingMixin", "HeldOutMixin"),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
@@ -372,9 +402,9 @@ MRO_CONTRACT = {
 # public ones (log, training_step, create_optimizer, create_scheduler, save_model, __init__) are Trainer's documented
 # extension points.
 PRIVATE_OVERRIDES = {
-    ("RewardAndTimingMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
-    ("RewardAndTimingMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
-    ("RewardAndTimingMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",
+    ("TimingMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
+    ("TimingMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
+    ("TimingMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",
     ("AlgorithmMixin", "_generate_and_score_completions"):
         "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups",
     ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
@@ -391,8 +421,8 @@ PRIVATE_OVERRIDES = {
 }
 
 
-class RLVRTrainer(RewardAndTimingMixin, AlgorithmMixin, KLEstimatorMixin, RawCompletionsMixin, SampleScheduleMixin,
-                  GRPOTrainer):
+class RLVRTrainer(TimingMixin, RewardDispatchMixin, HeldOutMixin, LoggedRowMixin, AlgorithmMixin, KLEstimatorMixin,
+                  RawCompletionsMixin, SampleScheduleMixin, GRPOTrainer):
     """TRL's GRPOTrainer with every mixin above, in `MRO_CONTRACT`'s order (the module docstring says what each does)."""
 
 

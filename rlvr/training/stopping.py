@@ -1,5 +1,5 @@
-"""How a run stops early and safely: preemption (SIGTERM, SIGINT) and divergence (below). docs/reliability.md,
-"Preemption and divergence", says what a user sees.
+"""How a run stops before max_steps, all in one place: preemption (SIGTERM, SIGINT), divergence and the sample budget
+(below). docs/reliability.md, "Preemption and divergence", says what a user sees; docs/algorithms.md the budget.
 
 Preemption. The handler only records the signal (stopping inside it could tear an optimizer step or a file write).
 At the end of the current optimizer step (`on_step_end`) the callback asks the Trainer to save a checkpoint
@@ -22,7 +22,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from rlvr.inputs import ConfigError
-from rlvr.metrics.keys import STOPPED_EARLY, TRAIN_RUNTIME
+from rlvr.metrics.keys import DERIVED, GRAD_NORM, LOSS, STOPPED_EARLY, TOTAL, TRAIN_RUNTIME, reward_key
 from rlvr.runs.checkpoints import last_complete_checkpoint
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -115,13 +115,13 @@ class PreemptionCallback(TrainerCallback):
 # good one. So that no save step escapes the check, the guard has every step about to be saved logged. The bad row
 # stays in metrics.jsonl (non-finite values as null); a resume trims it with the rest (`folder.start_record`).
 
-NON_FINITE_KEYS = ("loss", "grad_norm")
+NON_FINITE_KEYS = (LOSS, GRAD_NORM)
 DIVERGED_STATUS = 1
 
 
 def check_divergence_fields(args, reward_names) -> None:
     """The reward trigger's component must be one the run logs as `avg_<component>`."""
-    components = ("total", "binary", "penalty", *reward_names)
+    components = (*DERIVED, *reward_names)
     if args.min_mean_reward_component not in components:
         raise ConfigError("min_mean_reward_component", f"must be one of {', '.join(components)}, got "
                                                        f"{args.min_mean_reward_component!r}")
@@ -130,11 +130,11 @@ def check_divergence_fields(args, reward_names) -> None:
 class DivergenceGuard(TrainerCallback):
     """See the module docstring. `stop` is set (an `EarlyStop`) when the guard trips."""
 
-    def __init__(self, non_finite: bool = True, min_mean_reward: float | None = None, component: str = "total",
+    def __init__(self, non_finite: bool = True, min_mean_reward: float | None = None, component: str = TOTAL,
                  patience: int = 1):
         self.non_finite = non_finite
         self.min_mean_reward = min_mean_reward
-        self.key = f"avg_{component}"
+        self.key = reward_key(component)
         self.patience = patience
         self.below = 0
         self.stop: EarlyStop | None = None
@@ -169,3 +169,23 @@ class DivergenceGuard(TrainerCallback):
             else "no checkpoint was saved before it"
         self.stop = EarlyStop(f"error: diverged at step {state.global_step}: {problem or 'on another rank'}; "
                               f"step {state.global_step} was not saved; {kept}", DIVERGED_STATUS)
+
+
+# ---- the sample budget (`max_generated_samples`, docs/algorithms.md): runs compared at equal generation compute.
+# DAPO's resampling generated 1.9x GRPO's samples in the same 140 steps; a cosine over samples generated / budget ends
+# at the budget however many steps that takes (`rlvr.training.trainer.SampleScheduleMixin`).
+
+class SampleBudgetCallback(TrainerCallback):
+    """Stops training once the ledger (`rlvr.metrics.callbacks.RolloutLedger`) has counted `budget` generated samples.
+    A finished run, not an early stop: the final policy is saved."""
+
+    def __init__(self, ledger, budget: int):
+        self.ledger, self.budget = ledger, budget
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.ledger.generated_samples >= self.budget and not control.should_training_stop:
+            control.should_training_stop = True
+            if state.is_world_process_zero and state.global_step < state.max_steps:
+                print(f"[budget] {self.ledger.generated_samples} generated samples >= max_generated_samples "
+                      f"{self.budget}: stopping at step {state.global_step} of max_steps {state.max_steps}", flush=True)
+        return control
