@@ -366,7 +366,8 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra
         error = "OOM: " + str(err).splitlines()[0][:80]
     rows = read_metrics(work / "run" / "metrics.jsonl")
     window = None if error else window_figures(rows)
-    return {"planned": planned, "measured": torch.cuda.max_memory_allocated() if cuda else None, "ok": not error,
+    return {"planned": planned, "measured": torch.cuda.max_memory_allocated() if cuda else None,
+            "reserved": torch.cuda.max_memory_reserved() if cuda else None, "ok": not error,
             "error": error, "seconds": round(time.perf_counter() - start, 1), "write_s": round(write_s, 1),
             "steps": steps, "window": window, "samples_per_s": window and window["samples_per_s"],
             "losses": [row.get(LOSS) for row in rows if TIME_TOTAL in row],
@@ -480,6 +481,17 @@ def box(section: str, deadline: float) -> float:
     return min(BOX_S[section], deadline - time.time())
 
 
+def over_cap_note(uncapped: dict, budget_gib: float) -> str:
+    """Why a run that hit the cap missed it, from its uncapped rerun: tensors beyond the cap, or (peak allocated under
+    it) the allocator's cached blocks, which the cap counts and a card with that much free memory has to hold too."""
+    peak, reserved = uncapped["measured"], uncapped.get("reserved")
+    if peak > budget_gib * GIB:
+        return f"OOM at the {budget_gib:g} GiB cap; uncapped it allocates {peak / GIB:.2f} GiB, {(peak - budget_gib * GIB) / GIB:.2f} over"
+    held = f" (uncapped it reserves {reserved / GIB:.2f} GiB)" if reserved else ""
+    return (f"OOM at the {budget_gib:g} GiB cap although its allocated peak is {peak / GIB:.2f} GiB: the allocator's "
+            f"cached blocks cross the cap{held}")
+
+
 def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=FIT_CONFIGS, logs: Path = Path("runs"),
              smoke: bool = False, quantized_steps: int = 3):
     """One row per config, yielded as each child finishes."""
@@ -499,7 +511,7 @@ def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=
             result["uncapped"] = uncapped
             if uncapped.get("ok"):
                 result["measured"] = uncapped["measured"]
-                note = f"needs {uncapped['measured'] / GIB:.2f} GiB: {(uncapped['measured'] - budget_gib * GIB) / GIB:.2f} over"
+                note = over_cap_note(uncapped, budget_gib)
         yield Row("fit", name, phase, result.get("planned"), result.get("measured"), fits=bool(result.get("ok")),
                   value=result.get("samples_per_s"), figures=result,
                   note=note or (f"{result.get('seconds')} s for {n} steps after a {result.get('write_s')} s model write; "

@@ -34,7 +34,8 @@ def fit_table(rows: list[dict]) -> list[str]:
              "time split (generation / scoring / log-probs / optimization) | seconds (write + run) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        f, window = row["figures"], row["figures"].get("window") or {}
+        f = row["figures"]
+        window = f.get("window") or (f.get("uncapped") or {}).get("window") or {}  # a run that hit the cap: uncapped
         split = " / ".join(f"{window['seconds'][p] / window['seconds']['total']:.0%}" for p in TIME_PHASES) if window else "–"
         rates = f"{window['tokens_per_s']:.0f} / {window['generation_tokens_per_s']:.0f}" if window else "–"
         fits = "–" if row["fits"] is None else ("yes" if row["fits"] else f"NO: {row['note']}")

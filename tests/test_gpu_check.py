@@ -270,3 +270,12 @@ def test_the_page_tables_come_from_the_json_and_mark_the_gpu(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match="json"):
         gpu_report.main([str(tmp_path / "bad.json")])
+
+
+def test_over_cap_note_tells_tensors_over_the_cap_from_a_fragmented_cache():
+    gib = gpu_check.GIB
+    over = gpu_check.over_cap_note({"measured": 8.0 * gib, "reserved": 8.5 * gib}, 6.9)
+    assert over.startswith("OOM at the 6.9 GiB cap; uncapped it allocates 8.00 GiB, 1.10 over")
+    cache = gpu_check.over_cap_note({"measured": 6.12 * gib, "reserved": 7.4 * gib}, 6.9)
+    assert "allocated peak is 6.12 GiB" in cache and "cached blocks" in cache and "reserves 7.40 GiB" in cache
+    assert "over" not in cache  # never a negative excess ("-0.78 over")
