@@ -32,19 +32,23 @@ from benchmarks.machine_load import measured_load
 from rlvr.analysis import before_after
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, read_jsonl
-from rlvr.analysis.summaries import last, time_totals
+from rlvr.analysis.summaries import last, speedrun, speedrun_line, time_totals
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
+from rlvr.metrics.keys import GENERATED_SAMPLES, zero_std_key
 from rlvr.metrics.keys import TIME_PHASES as PHASES
 from rlvr.runs import layout, tools
 from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.training.config import load_recipe, validate
 
 
+ZERO_STD_CORRECTNESS = zero_std_key("correctness")
+
+
 def grpo_time_split(run_dir: Path) -> dict:
     """Seconds per phase summed over the run (the records' own totals), the sample count, the zero-std trajectory."""
     run = load_run(run_dir)
-    return {"seconds": time_totals(run), "generated_samples": int(last(run, "generated_samples") or 0),
-            "zero_std_frac/correctness": run.values("zero_std_frac/correctness")}
+    return {"seconds": time_totals(run), "generated_samples": int(last(run, GENERATED_SAMPLES) or 0),
+            ZERO_STD_CORRECTNESS: run.values(ZERO_STD_CORRECTNESS), "speedrun": speedrun(run)}
 
 
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
@@ -102,7 +106,8 @@ def main(argv: list[str] | None = None) -> dict:
         "generated_samples": split["generated_samples"],
         "samples_per_s": split["generated_samples"] / grpo_s,
         "grpo_seconds": split["seconds"],
-        "zero_std_frac/correctness": split["zero_std_frac/correctness"],
+        ZERO_STD_CORRECTNESS: split[ZERO_STD_CORRECTNESS],
+        "speedrun": split["speedrun"],
         "load": load,
     }
     (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -118,10 +123,11 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"GRPO: {split['generated_samples']} samples generated, {report['samples_per_s']:.1f} samples/s of wall time")
     print("GRPO wall-time share: " + "  ".join(f"{p} {seconds[p] / grpo_s:.0%}" for p in PHASES)
           + f"  other {1 - seconds['total'] / grpo_s:.0%} (start-up, logging, saving)")
-    zero_std = [z for z in split["zero_std_frac/correctness"] if z is not None]
+    zero_std = [z for z in split[ZERO_STD_CORRECTNESS] if z is not None]
     window = max(1, len(zero_std) // 10)
     print(f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
           f"{mean(zero_std[-window:]):.2f} over the last {window}")
+    print(speedrun_line(split["speedrun"]))
     verdicts = expectation(report) if comparable else []
     for line, _ in verdicts or [(NOT_COMPARED, True)]:
         print(line)
