@@ -3,6 +3,7 @@
 #   make main   the main job: evaluate the tiny speller, train GRPO on 2 CPU cores, evaluate again (benchmarks/tiny_main_job.py)
 #   make test   the tests: two pytest workers (each pinned to its own core, tests/conftest.py), then the tests that
 #               need both cores (two processes or threads at once), alone
+#   make lint   ruff check and ruff format --check with the project's config (pyproject.toml), as TRL's `make quality`
 #   make wheel  builds the wheel and installs it into a clean virtual environment: the `rlvr` command and
 #               `from rlvr.metrics.readings import with_readings` must work there (a plain-TRL user's install)
 # Neither needs the environment entered: the tools the jobs start (accelerate, torchrun, rlvr) are started through
@@ -22,7 +23,7 @@ export TOKENIZERS_PARALLELISM ?= false
 MAIN_FLAGS ?=
 WHEEL_DIR := build/wheel-check
 
-.PHONY: main test wheel
+.PHONY: main test lint wheel
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +37,10 @@ main: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -n 2 -m "not slow and not serial"
 	$(BIN)/python -m pytest -q -m "serial and not slow"
+
+lint: $(BIN)/.installed
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 
 wheel: $(BIN)/.installed
 	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)

@@ -85,37 +85,102 @@ def cases(tmp: Path):
         (g, ["--config", FAST, "--output_dir", str(tmp / "afile")], "output_dir"),
         (g, ["--config", yaml_case("t1.yaml", "temperature_: 1\n"), "--output_dir", str(tmp / "o")], "temperature_"),
         (g, ["--config", str(tmp / "empty.yaml"), "--output_dir", str(tmp / "o")], "--config"),
-        (g, ["--config", spec("t2.yaml", Path(FAST).read_text().replace("max_steps: 3", "max_steps: true")),
-             "--output_dir", str(tmp / "o")], "max_steps"),
-        (g, ["--config", spec("t3.yaml", Path(FAST).read_text().replace("seed: 42\n", "seed: x\n")),
-             "--output_dir", str(tmp / "o")], "seed"),
-        (g, ["--config", spec("t4.yaml", Path(FAST).read_text().replace("top_k: 0", "top_k: [1]")),
-             "--output_dir", str(tmp / "o")], "top_k"),
+        (
+            g,
+            [
+                "--config",
+                spec("t2.yaml", Path(FAST).read_text().replace("max_steps: 3", "max_steps: true")),
+                "--output_dir",
+                str(tmp / "o"),
+            ],
+            "max_steps",
+        ),
+        (
+            g,
+            [
+                "--config",
+                spec("t3.yaml", Path(FAST).read_text().replace("seed: 42\n", "seed: x\n")),
+                "--output_dir",
+                str(tmp / "o"),
+            ],
+            "seed",
+        ),
+        (
+            g,
+            [
+                "--config",
+                spec("t4.yaml", Path(FAST).read_text().replace("top_k: 0", "top_k: [1]")),
+                "--output_dir",
+                str(tmp / "o"),
+            ],
+            "top_k",
+        ),
         (g, ["--config", yaml_case("t5.yaml", "env: 3\n"), "--output_dir", str(tmp / "o")], "env"),
-        (g, ["--config", spec("t6.yaml", Path(FAST).read_text().split("data:")[0] + "data: 5\n"),
-             "--output_dir", str(tmp / "o")], "data"),
-        (g, [*run, "--generation_batch_size", "6", "--num_generations", "2", "--per_device_train_batch_size", "4"],
-         "generation_batch_size"),
+        (
+            g,
+            [
+                "--config",
+                spec("t6.yaml", Path(FAST).read_text().split("data:")[0] + "data: 5\n"),
+                "--output_dir",
+                str(tmp / "o"),
+            ],
+            "data",
+        ),
+        (
+            g,
+            [*run, "--generation_batch_size", "6", "--num_generations", "2", "--per_device_train_batch_size", "4"],
+            "generation_batch_size",
+        ),
         (g, [*run, "--reward_funcs", "", "--reward_weights", "1"], "reward_funcs[0]"),
         (g, [*run, "--use_peft", "maybe"], "use_peft"),
         (g, [*run, "--eval_strategy", "steps", "--per_device_eval_batch_size", "3"], "per_device_eval_batch_size"),
         ("data", ["--config", FAST, "--output_dir", str(tmp / "d"), "--size", "-5"], "--size"),
         ("data", ["--config", FAST, "--output_dir", str(tmp / "d"), "--seed", "x"], "--seed"),
         ("data", ["--config", str(tmp / "empty.yaml"), "--output_dir", str(tmp / "d")], "--config"),
-        ("data", ["--config", spec("d1.yaml", "specs: [{name: spell_backward, weight: 0}]\n"), "--output_dir",
-                  str(tmp / "d")], "data.specs[0].weight"),
+        (
+            "data",
+            [
+                "--config",
+                spec("d1.yaml", "specs: [{name: spell_backward, weight: 0}]\n"),
+                "--output_dir",
+                str(tmp / "d"),
+            ],
+            "data.specs[0].weight",
+        ),
         ("plots", [str(tmp / "nowhere"), "--out", str(tmp / "p"), "--x", "step", "time"], "--x"),
         ("plots", [str(tmp), "--out", str(tmp / "p")], "RUN_DIR"),
         ("plots", [str(tmp), "--out", str(tmp / "p"), "--max_rows", "x"], "--max_rows"),
         ("report", [str(tmp / "nowhere"), "--num_prompts", "-1"], "--num_prompts"),
         ("report", [str(tmp), "--last_k", "x"], "--last_k"),
-        ("sweep", [spec("s1.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: []}}\n"), "--out", str(tmp / "s")], "vary.seed"),
-        ("sweep", [spec("s2.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1, 2]}}\nlabels: [a]\n"), "--out",
-                   str(tmp / "s")], "labels"),
-        ("sweep", [spec("s3.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1]}}\nsamples_budget: 0\n"), "--out",
-                   str(tmp / "s")], "samples_budget"),
-        ("sweep", [spec("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "--out", str(tmp / "s")], "base"),
-        ("sweep", [spec("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "--out", str(tmp / "s")], "top_p"),
+        (
+            "sweep",
+            [spec("s1.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: []}}\n"), "--out", str(tmp / "s")],
+            "vary.seed",
+        ),
+        (
+            "sweep",
+            [spec("s2.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1, 2]}}\nlabels: [a]\n"), "--out", str(tmp / "s")],
+            "labels",
+        ),
+        (
+            "sweep",
+            [
+                spec("s3.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1]}}\nsamples_budget: 0\n"),
+                "--out",
+                str(tmp / "s"),
+            ],
+            "samples_budget",
+        ),
+        (
+            "sweep",
+            [spec("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "--out", str(tmp / "s")],
+            "base",
+        ),
+        (
+            "sweep",
+            [spec("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "--out", str(tmp / "s")],
+            "top_p",
+        ),
         # the wrong-kind-of-path, flag and YAML classes, with cases tests/test_bad_input.py does not hold
         (g, [*run, "--model_name_or_path", str(tmp / "half_model")], "model_name_or_path"),  # tokenizer only
         (g, [*run, "--model_name_or_path", "~/surely/not/here", "--build_tiny_model", "false"], "model_name_or_path"),
@@ -132,10 +197,26 @@ def cases(tmp: Path):
         ("data", ["--config", FAST, "--push_to_hub", "-leading-dash/x"], "--push_to_hub"),
         ("data", ["--config", FAST, "--push_to_hub", "user/" + "x" * 200], "--push_to_hub"),
         ("memory_plan", ["--config", FAST, "--accelerate_config", str(tmp / "afile")], "--accelerate_config"),
-        ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc1.yaml", "distributed_type: MULTI_GPU\n"
-                                                                        "num_processes: 0\n")], "--accelerate_config"),
-        ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc2.yaml", "distributed_type: DEEPSPEED\n"
-                                                                        "deepspeed_config: zero3\n")], "--accelerate_config"),
+        (
+            "memory_plan",
+            [
+                "--config",
+                FAST,
+                "--accelerate_config",
+                spec("acc1.yaml", "distributed_type: MULTI_GPU\nnum_processes: 0\n"),
+            ],
+            "--accelerate_config",
+        ),
+        (
+            "memory_plan",
+            [
+                "--config",
+                FAST,
+                "--accelerate_config",
+                spec("acc2.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config: zero3\n"),
+            ],
+            "--accelerate_config",
+        ),
         ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc3.yaml", "- a\n")], "--accelerate_config"),
         ("evaluate", ["--config", FAST, "--top_p", "-0.1"], "--top_p"),
         ("evaluate", ["--config", FAST, "--top_p", "inf"], "--top_p"),
@@ -143,13 +224,27 @@ def cases(tmp: Path):
         ("evaluate", ["--config", FAST, "--max_new_tokens", "-4"], "--max_new_tokens"),
         ("evaluate", ["--config", FAST, "--output", str(tmp / "afile" / "e.json")], "--output"),
         (g, ["--config", yaml_case("dup1.yaml", "top_p: 0.9\n"), "--output_dir", str(tmp / "o")], "top_p"),
-        (g, ["--config", yaml_case("dup2.yaml", "reward_funcs: [correctness]\n"), "--output_dir", str(tmp / "o")],
-         "reward_funcs"),
+        (
+            g,
+            ["--config", yaml_case("dup2.yaml", "reward_funcs: [correctness]\n"), "--output_dir", str(tmp / "o")],
+            "reward_funcs",
+        ),
         (g, ["--config", spec("dup3.yaml", f"base: {FAST}\nbase: {FAST}\n"), "--output_dir", str(tmp / "o")], "base"),
-        ("sweep", [spec("dup4.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1], seed: [2]}}\n"), "--out",
-                   str(tmp / "s")], "seed"),
-        ("data", ["--config", spec("dup5.yaml", "size: 10\nsize: 20\nspecs: [spell_backward]\n"), "--output_dir",
-                  str(tmp / "d")], "size"),
+        (
+            "sweep",
+            [spec("dup4.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1], seed: [2]}}\n"), "--out", str(tmp / "s")],
+            "seed",
+        ),
+        (
+            "data",
+            [
+                "--config",
+                spec("dup5.yaml", "size: 10\nsize: 20\nspecs: [spell_backward]\n"),
+                "--output_dir",
+                str(tmp / "d"),
+            ],
+            "size",
+        ),
         (g, [*run, "--kl_estimator", "K3"], "kl_estimator"),
         (g, [*run, "--max_generated_samples", "x"], "max_generated_samples"),
         (g, [*run, "--speedups", "shared-prefix"], "speedups"),
@@ -157,10 +252,25 @@ def cases(tmp: Path):
         (g, [*run, "--min_mean_reward_patience", "0"], "min_mean_reward_patience"),
         (g, [*run, "--min_mean_reward", "nan"], "min_mean_reward"),
         (g, [*run, "--divergence_guard", "maybe"], "divergence_guard"),
-        ("before_after", ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST,
-                          "--out", str(tmp / "afile" / "cmp")], "--out"),
-        ("before_after", ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST,
-                          "--k", "0"], "--k"),
+        (
+            "before_after",
+            [
+                "--before",
+                str(tmp / "fake_model"),
+                "--after",
+                str(tmp / "fake_model"),
+                "--config",
+                FAST,
+                "--out",
+                str(tmp / "afile" / "cmp"),
+            ],
+            "--out",
+        ),
+        (
+            "before_after",
+            ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST, "--k", "0"],
+            "--k",
+        ),
     ]
 
 
@@ -169,10 +279,18 @@ def main_of(name):
         from rlvr.training.runner import main
 
         return lambda argv: main(argv, algorithm=name)
-    return __import__({"data": "data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report",
-                       "sweep": "rlvr.analysis.sweep", "evaluate": "rlvr.analysis.evaluate",
-                       "before_after": "rlvr.analysis.before_after",
-                       "memory_plan": "rlvr.planning.cli"}[name], fromlist=["main"]).main
+    return __import__(
+        {
+            "data": "data.cli",
+            "plots": "rlvr.analysis.plots",
+            "report": "rlvr.analysis.report",
+            "sweep": "rlvr.analysis.sweep",
+            "evaluate": "rlvr.analysis.evaluate",
+            "before_after": "rlvr.analysis.before_after",
+            "memory_plan": "rlvr.planning.cli",
+        }[name],
+        fromlist=["main"],
+    ).main
 
 
 def classify(name, argv, field) -> tuple[str, str]:
@@ -184,8 +302,11 @@ def classify(name, argv, field) -> tuple[str, str]:
     except ModelLoaded:
         return "accepted", "reached model loading"
     except SystemExit as exit_:
-        lines = [line for line in err.getvalue().splitlines() if line.strip() and "Warning" not in line
-                 and not line.startswith("  warnings.warn")]
+        lines = [
+            line
+            for line in err.getvalue().splitlines()
+            if line.strip() and "Warning" not in line and not line.startswith("  warnings.warn")
+        ]
         if exit_.code != 2 or len(lines) != 1:
             return "multi_line", " | ".join(lines)[:200]
         return ("clean" if lines[0].startswith(f"error: {field}:") else "wrong_field"), lines[0][:200]
@@ -211,8 +332,11 @@ def main(argv: list[str] | None = None) -> None:
         if verdict != "clean":
             print(f"{verdict:11s} {name} {field}: {detail}")
     counts = Counter(r[3] for r in results)
-    print(f"{len(results)} cases: " + ", ".join(f"{k} {v}" for k, v in counts.most_common())
-          + f"; clean {counts['clean'] / len(results):.0%}")
+    print(
+        f"{len(results)} cases: "
+        + ", ".join(f"{k} {v}" for k, v in counts.most_common())
+        + f"; clean {counts['clean'] / len(results):.0%}"
+    )
 
 
 if __name__ == "__main__":

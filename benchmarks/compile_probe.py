@@ -46,8 +46,23 @@ def capture(output_dir: str, threads: str):
     from rlvr.speedups import prefix_attention
     from rlvr.training.runner import prepare
 
-    _, trainer, _ = prepare(["--config", "recipes/tiny/grpo.yaml", "--output_dir", output_dir, "--max_steps", "1",
-                             "--cpu_threads", threads, "--print_rollouts", "false", "--report_to", "none"], "grpo")
+    _, trainer, _ = prepare(
+        [
+            "--config",
+            "recipes/tiny/grpo.yaml",
+            "--output_dir",
+            output_dir,
+            "--max_steps",
+            "1",
+            "--cpu_threads",
+            threads,
+            "--print_rollouts",
+            "false",
+            "--report_to",
+            "none",
+        ],
+        "grpo",
+    )
     kept = {}
     sample, compute_loss = prefix_attention.sample, trainer.compute_loss
 
@@ -81,8 +96,9 @@ def part_calls(trainer, sample_call, inputs):
         with torch.no_grad():
             ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
             mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-            return trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, mask,
-                                                              inputs["completion_ids"].size(1))[0]
+            return trainer._get_per_token_logps_and_entropies(
+                trainer.ref_model, ids, mask, inputs["completion_ids"].size(1)
+            )[0]
 
     def policy():
         loss = trainer.compute_loss(trainer.model, inputs)
@@ -95,13 +111,16 @@ def part_calls(trainer, sample_call, inputs):
         compiled = torch.compile(eager, dynamic=True)
         return lambda on: setattr(owner, name, compiled if on else eager)
 
-    return {"generation": (generation, swapper(prefix_attention.Restated, "forward")),
-            "reference": (reference, swapper(trainer.ref_model.model, "forward")),
-            "policy": (policy, swapper(trainer.model.model, "forward"))}
+    return {
+        "generation": (generation, swapper(prefix_attention.Restated, "forward")),
+        "reference": (reference, swapper(trainer.ref_model.model, "forward")),
+        "policy": (policy, swapper(trainer.model.model, "forward")),
+    }
 
 
 def measure(call, switch, repeats: int) -> dict:
     """Eager, then the compile, then eager and compiled alternating; milliseconds and seconds."""
+
     def timed():
         start = time.perf_counter()
         out = call()
@@ -124,8 +143,12 @@ def measure(call, switch, repeats: int) -> dict:
         agreement = float((eager_out - compiled_out).abs().max())
     else:  # sampled tokens: the same draws must give the same tokens
         agreement = eager_out.shape == compiled_out.shape and bool((eager_out == compiled_out).all())
-    return {"eager_ms": eager, "compiled_ms": compiled, "compile_s": (compile_ms + second_ms) / 1e3,
-            "agreement": agreement}
+    return {
+        "eager_ms": eager,
+        "compiled_ms": compiled,
+        "compile_s": (compile_ms + second_ms) / 1e3,
+        "agreement": agreement,
+    }
 
 
 def report(part: str, result: dict) -> str:
@@ -135,9 +158,11 @@ def report(part: str, result: dict) -> str:
     agree = result["agreement"]
     agree = ("same tokens" if agree else "DIFFERENT tokens") if isinstance(agree, bool) else f"max |diff| {agree:.1e}"
     even = f"{result['compile_s'] / saving:.0f} steps" if saving > 0 else "never"
-    return (f"{part:<11} eager {eager:7.1f} ms ({min(result['eager_ms']):.1f}-{max(result['eager_ms']):.1f})  "
-            f"compiled {compiled:7.1f} ms ({min(result['compiled_ms']):.1f}-{max(result['compiled_ms']):.1f})  "
-            f"x{compiled / eager:.2f}  first compiled calls {result['compile_s']:.1f} s  {agree}  break-even {even}")
+    return (
+        f"{part:<11} eager {eager:7.1f} ms ({min(result['eager_ms']):.1f}-{max(result['eager_ms']):.1f})  "
+        f"compiled {compiled:7.1f} ms ({min(result['compiled_ms']):.1f}-{max(result['compiled_ms']):.1f})  "
+        f"x{compiled / eager:.2f}  first compiled calls {result['compile_s']:.1f} s  {agree}  break-even {even}"
+    )
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -161,9 +186,11 @@ def main(argv: list[str] | None = None) -> dict:
 
     trainer, sample_call, inputs = capture(os.path.join(scratch, "run"), args.cpu_threads)
     calls = part_calls(trainer, sample_call, inputs)
-    print(f"[compile_probe] inductor cache: {os.environ['TORCHINDUCTOR_CACHE_DIR']}"
-          f"{' (fresh: cold compile)' if not args.cache_dir else ''}; batch {tuple(inputs['completion_ids'].shape)}",
-          flush=True)
+    print(
+        f"[compile_probe] inductor cache: {os.environ['TORCHINDUCTOR_CACHE_DIR']}"
+        f"{' (fresh: cold compile)' if not args.cache_dir else ''}; batch {tuple(inputs['completion_ids'].shape)}",
+        flush=True,
+    )
     results = {}
     with measured_load("compile_probe"):
         for part in parts:

@@ -41,23 +41,54 @@ class Case:
 
 
 CASES = [
-    Case("truncated", "max_completion_length 12 (a 3-letter word's full answer is 22 tokens, end of text included)",
-         {"max_completion_length": 12}, "truncation:"),
+    Case(
+        "truncated",
+        "max_completion_length 12 (a 3-letter word's full answer is 22 tokens, end of text included)",
+        {"max_completion_length": 12},
+        "truncation:",
+    ),
     Case("cold", "temperature 0.05 (near-greedy sampling)", {"temperature": 0.05}, "entropy collapse:"),
-    Case("g2", "num_generations 2 on the 0/1 success reward (32 prompts x 2 per step)",
-         {"num_generations": 2, "reward_funcs": ["success"], "reward_weights": [1.0]}, "idle groups:"),
-    Case("lr-high", "learning_rate 0.5 (500x the recipe's 1e-3), constant", {"learning_rate": 0.5,
-         "lr_scheduler_type": "constant"}, "divergence|learning rate too high", steps=20),
-    Case("lr-low", "learning_rate 1e-9 (a millionth of the recipe's)", {"learning_rate": 1.0e-9},
-         "learning rate does nothing"),
-    Case("hollow", "a reward paying the four tags more the emptier they are (benchmarks/doctor_rewards.py)",
-         {"reward_funcs": ["benchmarks.doctor_rewards.hollow_tags"], "reward_weights": [1.0]},
-         "format saturated early|reward hack: step/hollow_format", steps=30),
-    Case("reused", "num_iterations 2 (each batch trained on twice) at learning_rate 3e-2 (30x the recipe's)",
-         {"num_iterations": 2, "learning_rate": 3.0e-2}, "off-policy steps:", steps=8),
+    Case(
+        "g2",
+        "num_generations 2 on the 0/1 success reward (32 prompts x 2 per step)",
+        {"num_generations": 2, "reward_funcs": ["success"], "reward_weights": [1.0]},
+        "idle groups:",
+    ),
+    Case(
+        "lr-high",
+        "learning_rate 0.5 (500x the recipe's 1e-3), constant",
+        {"learning_rate": 0.5, "lr_scheduler_type": "constant"},
+        "divergence|learning rate too high",
+        steps=20,
+    ),
+    Case(
+        "lr-low",
+        "learning_rate 1e-9 (a millionth of the recipe's)",
+        {"learning_rate": 1.0e-9},
+        "learning rate does nothing",
+    ),
+    Case(
+        "hollow",
+        "a reward paying the four tags more the emptier they are (benchmarks/doctor_rewards.py)",
+        {"reward_funcs": ["benchmarks.doctor_rewards.hollow_tags"], "reward_weights": [1.0]},
+        "format saturated early|reward hack: step/hollow_format",
+        steps=30,
+    ),
+    Case(
+        "reused",
+        "num_iterations 2 (each batch trained on twice) at learning_rate 3e-2 (30x the recipe's)",
+        {"num_iterations": 2, "learning_rate": 3.0e-2},
+        "off-policy steps:",
+        steps=8,
+    ),
 ]
-PLAIN_TRL = Case("plain-trl", "a bare trl.GRPOTrainer, max_completion_length 12, checkpoints only (no metrics.jsonl)",
-                 {"max_completion_length": 12}, "truncation:", steps=6)
+PLAIN_TRL = Case(
+    "plain-trl",
+    "a bare trl.GRPOTrainer, max_completion_length 12, checkpoints only (no metrics.jsonl)",
+    {"max_completion_length": 12},
+    "truncation:",
+    steps=6,
+)
 
 
 def train(case: Case, out: Path) -> Path:
@@ -90,15 +121,36 @@ def plain_trl_run(recipe_path: str) -> None:
 
     recipe = yaml.safe_load(Path(recipe_path).read_text())
     apply_cpu_threads("auto", use_cpu=True)  # torch's default thread count oversubscribes a shared CPU many times over
-    fields = ("learning_rate", "beta", "temperature", "max_completion_length", "num_generations",
-              "generation_batch_size", "per_device_train_batch_size", "max_steps", "seed", "reward_weights")
-    args = GRPOConfig(output_dir=recipe["output_dir"], use_cpu=True, bf16=False, logging_steps=1, report_to="none",
-                      save_strategy="steps", save_steps=max(1, recipe["max_steps"] // 2),
-                      **{key: recipe[key] for key in fields})
+    fields = (
+        "learning_rate",
+        "beta",
+        "temperature",
+        "max_completion_length",
+        "num_generations",
+        "generation_batch_size",
+        "per_device_train_batch_size",
+        "max_steps",
+        "seed",
+        "reward_weights",
+    )
+    args = GRPOConfig(
+        output_dir=recipe["output_dir"],
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="steps",
+        save_steps=max(1, recipe["max_steps"] // 2),
+        **{key: recipe[key] for key in fields},
+    )
     dataset = build_dataset(DataSpec.from_dict(recipe["data"]))["train"]
-    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(recipe["model_name_or_path"]),
-                          processing_class=AutoTokenizer.from_pretrained(recipe["model_name_or_path"]),
-                          reward_funcs=[correctness, format], args=args, train_dataset=dataset)
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(recipe["model_name_or_path"]),
+        processing_class=AutoTokenizer.from_pretrained(recipe["model_name_or_path"]),
+        reward_funcs=[correctness, format],
+        args=args,
+        train_dataset=dataset,
+    )
     trainer.train()
 
 
@@ -130,16 +182,27 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as err:  # noqa: BLE001 - a case that did not train is reported, not fatal to the others
             lines = [f"(no diagnosis: {err}; see {out / case.name}.log)"]
         named = matches(case.expect, lines)
-        print(f"[{case.name}] {'named' if named else 'MISSED'} ({time.perf_counter() - start:.0f} s)", *lines,
-              sep="\n  ", flush=True)
+        print(
+            f"[{case.name}] {'named' if named else 'MISSED'} ({time.perf_counter() - start:.0f} s)",
+            *lines,
+            sep="\n  ",
+            flush=True,
+        )
         results.append((case.name, f"{case.planted}; {case.steps} steps", case.expect, lines, named))
     healthy = Path(args.healthy)
     if healthy.exists() and not args.only:
         diagnosis = diagnose(healthy)
         clean = not diagnosis.problems
         print(f"[healthy] {'no problem' if clean else 'FALSE ALARM'}", *diagnosis.lines(), sep="\n  ")
-        results.append(("healthy", f"the main job's run ({healthy}, {len(diagnosis.run.rows)} steps)",
-                        "(no problem line)", diagnosis.lines(), clean))
+        results.append(
+            (
+                "healthy",
+                f"the main job's run ({healthy}, {len(diagnosis.run.rows)} steps)",
+                "(no problem line)",
+                diagnosis.lines(),
+                clean,
+            )
+        )
     if args.markdown:
         Path(args.markdown).write_text(markdown(results, argv))
     return 0 if all(r[-1] for r in results) else 1
@@ -149,15 +212,24 @@ def markdown(results, argv) -> str:
     args = list(argv if argv is not None else sys.argv[1:])
     reused = "--reuse" in args
     command = " ".join(["python benchmarks/doctor_cases.py", *(a for a in args if a != "--reuse")])
-    parts = ["# `rlvr doctor` on planted problems", "",
-             (f"Each case is recipes/tiny/grpo.yaml with one change, trained for a few steps on CPU; the doctor must "
-              f"name the planted problem, and report no problem on the main job's run. Command: `{command}`"
-              + (" (the runs it trained, diagnosed again with `--reuse`)." if reused else ".")
-              + " The seconds and samples/s in the compute-bill lines come from 2 CPU cores shared with other jobs: "
-                "they show what the doctor prints, not this recipe's speed."), "",
-             "| case | planted | expected (a problem line containing) | named |", "|---|---|---|---|"]
-    parts += [f"| {name} | {planted} | {' or '.join(f'`{e}`' for e in expect.split('|'))} | "
-              f"{'yes' if named else 'NO'} |" for name, planted, expect, _, named in results]
+    parts = [
+        "# `rlvr doctor` on planted problems",
+        "",
+        (
+            f"Each case is recipes/tiny/grpo.yaml with one change, trained for a few steps on CPU; the doctor must "
+            f"name the planted problem, and report no problem on the main job's run. Command: `{command}`"
+            + (" (the runs it trained, diagnosed again with `--reuse`)." if reused else ".")
+            + " The seconds and samples/s in the compute-bill lines come from 2 CPU cores shared with other jobs: "
+            "they show what the doctor prints, not this recipe's speed."
+        ),
+        "",
+        "| case | planted | expected (a problem line containing) | named |",
+        "|---|---|---|---|",
+    ]
+    parts += [
+        f"| {name} | {planted} | {' or '.join(f'`{e}`' for e in expect.split('|'))} | {'yes' if named else 'NO'} |"
+        for name, planted, expect, _, named in results
+    ]
     for name, _, _, lines, _ in results:
         parts += ["", f"## {name}", "", "```", *lines, "```"]
     return "\n".join(parts) + "\n"

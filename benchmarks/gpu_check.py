@@ -53,12 +53,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.machine_load import measured_load  # noqa: E402
-from benchmarks.tiny_main_job import DEFAULT_CONFIG as MAIN_JOB_CONFIG  # noqa: E402
-from benchmarks.tiny_main_job import expectation  # noqa: E402
-from rlvr.inputs import ArgumentParser, ConfigError, cli  # noqa: E402
-from rlvr.metrics.keys import (  # noqa: E402
+from benchmarks.machine_load import measured_load
+from benchmarks.tiny_main_job import DEFAULT_CONFIG as MAIN_JOB_CONFIG
+from benchmarks.tiny_main_job import expectation
+from rlvr.inputs import ArgumentParser, ConfigError, cli
+from rlvr.metrics.keys import (
     COUNTERS as COUNTED,
+)
+from rlvr.metrics.keys import (
     GENERATED_SAMPLES,
     GENERATED_TOKENS,
     GENERATION_STEP,
@@ -67,7 +69,7 @@ from rlvr.metrics.keys import (  # noqa: E402
     TIME_TOTAL,
     time_key,
 )
-from rlvr.planning import (  # noqa: E402
+from rlvr.planning import (
     GIB,
     KNOWN_SHAPES,
     LINEAR_MODULES,
@@ -82,14 +84,19 @@ SECTIONS = ("memory", "fit", "main", "speedups", "eval", "speed")
 # The longest one measurement of a section may take, in seconds (and never past --max_minutes): a slow step cannot eat
 # the steps after it. fit: a random model written and loaded, then --steps GRPO steps (4B: --quantized_steps).
 BOX_S = {"fit": 150, "main": 200, "speedups": 90, "eval": 120, "speed": 150}
-FIT_CONFIGS = ("recipes/grpo_qwen3_0.6b_full.yaml", "recipes/grpo_qwen3_1.7b_lora.yaml",
-               "recipes/grpo_qwen3_4b_qlora.yaml")
+FIT_CONFIGS = (
+    "recipes/grpo_qwen3_0.6b_full.yaml",
+    "recipes/grpo_qwen3_1.7b_lora.yaml",
+    "recipes/grpo_qwen3_4b_qlora.yaml",
+)
 MEMORY_CASES = (("Qwen/Qwen3-0.6B", "full"), ("Qwen/Qwen3-1.7B", "full"), ("Qwen/Qwen3-1.7B", "lora"))
 EVAL_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
 SPEED_CONFIG = "recipes/grpo.yaml"
 VLLM_COLOCATE = ["--use_vllm", "true", "--vllm_mode", "colocate", "--vllm_gpu_memory_utilization", "0.3"]
 RESULT_TAG = "GPU_CHECK_RESULT "
-MAIN_JOB_OVERRIDES = {"use_cpu": False}  # all the main job's recipe changes on a GPU: the trainer and evaluator use CUDA
+MAIN_JOB_OVERRIDES = {
+    "use_cpu": False
+}  # all the main job's recipe changes on a GPU: the trainer and evaluator use CUDA
 SPEEDUP_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
 RAM_WORK_GIB = 12  # /dev/shm holds the random models when this much is free (the 4B one is 8 GB in bf16)
 # --cpu_smoke: the sections' real code paths on the CPU at a toy scale (a 2-layer shape, 16-token completions); it
@@ -143,9 +150,20 @@ def format_table(rows: list[Row]) -> str:
     def gib(value):
         return "-" if value is None else f"{value / GIB:.2f}"
 
-    cells = [[r.section, r.name, r.phase, gib(r.planned), gib(r.measured),
-              "-" if r.ratio() is None else f"{r.ratio():.2f}", "-" if r.fits is None else ("yes" if r.fits else "NO"),
-              "-" if r.value is None else f"{r.value:.1f}", r.note] for r in rows]
+    cells = [
+        [
+            r.section,
+            r.name,
+            r.phase,
+            gib(r.planned),
+            gib(r.measured),
+            "-" if r.ratio() is None else f"{r.ratio():.2f}",
+            "-" if r.fits is None else ("yes" if r.fits else "NO"),
+            "-" if r.value is None else f"{r.value:.1f}",
+            r.note,
+        ]
+        for r in rows
+    ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
     line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
@@ -158,10 +176,17 @@ def qwen3_config(shape: ModelShape, vocab: int | None = None):
     """A transformers Qwen3Config of `shape` (the vocabulary of the real model unless `vocab` is given)."""
     from transformers import Qwen3Config
 
-    return Qwen3Config(hidden_size=shape.hidden, num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
-                       num_key_value_heads=shape.kv_heads, head_dim=shape.head_dim,
-                       intermediate_size=shape.intermediate, vocab_size=vocab or shape.vocab,
-                       tie_word_embeddings=shape.tie_word_embeddings, max_position_embeddings=4096)
+    return Qwen3Config(
+        hidden_size=shape.hidden,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        head_dim=shape.head_dim,
+        intermediate_size=shape.intermediate,
+        vocab_size=vocab or shape.vocab,
+        tie_word_embeddings=shape.tie_word_embeddings,
+        max_position_embeddings=4096,
+    )
 
 
 def write_random_model(shape: ModelShape, output_dir, device: str = "cpu") -> Path:
@@ -206,8 +231,13 @@ def byte_token_recipe(config: str, model_dir, out_dir) -> Path:
     prompts = recipe.dataset[recipe.args.dataset_train_split]["prompt"]
     target = estimate_prompt_tokens(prompts)  # the planner's estimate for the real model (no local tokenizer)
     data = dict(raw["data"], system_prompt=matched_system_prompt(prompts, target))
-    raw.update(model_name_or_path=str(model_dir), data=data, report_to="none", save_strategy="no",
-               output_dir=str(Path(out_dir) / "run"))
+    raw.update(
+        model_name_or_path=str(model_dir),
+        data=data,
+        report_to="none",
+        save_strategy="no",
+        output_dir=str(Path(out_dir) / "run"),
+    )
     path = Path(out_dir) / Path(config).name
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -218,9 +248,17 @@ def byte_token_recipe(config: str, model_dir, out_dir) -> Path:
 
 def memory_workload(name: str, mode: str, micro_batch=2, prompt_tokens=200, completion_tokens=512, sequences=32):
     """The shipped configs' batch shape (2 x (200 + 512) tokens per micro-batch, 32 sequences sampled) on a shape."""
-    w = Workload(shape=KNOWN_SHAPES[name], weight_bytes=2, act_bytes=2, micro_batch=micro_batch,
-                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, generation_sequences=sequences,
-                 num_generations=8, gradient_checkpointing=True)
+    w = Workload(
+        shape=KNOWN_SHAPES[name],
+        weight_bytes=2,
+        act_bytes=2,
+        micro_batch=micro_batch,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        generation_sequences=sequences,
+        num_generations=8,
+        gradient_checkpointing=True,
+    )
     return replace(w, lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05) if mode == "lora" else w
 
 
@@ -228,8 +266,11 @@ def planned_phases(w: Workload) -> dict[str, float]:
     """What the allocator should report per phase: the plan without its fixed margin."""
     plan = plan_memory(w)
     always = plan.phase("always") - MARGIN_BYTES
-    return {"weights + optimizer": always, "train": always + plan.phase("train"),
-            "generate": always + plan.phase("generate")}
+    return {
+        "weights + optimizer": always,
+        "train": always + plan.phase("train"),
+        "generate": always + plan.phase("generate"),
+    }
 
 
 def build_training_model(shape: ModelShape, lora: bool, device: str):
@@ -244,7 +285,9 @@ def build_training_model(shape: ModelShape, lora: bool, device: str):
     if lora:
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=list(LINEAR_MODULES)))
+        model = get_peft_model(
+            model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=list(LINEAR_MODULES))
+        )
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if lora:
         model.enable_input_require_grads()
@@ -292,9 +335,19 @@ def measure_phases(w: Workload, device: str = "cuda") -> dict[str, float]:
     model.gradient_checkpointing_disable()
     prompts = torch.randint(2, w.shape.vocab, (w.generation_sequences, w.prompt_tokens), device=device)
     with torch.no_grad():
-        model.generate(input_ids=prompts, attention_mask=torch.ones_like(prompts), do_sample=True, temperature=0.6,
-                       top_p=0.95, top_k=20, max_new_tokens=w.completion_tokens, min_new_tokens=w.completion_tokens,
-                       use_cache=True, pad_token_id=0, eos_token_id=1)
+        model.generate(
+            input_ids=prompts,
+            attention_mask=torch.ones_like(prompts),
+            do_sample=True,
+            temperature=0.6,
+            top_p=0.95,
+            top_k=20,
+            max_new_tokens=w.completion_tokens,
+            min_new_tokens=w.completion_tokens,
+            use_cache=True,
+            pad_token_id=0,
+            eos_token_id=1,
+        )
     torch.cuda.synchronize()
     generate = torch.cuda.max_memory_allocated()
     del model, optimizer
@@ -315,8 +368,10 @@ def memory_rows(measure: bool) -> list[Row]:
             except torch.cuda.OutOfMemoryError as err:
                 note = f"OOM: {str(err).splitlines()[0][:60]}"
             torch.cuda.empty_cache()
-        rows += [Row("memory", f"{name.split('/')[1]} {mode}", phase, planned[phase], measured.get(phase), note=note)
-                 for phase in planned]
+        rows += [
+            Row("memory", f"{name.split('/')[1]} {mode}", phase, planned[phase], measured.get(phase), note=note)
+            for phase in planned
+        ]
     return rows
 
 
@@ -330,8 +385,9 @@ def work_root() -> str | None:
     return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > RAM_WORK_GIB * GIB else None
 
 
-def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = (),
-            smoke: bool = False) -> dict:
+def fit_one(
+    work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = (), smoke: bool = False
+) -> dict:
     """In a fresh process: the runner's GRPO steps on the random-weight model of the recipe's shape, capped at
     `budget_gib` (None: uncapped), `extra` flags on top. Returns planned (margin left out) and measured peak bytes,
     whether it ran, the seconds of the model write and of the run, the throughput of the steps after the first
@@ -352,8 +408,20 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra
         torch.cuda.empty_cache()
     write_s = time.perf_counter() - t0
     recipe_path = byte_token_recipe(config, model_dir, work)
-    argv = ["--config", str(recipe_path), "--max_steps", str(steps), "--print_rollouts", "false",
-            "--memory_budget", "off", "--logging_steps", "1", *extra, *(SMOKE_FLAGS if smoke else [])]
+    argv = [
+        "--config",
+        str(recipe_path),
+        "--max_steps",
+        str(steps),
+        "--print_rollouts",
+        "false",
+        "--memory_budget",
+        "off",
+        "--logging_steps",
+        "1",
+        *extra,
+        *(SMOKE_FLAGS if smoke else []),
+    ]
     planned = plan_recipe(validate(load_recipe(argv))).peak - MARGIN_BYTES
     if cuda and budget_gib is not None:
         torch.cuda.set_per_process_memory_fraction(budget_gib * GIB / torch.cuda.get_device_properties(0).total_memory)
@@ -366,12 +434,20 @@ def fit_one(work: Path, config: str, budget_gib: float | None, steps: int, extra
         error = "OOM: " + str(err).splitlines()[0][:80]
     rows = read_metrics(work / "run" / "metrics.jsonl")
     window = None if error else window_figures(rows)
-    return {"planned": planned, "measured": torch.cuda.max_memory_allocated() if cuda else None,
-            "reserved": torch.cuda.max_memory_reserved() if cuda else None, "ok": not error,
-            "error": error, "seconds": round(time.perf_counter() - start, 1), "write_s": round(write_s, 1),
-            "steps": steps, "window": window, "samples_per_s": window and window["samples_per_s"],
-            "losses": [row.get(LOSS) for row in rows if TIME_TOTAL in row],
-            "step_seconds": [row[TIME_TOTAL] for row in rows if TIME_TOTAL in row]}
+    return {
+        "planned": planned,
+        "measured": torch.cuda.max_memory_allocated() if cuda else None,
+        "reserved": torch.cuda.max_memory_reserved() if cuda else None,
+        "ok": not error,
+        "error": error,
+        "seconds": round(time.perf_counter() - start, 1),
+        "write_s": round(write_s, 1),
+        "steps": steps,
+        "window": window,
+        "samples_per_s": window and window["samples_per_s"],
+        "losses": [row.get(LOSS) for row in rows if TIME_TOTAL in row],
+        "step_seconds": [row[TIME_TOTAL] for row in rows if TIME_TOTAL in row],
+    }
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -390,15 +466,23 @@ def window_figures(rows: list[dict]) -> dict | None:
     starts = [i for i in range(1, len(steps)) if counts[i][GENERATION_STEP] > counts[i - 1][GENERATION_STEP]]
     if not starts:
         return None
-    before, window, end = counts[starts[0] - 1], steps[starts[0]:], counts[-1]
+    before, window, end = counts[starts[0] - 1], steps[starts[0] :], counts[-1]
     seconds = {phase: sum(row.get(time_key(phase), 0.0) for row in window) for phase in TIME_PHASES}
     seconds["total"] = sum(row[TIME_TOTAL] for row in window)
-    samples, tokens = end[GENERATED_SAMPLES] - before[GENERATED_SAMPLES], end[GENERATED_TOKENS] - before[GENERATED_TOKENS]
-    return {"steps": len(window), "generations": end[GENERATION_STEP] - before[GENERATION_STEP],
-            "samples": samples, "tokens": tokens, "seconds": seconds,
-            "samples_per_s": samples / seconds["total"] if seconds["total"] else None,
-            "tokens_per_s": tokens / seconds["total"] if seconds["total"] else None,
-            "generation_tokens_per_s": tokens / seconds["generation"] if seconds["generation"] else None}
+    samples, tokens = (
+        end[GENERATED_SAMPLES] - before[GENERATED_SAMPLES],
+        end[GENERATED_TOKENS] - before[GENERATED_TOKENS],
+    )
+    return {
+        "steps": len(window),
+        "generations": end[GENERATION_STEP] - before[GENERATION_STEP],
+        "samples": samples,
+        "tokens": tokens,
+        "seconds": seconds,
+        "samples_per_s": samples / seconds["total"] if seconds["total"] else None,
+        "tokens_per_s": tokens / seconds["total"] if seconds["total"] else None,
+        "generation_tokens_per_s": tokens / seconds["generation"] if seconds["generation"] else None,
+    }
 
 
 def throughput_note(window: dict | None) -> str:
@@ -407,8 +491,10 @@ def throughput_note(window: dict | None) -> str:
         return "no throughput figure (no step after the first generation cycle)"
     seconds = window["seconds"]
     shares = ", ".join(f"{phase} {seconds[phase] / seconds['total']:.0%}" for phase in TIME_PHASES)
-    return (f"{window['samples_per_s']:.2f} samples/s, {window['tokens_per_s']:.0f} tokens/s "
-            f"({window['generation_tokens_per_s']:.0f} while generating) over {window['steps']} steps; {shares}")
+    return (
+        f"{window['samples_per_s']:.2f} samples/s, {window['tokens_per_s']:.0f} tokens/s "
+        f"({window['generation_tokens_per_s']:.0f} while generating) over {window['steps']} steps; {shares}"
+    )
 
 
 def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int, smoke: bool = False) -> dict:
@@ -425,9 +511,16 @@ def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int, smoke: b
     gc.collect()
     if not smoke:
         torch.cuda.empty_cache()
-    summary = evaluate(str(byte_token_recipe(config, model_dir, work)), num_prompts=num_prompts, num_samples=8,
-                       ks=(1, 8), use_vllm=use_vllm, output=str(work / "eval.json"), show_progress=False,
-                       **({"max_new_tokens": 16} if smoke else {}))
+    summary = evaluate(
+        str(byte_token_recipe(config, model_dir, work)),
+        num_prompts=num_prompts,
+        num_samples=8,
+        ks=(1, 8),
+        use_vllm=use_vllm,
+        output=str(work / "eval.json"),
+        show_progress=False,
+        **({"max_new_tokens": 16} if smoke else {}),
+    )
     return {"samples_per_s": summary["samples_per_s"], "per_batch": summary["prompts_per_batch"]}
 
 
@@ -436,8 +529,9 @@ def run_in_group(command: list[str], timeout: float, log: Path, env: dict | None
     killed (the main job's GRPO run is a grandchild, which a plain kill would leave running) and None returned."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as handle:
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, env=env,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+        )
         try:
             return process.wait(timeout=max(timeout, 1))
         except subprocess.TimeoutExpired:
@@ -449,8 +543,12 @@ def run_in_group(command: list[str], timeout: float, log: Path, env: dict | None
 def child_env() -> dict:
     """The caller's environment with the repo first on PYTHONPATH: packages installed with `pip --target` and
     PYTHONPATH (as on a GPU machine without the project's environment) must reach the child."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-            "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "WANDB_MODE": "disabled",
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def child(args: list, timeout: float, log: Path) -> dict:
@@ -459,7 +557,12 @@ def child(args: list, timeout: float, log: Path) -> dict:
     result."""
     work = Path(tempfile.mkdtemp(prefix="gpu_check_", dir=work_root()))
     try:
-        command = [sys.executable, str(Path(__file__).resolve()), "--_child", json.dumps([args[0], str(work), *args[1:]])]
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--_child",
+            json.dumps([args[0], str(work), *args[1:]]),
+        ]
         code = run_in_group(command, timeout, log, child_env())
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -470,7 +573,7 @@ def child(args: list, timeout: float, log: Path) -> dict:
     if not tagged:
         tail = next((line for line in reversed(lines) if line.strip()), "no output")
         return {"ok": False, "error": f"exit {code}: {tail.strip()[:160]}"}
-    return json.loads(tagged[-1][len(RESULT_TAG):])
+    return json.loads(tagged[-1][len(RESULT_TAG) :])
 
 
 OUT_OF_TIME = "not run: --max_minutes reached"
@@ -488,34 +591,58 @@ def over_cap_note(uncapped: dict, budget_gib: float) -> str:
     if peak > budget_gib * GIB:
         return f"OOM at the {budget_gib:g} GiB cap; uncapped it allocates {peak / GIB:.2f} GiB, {(peak - budget_gib * GIB) / GIB:.2f} over"
     held = f" (uncapped it reserves {reserved / GIB:.2f} GiB)" if reserved else ""
-    return (f"OOM at the {budget_gib:g} GiB cap although its allocated peak is {peak / GIB:.2f} GiB: the allocator's "
-            f"cached blocks cross the cap{held}")
+    return (
+        f"OOM at the {budget_gib:g} GiB cap although its allocated peak is {peak / GIB:.2f} GiB: the allocator's "
+        f"cached blocks cross the cap{held}"
+    )
 
 
-def fit_rows(run: bool, budget_gib: float, steps: int, deadline: float, configs=FIT_CONFIGS, logs: Path = Path("runs"),
-             smoke: bool = False, quantized_steps: int = 3):
+def fit_rows(
+    run: bool,
+    budget_gib: float,
+    steps: int,
+    deadline: float,
+    configs=FIT_CONFIGS,
+    logs: Path = Path("runs"),
+    smoke: bool = False,
+    quantized_steps: int = 3,
+):
     """One row per config, yielded as each child finishes."""
     for config in configs:
         name = Path(config).stem
         n = quantized_steps if "qlora" in name else steps
         phase = f"{n} GRPO steps <= {budget_gib:g} GiB"
         if not run or time.time() >= deadline:
-            yield Row("fit", name, phase, planned=planned_fit(config),
-                      note="pending a GPU run" if not run else OUT_OF_TIME)
+            yield Row(
+                "fit", name, phase, planned=planned_fit(config), note="pending a GPU run" if not run else OUT_OF_TIME
+            )
             continue
         result = child(["fit", config, budget_gib, n, [], smoke], box("fit", deadline), logs / f"fit_{name}.log")
         result.setdefault("planned", planned_fit(config))  # a child that timed out still has a plan to compare with
         note = "" if result.get("ok") else result.get("error", "")
         if result.get("error", "").startswith("OOM") and time.time() < deadline:  # by how much it misses: uncapped
-            uncapped = child(["fit", config, None, n, [], smoke], box("fit", deadline), logs / f"fit_{name}_uncapped.log")
+            uncapped = child(
+                ["fit", config, None, n, [], smoke], box("fit", deadline), logs / f"fit_{name}_uncapped.log"
+            )
             result["uncapped"] = uncapped
             if uncapped.get("ok"):
                 result["measured"] = uncapped["measured"]
                 note = over_cap_note(uncapped, budget_gib)
-        yield Row("fit", name, phase, result.get("planned"), result.get("measured"), fits=bool(result.get("ok")),
-                  value=result.get("samples_per_s"), figures=result,
-                  note=note or (f"{result.get('seconds')} s for {n} steps after a {result.get('write_s')} s model write; "
-                                + throughput_note(result.get("window"))))
+        yield Row(
+            "fit",
+            name,
+            phase,
+            result.get("planned"),
+            result.get("measured"),
+            fits=bool(result.get("ok")),
+            value=result.get("samples_per_s"),
+            figures=result,
+            note=note
+            or (
+                f"{result.get('seconds')} s for {n} steps after a {result.get('write_s')} s model write; "
+                + throughput_note(result.get("window"))
+            ),
+        )
 
 
 def main_job_recipe(folder: Path) -> Path:
@@ -539,8 +666,17 @@ def main_job_rows(run: bool, deadline: float, out: Path, smoke: bool = False):
         return
     work = Path(tempfile.mkdtemp(prefix="gpu_check_main_"))
     try:
-        command = [sys.executable, "benchmarks/tiny_main_job.py", "--config", str(main_job_recipe(work)),
-                   "--launcher", "python", "--output_dir", str(work / "job"), *(SMOKE_MAIN_FLAGS if smoke else [])]
+        command = [
+            sys.executable,
+            "benchmarks/tiny_main_job.py",
+            "--config",
+            str(main_job_recipe(work)),
+            "--launcher",
+            "python",
+            "--output_dir",
+            str(work / "job"),
+            *(SMOKE_MAIN_FLAGS if smoke else []),
+        ]
         code = run_in_group(command, box("main", deadline), out / "logs" / "main_job.log", child_env())
         for name in MAIN_JOB_FILES:
             if (work / "job" / name).exists():
@@ -554,16 +690,17 @@ def main_job_rows(run: bool, deadline: float, out: Path, smoke: bool = False):
         yield Row("main", "tiny main job", phase, note=f"{why}: see logs/main_job.log")
         return
     report = json.loads(report_path.read_text())
-    yield Row("main", "tiny main job", phase, value=report["samples_per_s"], figures=report,
-              note=main_job_note(report))
+    yield Row("main", "tiny main job", phase, value=report["samples_per_s"], figures=report, note=main_job_note(report))
 
 
 def main_job_note(report: dict) -> str:
     """Before -> after exact match, the wall times, and where they fall against README's ranges (the recipe differs
     from README's command in MAIN_JOB_OVERRIDES alone, so the ranges apply)."""
     wall = report["wall_s"]
-    return (f"exact match {report['before']['exact_match']:.3f} -> {report['after']['exact_match']:.3f}; GRPO "
-            f"{wall['grpo']:.0f} s of {wall['total']:.0f} s; " + "; ".join(line for line, _ in expectation(report)))
+    return (
+        f"exact match {report['before']['exact_match']:.3f} -> {report['after']['exact_match']:.3f}; GRPO "
+        f"{wall['grpo']:.0f} s of {wall['total']:.0f} s; " + "; ".join(line for line, _ in expectation(report))
+    )
 
 
 def compare_speedups(without: dict, with_: dict) -> str:
@@ -585,13 +722,27 @@ def speedup_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs
         if not run or time.time() >= deadline:
             yield Row("speedups", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
             continue
-        result = results[value] = child(["fit", SPEEDUP_CONFIG, None, steps, ["--speedups", value, "--seed", "42"], smoke],
-                                        box("speedups", deadline), logs / f"speedups_{value}.log")
-        yield Row("speedups", name, phase, measured=result.get("measured"), figures=result,
-                  note=result.get("error") or f"losses {result.get('losses')}; step seconds {result.get('step_seconds')}")
+        result = results[value] = child(
+            ["fit", SPEEDUP_CONFIG, None, steps, ["--speedups", value, "--seed", "42"], smoke],
+            box("speedups", deadline),
+            logs / f"speedups_{value}.log",
+        )
+        yield Row(
+            "speedups",
+            name,
+            phase,
+            measured=result.get("measured"),
+            figures=result,
+            note=result.get("error") or f"losses {result.get('losses')}; step seconds {result.get('step_seconds')}",
+        )
     if all(results.get(v, {}).get("ok") for v in ("none", "all")):
-        yield Row("speedups", name, "none vs all", figures={"losses": {v: results[v]["losses"] for v in results}},
-                  note=compare_speedups(results["none"], results["all"]))
+        yield Row(
+            "speedups",
+            name,
+            "none vs all",
+            figures={"losses": {v: results[v]["losses"] for v in results}},
+            note=compare_speedups(results["none"], results["all"]),
+        )
 
 
 def speed_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
@@ -607,10 +758,20 @@ def speed_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs")
         if not run or time.time() >= deadline:
             yield Row("speed", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
             continue
-        result = child(["fit", SPEED_CONFIG, None, steps, extra, smoke], box("speed", deadline),
-                       logs / f"speed_{backend.split()[0]}.log")
-        yield Row("speed", name, phase, measured=result.get("measured"), value=result.get("samples_per_s"),
-                  figures=result, note=result.get("error") or throughput_note(result.get("window")))
+        result = child(
+            ["fit", SPEED_CONFIG, None, steps, extra, smoke],
+            box("speed", deadline),
+            logs / f"speed_{backend.split()[0]}.log",
+        )
+        yield Row(
+            "speed",
+            name,
+            phase,
+            measured=result.get("measured"),
+            value=result.get("samples_per_s"),
+            figures=result,
+            note=result.get("error") or throughput_note(result.get("window")),
+        )
 
 
 def planned_fit(config: str) -> float:
@@ -618,7 +779,12 @@ def planned_fit(config: str) -> float:
     from rlvr.planning import plan_recipe
     from rlvr.training.config import load_recipe, validate
 
-    return plan_recipe(validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))).peak - MARGIN_BYTES
+    return (
+        plan_recipe(
+            validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+        ).peak
+        - MARGIN_BYTES
+    )
 
 
 def eval_rows(run: bool, num_prompts: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
@@ -632,10 +798,19 @@ def eval_rows(run: bool, num_prompts: int, deadline: float, logs: Path = Path("r
         if not run or time.time() >= deadline:
             yield Row("eval", "Qwen3-0.6B " + backend, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
             continue
-        result = child(["eval", EVAL_CONFIG, use_vllm, num_prompts, smoke], box("eval", deadline),
-                       logs / f"eval_{backend.split()[0]}.log")
-        yield Row("eval", "Qwen3-0.6B " + backend, phase, value=result.get("samples_per_s"), figures=result,
-                  note=result.get("error") or f"{result.get('per_batch')} prompts per batch")
+        result = child(
+            ["eval", EVAL_CONFIG, use_vllm, num_prompts, smoke],
+            box("eval", deadline),
+            logs / f"eval_{backend.split()[0]}.log",
+        )
+        yield Row(
+            "eval",
+            "Qwen3-0.6B " + backend,
+            phase,
+            value=result.get("samples_per_s"),
+            figures=result,
+            note=result.get("error") or f"{result.get('per_batch')} prompts per batch",
+        )
 
 
 def save_rows(rows: list[Row], out: Path, meta: dict) -> None:
@@ -643,30 +818,56 @@ def save_rows(rows: list[Row], out: Path, meta: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_check.json").write_text(json.dumps({**meta, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
 
+
 # --- CLI -----------------------------------------------------------------------------------------------------------
 
 
 def parse(argv: list[str] | None):
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS),
-                        help="which sections, run in this order")
+    parser.add_argument(
+        "--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="which sections, run in this order"
+    )
     parser.add_argument("--budget_gib", type=float, default=6.9, help="memory cap for the fit section")
-    parser.add_argument("--steps", type=int, default=8, help="GRPO steps per config in the fit and speed sections (8: "
-                        "a warm-up generation cycle of 4 optimizer steps, then one measured cycle)")
-    parser.add_argument("--quantized_steps", type=int, default=3, help="GRPO steps for the 4-bit config (its figure "
-                        "is the peak, reached once AdamW's states exist)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=8,
+        help="GRPO steps per config in the fit and speed sections (8: "
+        "a warm-up generation cycle of 4 optimizer steps, then one measured cycle)",
+    )
+    parser.add_argument(
+        "--quantized_steps",
+        type=int,
+        default=3,
+        help="GRPO steps for the 4-bit config (its figure is the peak, reached once AdamW's states exist)",
+    )
     parser.add_argument("--speedup_steps", type=int, default=3, help="GRPO steps per run in the speedups section")
-    parser.add_argument("--fit_configs", nargs="+", choices=[Path(c).stem for c in FIT_CONFIGS],
-                        default=[Path(c).stem for c in FIT_CONFIGS], help="which 6.9 GiB configs the fit section runs")
+    parser.add_argument(
+        "--fit_configs",
+        nargs="+",
+        choices=[Path(c).stem for c in FIT_CONFIGS],
+        default=[Path(c).stem for c in FIT_CONFIGS],
+        help="which 6.9 GiB configs the fit section runs",
+    )
     parser.add_argument("--tolerance", type=float, default=0.15, help="allowed |measured / planned - 1|")
     parser.add_argument("--eval_prompts", type=int, default=64, help="prompts (x 8 samples) for the eval section")
-    parser.add_argument("--max_minutes", type=float, default=8.0, help="stop starting measurements after this; no "
-                        "measurement runs past it")
-    parser.add_argument("--out", default="runs/gpu_check", help="folder for gpu_check.json (rewritten after every "
-                        "row), the table and every measurement's log")
+    parser.add_argument(
+        "--max_minutes",
+        type=float,
+        default=8.0,
+        help="stop starting measurements after this; no measurement runs past it",
+    )
+    parser.add_argument(
+        "--out",
+        default="runs/gpu_check",
+        help="folder for gpu_check.json (rewritten after every row), the table and every measurement's log",
+    )
     parser.add_argument("--dry_run", action="store_true", help="print the planned figures only (no CUDA needed)")
-    parser.add_argument("--cpu_smoke", action="store_true", help="run the sections' code paths on the CPU at a toy "
-                        "scale (checks the script; measures nothing)")
+    parser.add_argument(
+        "--cpu_smoke",
+        action="store_true",
+        help="run the sections' code paths on the CPU at a toy scale (checks the script; measures nothing)",
+    )
     parser.add_argument("--_child", default=None, help="internal: one measurement in a fresh process")
     args = parser.parse_args(argv)
     for flag in ("budget_gib", "max_minutes"):
@@ -693,18 +894,30 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if not args.dry_run and not args.cpu_smoke and not torch.cuda.is_available():
-        raise ConfigError("cuda", "no CUDA device here; gpu_check measures on a GPU (use --dry_run for the planned "
-                                  "figures alone)")
+        raise ConfigError(
+            "cuda", "no CUDA device here; gpu_check measures on a GPU (use --dry_run for the planned figures alone)"
+        )
     run, smoke, out = not args.dry_run, args.cpu_smoke, Path(args.out)
     deadline, started = time.time() + 60 * args.max_minutes, time.time()
     device = "CPU smoke (nothing measured)" if smoke else torch.cuda.get_device_name(0) if run else "no GPU (dry run)"
-    meta = {"device": device, "argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    meta = {
+        "device": device,
+        "argv": sys.argv[1:] if argv is None else argv,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     rows: list[Row] = []
     sections = {
         "memory": lambda: memory_rows(run and not smoke),
-        "fit": lambda: fit_rows(run, args.budget_gib, args.steps, deadline,
-                                [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs], out / "logs", smoke,
-                                args.quantized_steps),
+        "fit": lambda: fit_rows(
+            run,
+            args.budget_gib,
+            args.steps,
+            deadline,
+            [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs],
+            out / "logs",
+            smoke,
+            args.quantized_steps,
+        ),
         "main": lambda: main_job_rows(run, deadline, out, smoke),
         "speedups": lambda: speedup_rows(run, args.speedup_steps, deadline, out / "logs", smoke),
         "eval": lambda: eval_rows(run, args.eval_prompts, deadline, out / "logs", smoke),
@@ -714,8 +927,11 @@ def main(argv: list[str] | None = None) -> int:
         for section in args.sections:
             for row in sections[section]():
                 rows.append(row)
-                print(f"[gpu_check] {time.time() - started:.0f} s: {row.section} {row.name} {row.phase}: "
-                      f"{row.note or 'done'}", flush=True)
+                print(
+                    f"[gpu_check] {time.time() - started:.0f} s: {row.section} {row.name} {row.phase}: "
+                    f"{row.note or 'done'}",
+                    flush=True,
+                )
                 if run:
                     save_rows(rows, out, {**meta, "elapsed_s": round(time.time() - started)})
     print(f"gpu_check on {device}; tolerance +-{args.tolerance:g}, budget {args.budget_gib:g} GiB")
@@ -726,12 +942,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     (out / "gpu_check.txt").write_text(table + "\n")
     if smoke:
-        broken = [f"{r.section} {r.name} {r.phase}: {r.note}" for r in rows if not r.figures or r.figures.get("ok") is False]
+        broken = [
+            f"{r.section} {r.name} {r.phase}: {r.note}" for r in rows if not r.figures or r.figures.get("ok") is False
+        ]
         print("\n".join(["SMOKE FAIL: " + line for line in broken]) or "SMOKE PASS: every section's code path ran")
         return 1 if broken else 0
     broken = failures(rows, args.tolerance)
-    print("\n".join(["FAIL: " + line for line in broken]) if broken else "PASS: every planned figure within tolerance, "
-                                                                           "every 6.9 GiB config fits")
+    print(
+        "\n".join(["FAIL: " + line for line in broken])
+        if broken
+        else "PASS: every planned figure within tolerance, every 6.9 GiB config fits"
+    )
     return 1 if broken else 0
 
 

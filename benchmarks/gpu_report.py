@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
-from rlvr.inputs import ArgumentParser, ConfigError, cli, read_text  # noqa: E402
-from rlvr.metrics.keys import TIME_PHASES  # noqa: E402
-from rlvr.planning import GIB, MARGIN_BYTES  # noqa: E402
+from rlvr.inputs import ArgumentParser, ConfigError, cli, read_text
+from rlvr.metrics.keys import TIME_PHASES
+from rlvr.planning import GIB, MARGIN_BYTES
 
 
 def gib(value) -> str:
@@ -30,19 +30,29 @@ def short_device(device: str) -> str:
 
 def fit_table(rows: list[dict]) -> list[str]:
     """Peak against the plan (allocator, margin left out) and the training throughput of each 6.9 GiB config."""
-    lines = ["| config | steps, cap | planned GiB | measured GiB | fits | samples/s | tokens/s (step / generating) | "
-             "time split (generation / scoring / log-probs / optimization) | seconds (write + run) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| config | steps, cap | planned GiB | measured GiB | fits | samples/s | tokens/s (step / generating) | "
+            "time split (generation / scoring / log-probs / optimization) | seconds (write + run) |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         f = row["figures"]
         window = f.get("window") or (f.get("uncapped") or {}).get("window") or {}  # a run that hit the cap: uncapped
-        split = " / ".join(f"{window['seconds'][p] / window['seconds']['total']:.0%}" for p in TIME_PHASES) if window else "–"
+        split = (
+            " / ".join(f"{window['seconds'][p] / window['seconds']['total']:.0%}" for p in TIME_PHASES)
+            if window
+            else "–"
+        )
         rates = f"{window['tokens_per_s']:.0f} / {window['generation_tokens_per_s']:.0f}" if window else "–"
         fits = "–" if row["fits"] is None else ("yes" if row["fits"] else f"NO: {row['note']}")
         seconds = f"{f['write_s']} + {f['seconds']}" if "write_s" in f else row["note"] or "–"
         samples = "–" if row["value"] is None else f"{row['value']:.2f}"
-        lines.append(f"| `{row['name']}` | {row['phase']} | {gib(row['planned'])} | {gib(row['measured'])} | {fits} | "
-                     f"{samples} | {rates} | {split} | {seconds} |")
+        lines.append(
+            f"| `{row['name']}` | {row['phase']} | {gib(row['planned'])} | {gib(row['measured'])} | {fits} | "
+            f"{samples} | {rates} | {split} | {seconds} |"
+        )
     return lines
 
 
@@ -69,14 +79,18 @@ def report(data: dict) -> str:
     rows = data["rows"]
     fit = [r for r in rows if r["section"] == "fit"]
     other = [r for r in rows if r["section"] != "fit"]
-    parts = [f"Device: {data['device']}; arguments: `{' '.join(data.get('argv', []))}`; "
-             f"{data.get('elapsed_s', '?')} s.", ""]
+    parts = [
+        (f"Device: {data['device']}; arguments: `{' '.join(data.get('argv', []))}`; {data.get('elapsed_s', '?')} s."),
+        "",
+    ]
     if fit:
         parts += fit_table(fit) + [""]
     if other:
         parts += other_table(other) + [""]
     if fit:
-        parts += ["README's GPU table, peak GiB planned / measured:", ""] + [f"- {c}" for c in readme_cells(fit, data["device"])]
+        parts += ["README's GPU table, peak GiB planned / measured:", ""] + [
+            f"- {c}" for c in readme_cells(fit, data["device"])
+        ]
     return "\n".join(parts)
 
 

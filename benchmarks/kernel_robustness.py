@@ -29,8 +29,20 @@ from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli,
 KEY = "heldout_exact_match_after"
 # (sweep folder, question, [(A, B), ...]): each pair is a reading "A ahead of B" the ablation pages make.
 QUESTIONS = [
-    ("reference", "which algorithm", [("grpo", "rloo"), ("grpo", "drgrpo"), ("grpo", "dapo"), ("grpo", "ppo"),
-                                      ("grpo", "gspo"), ("sapo", "grpo"), ("cispo", "grpo"), ("rloo", "drgrpo")]),
+    (
+        "reference",
+        "which algorithm",
+        [
+            ("grpo", "rloo"),
+            ("grpo", "drgrpo"),
+            ("grpo", "dapo"),
+            ("grpo", "ppo"),
+            ("grpo", "gspo"),
+            ("sapo", "grpo"),
+            ("cispo", "grpo"),
+            ("rloo", "drgrpo"),
+        ],
+    ),
     ("reference", "baseline or not", [("grpo", "reinforce"), ("rloo", "reinforce")]),
     ("group-size", "which G", [("G4", "G2"), ("G4", "G8"), ("G4", "G16"), ("G8", "G16"), ("G2", "G16")]),
     ("temperature", "which temperature", [("T1.0", "T0.6"), ("T1.0", "T1.4"), ("T1.4", "T0.6")]),
@@ -105,8 +117,13 @@ def verdict(readings: list[tuple[float, float, list[float], bool]]) -> str:
 def page(sets: list[Path], exclude_lengths: set[str] = frozenset()) -> str:
     names = [path.name for path in sets]
     without = f", without the {'/'.join(sorted(exclude_lengths))}-letter words" if exclude_lengths else ""
-    lines = [f"Held-out exact match after training{without}, % (mean ± half the seed range); kernel sets: "
-             f"{', '.join(f'`{p}`' for p in sets)}.", ""]
+    lines = [
+        (
+            f"Held-out exact match after training{without}, % (mean ± half the seed range); kernel sets: "
+            f"{', '.join(f'`{p}`' for p in sets)}."
+        ),
+        "",
+    ]
     settings_header = f"| sweep | setting | {' | '.join(names)} | pooled (seeds x kernels) |"
     lines += [settings_header, "|" + "---|" * (settings_header.count("|") - 1)]
     comparisons, missing = [], []
@@ -132,8 +149,10 @@ def page(sets: list[Path], exclude_lengths: set[str] = frozenset()) -> str:
     header = f"| question | reading | {' | '.join(f'{n}: gap (spread), per seed in ascending order' for n in names)} | verdict |"
     lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
     for question, label, readings, said in comparisons:
-        cells = [f"{100 * gap:+.1f} ({100 * spread:.1f}) {' / '.join(f'{100 * d:+.1f}' for d in diffs)}"
-                 for gap, spread, diffs, _ in readings]
+        cells = [
+            f"{100 * gap:+.1f} ({100 * spread:.1f}) {' / '.join(f'{100 * d:+.1f}' for d in diffs)}"
+            for gap, spread, diffs, _ in readings
+        ]
         lines.append(f"| {question} | {label} | {' | '.join(cells)} | {said} |")
     if missing:
         lines += ["", f"Not in every kernel set yet (left out): {', '.join(missing)}."]
@@ -142,10 +161,20 @@ def page(sets: list[Path], exclude_lengths: set[str] = frozenset()) -> str:
 
 def main(argv=None) -> None:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", nargs="+", type=Path, default=[Path("runs/sweeps"), Path("runs/sweeps-avx2")],
-                        help="sweep output folders (--out of rlvr sweep), one per kernel set")
-    parser.add_argument("--exclude_lengths", nargs="+", default=[], metavar="N",
-                        help="word lengths left out of held-out exact match (from each run's eval/after.json)")
+    parser.add_argument(
+        "--sets",
+        nargs="+",
+        type=Path,
+        default=[Path("runs/sweeps"), Path("runs/sweeps-avx2")],
+        help="sweep output folders (--out of rlvr sweep), one per kernel set",
+    )
+    parser.add_argument(
+        "--exclude_lengths",
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="word lengths left out of held-out exact match (from each run's eval/after.json)",
+    )
     parser.add_argument("--out", type=Path, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
     if not all(n.isdigit() for n in args.exclude_lengths):  # the flags' own form first, then the folders they name

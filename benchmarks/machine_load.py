@@ -30,8 +30,10 @@ def measured_load(name: str, echo=print):
     record = {"before": os.getloadavg()[0], "busy": busy}
     echo(f"[{name}] {line}")
     if busy:
-        echo(f"[{name}] warning: the machine is busy (load above {BUSY_PER_CORE} per core): timings from this run "
-             "show direction only; measure alone on a quiet machine for figures")
+        echo(
+            f"[{name}] warning: the machine is busy (load above {BUSY_PER_CORE} per core): timings from this run "
+            "show direction only; measure alone on a quiet machine for figures"
+        )
     try:
         yield record
     finally:

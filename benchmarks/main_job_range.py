@@ -55,8 +55,11 @@ def run(setting: str, seed: int, busy: int) -> Path:
         hog.start()
     try:
         env = {**os.environ, **SETTINGS[setting]}
-        subprocess.run([sys.executable, "benchmarks/tiny_main_job.py", "--seed", str(seed), "--output_dir", str(out)],
-                       env=env, check=True)
+        subprocess.run(
+            [sys.executable, "benchmarks/tiny_main_job.py", "--seed", str(seed), "--output_dir", str(out)],
+            env=env,
+            check=True,
+        )
     finally:
         for hog in hogs:
             hog.terminate()
@@ -69,8 +72,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--busy", type=int, default=0, help="busy-looping processes beside each run")
     args = parser.parse_args(argv)
-    lines = ["| setting | seed | load | before | after | mean correctness | pass@8 | GRPO s | same metrics as quiet |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| setting | seed | load | before | after | mean correctness | pass@8 | GRPO s | same metrics as quiet |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for setting in args.settings:
         for seed in args.seeds:
             out = run(setting, seed, args.busy)
@@ -80,10 +85,12 @@ def main(argv: list[str] | None = None) -> None:
             if args.busy and (quiet / "benchmark.json").exists():
                 same = "yes" if metrics_without_timing(out) == metrics_without_timing(quiet) else "NO"
             load = report.get("load", {}).get("before", "?")
-            lines.append(f"| {setting}{' + busy' if args.busy else ''} | {seed} | {load} | "
-                         f"{report['before']['exact_match']:.1%} | {report['after']['exact_match']:.1%} | "
-                         f"{report['after']['mean_correctness']:.3f} | {report['after']['pass@8']:.3f} | "
-                         f"{report['wall_s']['grpo']:.0f} | {same} |")
+            lines.append(
+                f"| {setting}{' + busy' if args.busy else ''} | {seed} | {load} | "
+                f"{report['before']['exact_match']:.1%} | {report['after']['exact_match']:.1%} | "
+                f"{report['after']['mean_correctness']:.3f} | {report['after']['pass@8']:.3f} | "
+                f"{report['wall_s']['grpo']:.0f} | {same} |"
+            )
     ROOT.mkdir(parents=True, exist_ok=True)
     (ROOT / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -61,11 +61,16 @@ from statistics import mean
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.machine_load import measured_load  # noqa: E402
+from benchmarks.machine_load import measured_load
 from rlvr.inputs import ArgumentParser, cli
-from rlvr.runs import tools  # noqa: E402
+from rlvr.runs import tools
 
-SCRIPTS = {"dapo": "recipes/dapo.py", "rloo": "recipes/rloo.py", "ppo": "recipes/ppo.py", "reinforce": "recipes/reinforce.py"}
+SCRIPTS = {
+    "dapo": "recipes/dapo.py",
+    "rloo": "recipes/rloo.py",
+    "ppo": "recipes/ppo.py",
+    "reinforce": "recipes/reinforce.py",
+}
 BARE = "bare"
 ENV = {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
 COMMON = ["--print_rollouts", "false", "--save_strategy", "no", "--report_to", "none", "--logging_steps", "1"]
@@ -79,19 +84,44 @@ def read_rows(output_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
-def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: str, output_dir: Path,
-             cpu_threads: str = "auto") -> dict:
+def run_once(
+    config: str, variant: str, max_steps: int, warmup: int, launcher: str, output_dir: Path, cpu_threads: str = "auto"
+) -> dict:
     """One training run (a variant of `speedups`, or `bare` TRL); samples/s, train_runtime, wall time, loss, reward."""
     prefix = tools.command("accelerate launch") if launcher == "accelerate" and variant != BARE else [sys.executable]
     if variant == BARE:
-        command = [*prefix, __file__, "--_bare", config, "--max_steps", str(max_steps), "--output_dir", str(output_dir),
-                   "--cpu_threads", cpu_threads]
+        command = [
+            *prefix,
+            __file__,
+            "--_bare",
+            config,
+            "--max_steps",
+            str(max_steps),
+            "--output_dir",
+            str(output_dir),
+            "--cpu_threads",
+            cpu_threads,
+        ]
     else:
-        command = [*prefix, script_for(config), "--config", config, "--max_steps", str(max_steps), "--speedups",
-                   variant, "--output_dir", str(output_dir), "--cpu_threads", cpu_threads, *COMMON]
+        command = [
+            *prefix,
+            script_for(config),
+            "--config",
+            config,
+            "--max_steps",
+            str(max_steps),
+            "--speedups",
+            variant,
+            "--output_dir",
+            str(output_dir),
+            "--cpu_threads",
+            cpu_threads,
+            *COMMON,
+        ]
     start = time.perf_counter()
-    subprocess.run(command, check=True, env={**os.environ, **ENV}, cwd=ROOT, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        command, check=True, env={**os.environ, **ENV}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wall = time.perf_counter() - start
     rows = read_rows(output_dir)
     steps = [row for row in rows if "loss" in row]
@@ -104,6 +134,7 @@ def run_once(config: str, variant: str, max_steps: int, warmup: int, launcher: s
         "reward": mean(row["reward"] for row in steps),
     }
     if timed:
+
         def per_step(key):  # counters are cumulative: what the timed steps added, per step
             return (timed[-1][key] - (accounted[warmup - 1][key] if warmup else 0)) / len(timed)
 
@@ -132,8 +163,17 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.model_loading import model_init_kwargs
 
-    argv = ["--config", config, "--max_steps", str(max_steps), "--output_dir", output_dir, "--cpu_threads", cpu_threads,
-            *COMMON]
+    argv = [
+        "--config",
+        config,
+        "--max_steps",
+        str(max_steps),
+        "--output_dir",
+        output_dir,
+        "--cpu_threads",
+        cpu_threads,
+        *COMMON,
+    ]
     recipe = validate(load_recipe(argv))
     training = recipe.training
     torch.set_num_threads(cpu_threads_for(recipe.args.cpu_threads))  # the same rule as the rlvr runs
@@ -142,8 +182,12 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     values = {name: getattr(training, name) for name in names}
     values = {k: getattr(v, "value", v) for k, v in values.items()}
     values.update(model_init_kwargs=model_init_kwargs(recipe.model, training), reward_weights=recipe.rewards.weights)
-    trainer = GRPOTrainer(model=recipe.model.model_name_or_path, reward_funcs=list(recipe.rewards.funcs),
-                          args=GRPOConfig(**values), train_dataset=recipe.dataset[recipe.args.dataset_train_split])
+    trainer = GRPOTrainer(
+        model=recipe.model.model_name_or_path,
+        reward_funcs=list(recipe.rewards.funcs),
+        args=GRPOConfig(**values),
+        train_dataset=recipe.dataset[recipe.args.dataset_train_split],
+    )
     trainer.train()
     Path(output_dir, "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in trainer.state.log_history))
 
@@ -194,8 +238,10 @@ def model_shape(config: str) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(path)
     rows = recipe.dataset[recipe.args.dataset_train_split]
     t = recipe.training
-    prompts = [tokenizer.apply_chat_template(rows[i]["prompt"], add_generation_prompt=True, tokenize=True)
-               for i in range(t.generation_batch_size // t.num_generations)]
+    prompts = [
+        tokenizer.apply_chat_template(rows[i]["prompt"], add_generation_prompt=True, tokenize=True)
+        for i in range(t.generation_batch_size // t.num_generations)
+    ]
     prompts = [list(p["input_ids"]) if isinstance(p, dict) or hasattr(p, "keys") else list(p) for p in prompts]
     text = model_config.get_text_config() if hasattr(model_config, "get_text_config") else model_config
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
@@ -224,9 +270,13 @@ def step_flops(shape: dict, tokens: float, completion_tokens: float, old_policy:
     needed = tokens - (rows - 1) * prefix - (rows - shape.get("prompts", rows)) * rest
     length = tokens / rows  # mean sequence length; a token attends to about half of it on average
     forward = needed * (2 * shape["matmul_params"] + 4 * shape["attention_width"] * length / 2)
-    flops = {"generation": forward, "reference": forward if shape["beta"] else 0.0,
-             "old_policy": forward if old_policy else 0.0, "policy_fwd_bwd": 3 * forward,
-             "optimizer": 12.0 * shape["params"]}
+    flops = {
+        "generation": forward,
+        "reference": forward if shape["beta"] else 0.0,
+        "old_policy": forward if old_policy else 0.0,
+        "policy_fwd_bwd": 3 * forward,
+        "optimizer": 12.0 * shape["params"],
+    }
     return flops
 
 
@@ -240,8 +290,9 @@ def floor_table(shape: dict, result: dict, rate: float, optimizer_floor: float) 
         "policy_fwd_bwd": per.get("time/optimization_s", 0.0) - per.get("time/optimizer_s", 0.0),
         "optimizer": per.get("time/optimizer_s", 0.0),
     }
-    flops = step_flops(shape, result["tokens_per_step"], result["completion_tokens_per_step"],
-                       old_policy=measured["old_policy"] > 0)
+    flops = step_flops(
+        shape, result["tokens_per_step"], result["completion_tokens_per_step"], old_policy=measured["old_policy"] > 0
+    )
     rows = []
     for phase, value in flops.items():
         floor = optimizer_floor if phase == "optimizer" else value / rate
@@ -251,8 +302,15 @@ def floor_table(shape: dict, result: dict, rate: float, optimizer_floor: float) 
     other = per.get("time/total_s", 0.0) - sum(measured.values())
     rows.append(("other (scoring, bookkeeping)", 0.0, 0.0, other, None))
     total_floor = sum(r[2] for r in rows)
-    rows.append(("step", sum(flops.values()) / 1e9, total_floor, per.get("time/total_s", 0.0),
-                 total_floor / per["time/total_s"] if per.get("time/total_s") else None))
+    rows.append(
+        (
+            "step",
+            sum(flops.values()) / 1e9,
+            total_floor,
+            per.get("time/total_s", 0.0),
+            total_floor / per["time/total_s"] if per.get("time/total_s") else None,
+        )
+    )
     if "outside_steps_s" in result:  # not in the step's floor: logging and callbacks should cost ~0
         rows.append(("outside the step (logging, callbacks)", 0.0, 0.0, result["outside_steps_s"], None))
     return rows
@@ -294,16 +352,21 @@ def summarise(results: dict[str, list[dict]], baseline: str, show_floor) -> dict
 def main(argv: list[str] | None = None) -> dict:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["recipes/tiny/grpo.yaml"])
-    parser.add_argument("--variants", nargs="+", default=["none", "all"],
-                        help="`speedups` values to compare (e.g. none shared_prefix all); the first is the baseline")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=["none", "all"],
+        help="`speedups` values to compare (e.g. none shared_prefix all); the first is the baseline",
+    )
     parser.add_argument("--no_bare", action="store_true", help="leave out the bare TRL GRPOTrainer contender")
     parser.add_argument("--max_steps", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=2, help="first steps left out of samples/s and the floor table")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every contender")
     parser.add_argument("--launcher", choices=["python", "accelerate"], default="python")
     parser.add_argument("--output", default=None, help="JSON report path")
-    parser.add_argument("--cpu_threads", default="auto",
-                        help="the recipe field, for every contender (1 on a busy machine)")
+    parser.add_argument(
+        "--cpu_threads", default="auto", help="the recipe field, for every contender (1 on a busy machine)"
+    )
     parser.add_argument("--_bare", default=None, help=SUPPRESS)
     parser.add_argument("--output_dir", default=None, help=SUPPRESS)
     args = parser.parse_args(argv)
@@ -324,35 +387,47 @@ def main(argv: list[str] | None = None) -> dict:
             own = matmul_rate(shape["samples"] * 32, shape["hidden"], shape["intermediate"])
             decode = matmul_rate(shape["samples"], shape["hidden"], shape["intermediate"])
             optimizer_floor = adamw_floor(shape["params"])
-            print(f"{config}: {shape['params'] / 1e6:.2f}M parameters; matmul at the model's shapes "
-                  f"({shape['samples'] * 32}x{shape['hidden']}x{shape['intermediate']}) {own / 1e9:.1f} GFLOP/s, "
-                  f"decode ({shape['samples']}x{shape['hidden']}x{shape['intermediate']}) {decode / 1e9:.1f} GFLOP/s; "
-                  f"shared prefix {shape['shared_prefix']} of {shape['prompt_tokens']:.0f} prompt tokens", flush=True)
+            print(
+                f"{config}: {shape['params'] / 1e6:.2f}M parameters; matmul at the model's shapes "
+                f"({shape['samples'] * 32}x{shape['hidden']}x{shape['intermediate']}) {own / 1e9:.1f} GFLOP/s, "
+                f"decode ({shape['samples']}x{shape['hidden']}x{shape['intermediate']}) {decode / 1e9:.1f} GFLOP/s; "
+                f"shared prefix {shape['shared_prefix']} of {shape['prompt_tokens']:.0f} prompt tokens",
+                flush=True,
+            )
             bare = not args.no_bare and shape["algorithm"] == "grpo"  # plain TRL has no other algorithm's advantages
             contenders = [*args.variants, *([BARE] if bare else [])]
             results = {contender: [] for contender in contenders}
             for round_ in range(args.rounds):
                 for contender in contenders:
                     out = Path(scratch) / f"{Path(config).stem}-{contender.replace(',', '+')}-{round_}"
-                    result = run_once(config, contender, args.max_steps, args.warmup, args.launcher, out,
-                                      args.cpu_threads)
+                    result = run_once(
+                        config, contender, args.max_steps, args.warmup, args.launcher, out, args.cpu_threads
+                    )
                     results[contender].append(result)
                     rate = f"{result['samples_per_s']:6.1f} samples/s" if result["samples_per_s"] else f"{'-':>17}"
                     label = "bare TRL" if contender == BARE else "speedups=" + contender
-                    print(f"{config} {label:<24} round {round_}: "
-                          f"{rate}  train {result['train_runtime']:6.1f} s  wall {result['wall_s']:5.1f} s  "
-                          f"loss {result['loss']:+.5f}  reward {result['reward']:.4f}", flush=True)
+                    print(
+                        f"{config} {label:<24} round {round_}: "
+                        f"{rate}  train {result['train_runtime']:6.1f} s  wall {result['wall_s']:5.1f} s  "
+                        f"loss {result['loss']:+.5f}  reward {result['reward']:.4f}",
+                        flush=True,
+                    )
             summary = summarise(results, args.variants[0], floor_shower(config, shape, max(big, own), optimizer_floor))
-            report[config] = {"shape": shape, "matmul_gflops": {"1024^3": big / 1e9, "model": own / 1e9,
-                                                                 "decode": decode / 1e9}, "contenders": summary}
+            report[config] = {
+                "shape": shape,
+                "matmul_gflops": {"1024^3": big / 1e9, "model": own / 1e9, "decode": decode / 1e9},
+                "contenders": summary,
+            }
     report["load"] = load
     print()
     for config, entry in report.items():
         if config == "load":
             continue
         for contender, s in entry["contenders"].items():
-            cells = [f"train {s['train_runtime']:.1f} s",
-                     f"x{s['time_ratio_to_baseline']:.2f} of {args.variants[0]}'s time"]
+            cells = [
+                f"train {s['train_runtime']:.1f} s",
+                f"x{s['time_ratio_to_baseline']:.2f} of {args.variants[0]}'s time",
+            ]
             if "time_ratio_to_bare" in s:
                 cells.append(f"x{s['time_ratio_to_bare']:.2f} of bare TRL's time")
             if "samples_per_s" in s:

@@ -37,8 +37,20 @@ ONLY = ["T0.6-s1", "T0.6-s2", "T1.4-s1", "T1.4-s2"]  # 4 runs of a committed swe
 
 
 def sweep_command(spec: str, only: list[str], out: Path, max_steps: int, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "rlvr.analysis.sweep", spec, "--smoke", "--max_steps", str(max_steps),
-            "--out", str(out), "--only", *only, *extra]
+    return [
+        sys.executable,
+        "-m",
+        "rlvr.analysis.sweep",
+        spec,
+        "--smoke",
+        "--max_steps",
+        str(max_steps),
+        "--out",
+        str(out),
+        "--only",
+        *only,
+        *extra,
+    ]
 
 
 def timed(command: list[str], log: Path) -> float:
@@ -59,8 +71,10 @@ def measured(row: dict) -> dict:
 
 def first_difference(run: Path, alone: Path) -> str | None:
     """None when the two runs logged the same rows (every key but timings), else where they first differ."""
-    rows = [[measured(json.loads(line)) for line in (path / "metrics.jsonl").read_text().splitlines() if line.strip()]
-            for path in (run, alone)]
+    rows = [
+        [measured(json.loads(line)) for line in (path / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        for path in (run, alone)
+    ]
     if len(rows[0]) != len(rows[1]):
         return f"{len(rows[0])} rows vs {len(rows[1])}"
     for index, (a, b) in enumerate(zip(*rows)):
@@ -96,8 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     threads = cores // args.jobs
     root = Path(args.keep or tempfile.mkdtemp(prefix="sweep-jobs-"))
     root.mkdir(parents=True, exist_ok=True)
-    print(f"[bench] {args.spec} --only {' '.join(args.only)}: {len(args.only)} runs x {args.max_steps} steps, "
-          f"{cores} cores, --jobs {args.jobs} ({threads} thread(s) a run); runs under {root}", flush=True)
+    print(
+        f"[bench] {args.spec} --only {' '.join(args.only)}: {len(args.only)} runs x {args.max_steps} steps, "
+        f"{cores} cores, --jobs {args.jobs} ({threads} thread(s) a run); runs under {root}",
+        flush=True,
+    )
 
     order = [mode for i in range(args.rounds) for mode in (("seq", "jobs") if i % 2 == 0 else ("jobs", "seq"))]
     times: dict[str, list[float]] = {"seq": [], "jobs": []}
@@ -107,18 +124,24 @@ def main(argv: list[str] | None = None) -> int:
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         seconds = timed(sweep_command(args.spec, args.only, out, args.max_steps, extra), root / f"{index}-{mode}.log")
         times[mode].append(seconds)
-        print(f"[bench] pass {index + 1}/{len(order)} {mode:4s}: load {load} before, {seconds:.1f} s, threads per run "
-              f"{thread_counts(out)}", flush=True)
+        print(
+            f"[bench] pass {index + 1}/{len(order)} {mode:4s}: load {load} before, {seconds:.1f} s, threads per run "
+            f"{thread_counts(out)}",
+            flush=True,
+        )
 
     alone = root / "alone"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    seconds = timed(sweep_command(args.spec, args.only, alone, args.max_steps, ["--cpu_threads", str(threads)]),
-                    root / "alone.log")
+    seconds = timed(
+        sweep_command(args.spec, args.only, alone, args.max_steps, ["--cpu_threads", str(threads)]), root / "alone.log"
+    )
     print(f"[bench] each run alone at {threads} thread(s): load {load} before, {seconds:.1f} s", flush=True)
 
     for mode, values in times.items():
-        print(f"[bench] {mode:4s}: {' / '.join(f'{v:.1f}' for v in values)} s, mean {sum(values) / len(values):.1f} "
-              f"± {spread(values):.1f} (half range)")
+        print(
+            f"[bench] {mode:4s}: {' / '.join(f'{v:.1f}' for v in values)} s, mean {sum(values) / len(values):.1f} "
+            f"± {spread(values):.1f} (half range)"
+        )
     ratio = (sum(times["jobs"]) / len(times["jobs"])) / (sum(times["seq"]) / len(times["seq"]))
     print(f"[bench] ratio jobs / sequential: {ratio:.3f} (below 1: --jobs {args.jobs} is faster)")
 
@@ -128,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = {f"{i}-{mode}": root / f"{i}-{mode}" / name / label for i, mode in enumerate(order)}
         verdicts = {key: first_difference(path, alone / name / label) for key, path in runs.items()}
         mismatches += sum(1 for key, why in verdicts.items() if why and key.endswith("jobs"))
-        print(f"[bench] {label} vs alone at {threads} thread(s): "
-              + "; ".join(f"{key} {'equal' if why is None else 'DIFFERS: ' + why}" for key, why in verdicts.items()))
+        print(
+            f"[bench] {label} vs alone at {threads} thread(s): "
+            + "; ".join(f"{key} {'equal' if why is None else 'DIFFERS: ' + why}" for key, why in verdicts.items())
+        )
     print(f"[bench] --jobs runs equal to the runs alone: {'yes' if mismatches == 0 else f'no ({mismatches} differ)'}")
     return 1 if mismatches else 0
 

@@ -40,15 +40,18 @@ from rlvr.runs import layout, tools
 from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.training.config import load_recipe, validate
 
-
 ZERO_STD_CORRECTNESS = zero_std_key("correctness")
 
 
 def grpo_time_split(run_dir: Path) -> dict:
     """Seconds per phase summed over the run (the records' own totals), the sample count, the zero-std trajectory."""
     run = load_run(run_dir)
-    return {"seconds": time_totals(run), "generated_samples": int(last(run, GENERATED_SAMPLES) or 0),
-            ZERO_STD_CORRECTNESS: run.values(ZERO_STD_CORRECTNESS), "speedrun": speedrun(run)}
+    return {
+        "seconds": time_totals(run),
+        "generated_samples": int(last(run, GENERATED_SAMPLES) or 0),
+        ZERO_STD_CORRECTNESS: run.values(ZERO_STD_CORRECTNESS),
+        "speedrun": speedrun(run),
+    }
 
 
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
@@ -69,25 +72,40 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num_samples", type=positive_int, default=8, help="evaluation samples per held-out prompt")
     parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
     parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for the evaluations and the GRPO run")
-    parser.add_argument("--fail_outside_range", action="store_true",
-                        help="exit 1 when a held-out figure falls outside README's range (CI runs `make main` so)")
+    parser.add_argument(
+        "--fail_outside_range",
+        action="store_true",
+        help="exit 1 when a held-out figure falls outside README's range (CI runs `make main` so)",
+    )
     args, extra = parser.parse_known_args(argv)  # anything else goes to the GRPO run, e.g. --max_steps 20
-    comparable = (args.config == DEFAULT_CONFIG and args.num_samples == 8
-                  and (extra == [] or (len(extra) == 2 and extra[0] == "--seed")))  # README's command, any seed
+    comparable = (
+        args.config == DEFAULT_CONFIG
+        and args.num_samples == 8
+        and (extra == [] or (len(extra) == 2 and extra[0] == "--seed"))
+    )  # README's command, any seed
     if args.fail_outside_range and not comparable:
-        raise ConfigError("--fail_outside_range", "README's ranges hold for its own command (any --seed) only; drop "
-                                                  "the other overrides or this flag")
+        raise ConfigError(
+            "--fail_outside_range",
+            "README's ranges hold for its own command (any --seed) only; drop the other overrides or this flag",
+        )
     extra = ["--cpu_threads", args.cpu_threads, *extra]
     out = Path(args.output_dir)
     check_writable_folder(out, "--output_dir")  # and the GRPO command's own flags, before the first evaluation:
-    validate(load_recipe(["--config", args.config, "--output_dir", str(out / "grpo"), *extra, "--dry_run", "true"], "grpo"))
+    validate(
+        load_recipe(["--config", args.config, "--output_dir", str(out / "grpo"), *extra, "--dry_run", "true"], "grpo")
+    )
     apply_cpu_threads(args.cpu_threads, use_cpu=True)  # the evaluations run here, with GRPO's thread count
     start = time.perf_counter()
 
     def held_out(model: str | None, name: str) -> dict:
         t0 = time.perf_counter()
-        summary = evaluate(args.config, model_path=model, num_samples=args.num_samples, ks=(1, args.num_samples),
-                           output=str(out / f"eval_{name}.json"))
+        summary = evaluate(
+            args.config,
+            model_path=model,
+            num_samples=args.num_samples,
+            ks=(1, args.num_samples),
+            output=str(out / f"eval_{name}.json"),
+        )
         summary["wall_s"] = time.perf_counter() - t0
         return summary
 
@@ -114,19 +132,28 @@ def main(argv: list[str] | None = None) -> dict:
     write_comparison(out, args.config, report)  # `rlvr report runs/bench-tiny/grpo` shows it
 
     seconds = split["seconds"]
-    print(f"\nwall time: {total_s:.0f} s (eval before {before['wall_s']:.0f} s, GRPO {grpo_s:.0f} s, "
-          f"eval after {after['wall_s']:.0f} s)")
+    print(
+        f"\nwall time: {total_s:.0f} s (eval before {before['wall_s']:.0f} s, GRPO {grpo_s:.0f} s, "
+        f"eval after {after['wall_s']:.0f} s)"
+    )
     for name in ("before", "after"):
         r = report[name]
-        print(f"held-out {name:6s}: exact match {r['exact_match']:.3f}  mean correctness {r['mean_correctness']:.3f}  "
-              f"{k} {r[k]:.3f}  {maj} {r[maj]:.3f}")
+        print(
+            f"held-out {name:6s}: exact match {r['exact_match']:.3f}  mean correctness {r['mean_correctness']:.3f}  "
+            f"{k} {r[k]:.3f}  {maj} {r[maj]:.3f}"
+        )
     print(f"GRPO: {split['generated_samples']} samples generated, {report['samples_per_s']:.1f} samples/s of wall time")
-    print("GRPO wall-time share: " + "  ".join(f"{p} {seconds[p] / grpo_s:.0%}" for p in PHASES)
-          + f"  other {1 - seconds['total'] / grpo_s:.0%} (start-up, logging, saving)")
+    print(
+        "GRPO wall-time share: "
+        + "  ".join(f"{p} {seconds[p] / grpo_s:.0%}" for p in PHASES)
+        + f"  other {1 - seconds['total'] / grpo_s:.0%} (start-up, logging, saving)"
+    )
     zero_std = [z for z in split[ZERO_STD_CORRECTNESS] if z is not None]
     window = max(1, len(zero_std) // 10)
-    print(f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
-          f"{mean(zero_std[-window:]):.2f} over the last {window}")
+    print(
+        f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
+        f"{mean(zero_std[-window:]):.2f} over the last {window}"
+    )
     print(speedrun_line(split["speedrun"]))
     verdicts = expectation(report) if comparable else []
     for line, _ in verdicts or [(NOT_COMPARED, True)]:
@@ -145,10 +172,17 @@ def write_comparison(out: Path, config: str, report: dict) -> dict:
     rollouts = [read_jsonl(layout.rollouts_beside(out / f"eval_{side}.json")) for side in before_after.SIDES]
     wall = report["wall_s"]
     scores = " · ".join(f"{key} {report['before'][key]:.3f} -> {value:.3f}" for key, value in report["after"].items())
-    note = (f"From `benchmark.json` (`python benchmarks/tiny_main_job.py`): held-out {scores}; GRPO "
-            f"{wall['grpo']:.0f} s of {wall['total']:.0f} s wall, {report['samples_per_s']:.1f} generated samples/s.")
-    comparison = {"config": config, "models": {side: summaries[side].get("model") for side in before_after.SIDES},
-                  "summaries": summaries, "prompts": before_after.pair_prompts(*rollouts), "note": note}
+    note = (
+        f"From `benchmark.json` (`python benchmarks/tiny_main_job.py`): held-out {scores}; GRPO "
+        f"{wall['grpo']:.0f} s of {wall['total']:.0f} s wall, {report['samples_per_s']:.1f} generated samples/s."
+    )
+    comparison = {
+        "config": config,
+        "models": {side: summaries[side].get("model") for side in before_after.SIDES},
+        "summaries": summaries,
+        "prompts": before_after.pair_prompts(*rollouts),
+        "note": note,
+    }
     return before_after.save(comparison, out / "grpo" / layout.BEFORE_AFTER_DIR)
 
 
@@ -163,8 +197,9 @@ def expectation(report: dict) -> list[tuple[str, bool]]:
         got = report[name]["exact_match"]
         stated = f"{low:.1%}" if low == high else f"{low:.0%}-{high:.0%}"
         inside = low - 5e-4 <= got <= high + 5e-4
-        verdicts.append((f"expected {name}: {stated} (README); this run {got:.1%}: {'inside' if inside else 'OUTSIDE'}",
-                         inside))
+        verdicts.append(
+            (f"expected {name}: {stated} (README); this run {got:.1%}: {'inside' if inside else 'OUTSIDE'}", inside)
+        )
     return verdicts
 
 

@@ -66,9 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed is not None or args.size is not None:
         overrides = {k: v for k, v in (("seed", args.seed), ("size", args.size)) if v is not None}
         spec = DataSpec.from_dict({**spec.to_dict(), **overrides})
-    print("[data] writing to " + " and ".join(
-        [*([f"{args.output_dir}/"] if args.output_dir else []), *([f"the Hub dataset {args.push_to_hub}"] if args.push_to_hub else [])]
-    ), flush=True)
+    print(
+        "[data] writing to "
+        + " and ".join(
+            [
+                *([f"{args.output_dir}/"] if args.output_dir else []),
+                *([f"the Hub dataset {args.push_to_hub}"] if args.push_to_hub else []),
+            ]
+        ),
+        flush=True,
+    )
     dataset = build_dataset(spec)
     print(f"generated {', '.join(f'{k}: {len(v)} rows' for k, v in dataset.items())}")
     if args.output_dir:

@@ -79,15 +79,20 @@ def build_dataset(spec: DataSpec) -> DatasetDict:
     import reasoning_gym
     from reasoning_gym.composite import DatasetSpec
 
-    mixture = reasoning_gym.create_dataset("composite", size=spec.size, seed=spec.seed, datasets=[
-        DatasetSpec(name=t.name, weight=t.weight, config=dict(t.config)) for t in spec.specs])
+    mixture = reasoning_gym.create_dataset(
+        "composite",
+        size=spec.size,
+        seed=spec.seed,
+        datasets=[DatasetSpec(name=t.name, weight=t.weight, config=dict(t.config)) for t in spec.specs],
+    )
     system_prompt = resolve_system_prompt(spec.system_prompt)
     rows = [_entry_to_row(entry, system_prompt) for entry in mixture]
     if spec.held_out is not None:  # a named fixed test set: the same prompts whatever the training mix
         test = build_held_out(spec.held_out, spec.system_prompt)
         held_out = set(test["question"])
-        return DatasetDict({"train": Dataset.from_list([row for row in rows if row["question"] not in held_out]),
-                            "test": test})
+        return DatasetDict(
+            {"train": Dataset.from_list([row for row in rows if row["question"] not in held_out]), "test": test}
+        )
 
     questions = list(dict.fromkeys(row["question"] for row in rows))  # distinct, in generation order
     if len(questions) <= spec.test_size:

@@ -37,8 +37,11 @@ def check_prompt_name(value: str | None, field_name: str) -> None:
         return
     close = difflib.get_close_matches(value, prompt_names(), n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    raise ConfigError(field_name, f"{value!r} is not a known prompt name ({', '.join(prompt_names())}); {hint}"
-                                  "a literal system prompt is text with a space in it")
+    raise ConfigError(
+        field_name,
+        f"{value!r} is not a known prompt name ({', '.join(prompt_names())}); {hint}"
+        "a literal system prompt is text with a space in it",
+    )
 
 
 @dataclass
@@ -85,14 +88,19 @@ class DataSpec:
             if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "seed" else 1):
                 raise ConfigError(f"{field_name}.{name}", f"must be a positive integer, got {value!r}")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
-            raise ConfigError(f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}")
+            raise ConfigError(
+                f"{field_name}.system_prompt", f"must be a prompt name or text, got {self.system_prompt!r}"
+            )
         check_prompt_name(self.system_prompt, f"{field_name}.system_prompt")
-        if self.held_out is not None:
-            if self.held_out not in HELD_OUT_SETS:
-                raise ConfigError(f"{field_name}.held_out", f"unknown held-out set {self.held_out!r}; choose one of "
-                                                            f"{', '.join(HELD_OUT_SETS)}")
+        if self.held_out is not None and self.held_out not in HELD_OUT_SETS:
+            raise ConfigError(
+                f"{field_name}.held_out",
+                f"unknown held-out set {self.held_out!r}; choose one of {', '.join(HELD_OUT_SETS)}",
+            )
         if self.test_size >= self.size:
-            raise ConfigError(f"{field_name}.test_size", f"must be smaller than size ({self.size}), got {self.test_size}")
+            raise ConfigError(
+                f"{field_name}.test_size", f"must be smaller than size ({self.size}), got {self.test_size}"
+            )
         names = [task.name for task in self.specs]
         if len(set(names)) != len(names):
             raise ConfigError(f"{field_name}.specs", f"each task may appear once, got {names}")
@@ -110,7 +118,7 @@ def _parse_task(item: Any, where: str) -> TaskSpec:
         raise ConfigError(where, f"expected {{name, weight, config}}, got {item!r}")
     unknown = set(item) - {"name", "weight", "config"}
     if unknown:
-        raise ConfigError(f"{where}.{sorted(unknown)[0]}", "unknown field; expected name, weight, config")
+        raise ConfigError(f"{where}.{min(unknown)}", "unknown field; expected name, weight, config")
     if "name" not in item:
         raise ConfigError(f"{where}.name", "is required")
     config = item.get("config") or {}
@@ -144,5 +152,11 @@ def _validate_task(task: TaskSpec, where: str) -> None:
         DATASETS[task.name][0](replace(config, size=1, seed=0))[0]
     except Exception as err:  # noqa: BLE001 - whatever the task raises, the config is what cannot work
         lengths = {len(w) for w in read_data_file(config.data_file).split()} if hasattr(config, "data_file") else ()
-        known = f"; reasoning_gym's {config.data_file} has words of {min(lengths)} to {max(lengths)} letters" if lengths else ""
-        raise ConfigError(f"{where}.config", f"{task.name} cannot make a question from it ({one_line(err)}){known}") from None
+        known = (
+            f"; reasoning_gym's {config.data_file} has words of {min(lengths)} to {max(lengths)} letters"
+            if lengths
+            else ""
+        )
+        raise ConfigError(
+            f"{where}.config", f"{task.name} cannot make a question from it ({one_line(err)}){known}"
+        ) from None

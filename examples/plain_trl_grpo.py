@@ -19,28 +19,67 @@ from __future__ import annotations
 
 import sys
 
+from rlvr.data import DataSpec, build_dataset
+from rlvr.rewards.functions import correctness, format
 from transformers import HfArgumentParser
 from trl import GRPOConfig, GRPOTrainer
 
-from rlvr.data import DataSpec, build_dataset
 from rlvr.metrics.readings import with_readings  # the readings, line 1 of 2
-from rlvr.rewards.functions import correctness, format  # noqa: A004 - plain TRL reward functions
 
-DATA = {"size": 4000, "seed": 42, "test_size": 200, "system_prompt": "tiny",  # recipes/tiny/grpo.yaml's data
-        "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": 6}}]}
+DATA = {
+    "size": 4000,
+    "seed": 42,
+    "test_size": 200,
+    "system_prompt": "tiny",  # recipes/tiny/grpo.yaml's data
+    "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": 6}}],
+}
 DEFAULTS = [  # the tiny recipe's settings, for a few CPU steps; any flag given on the command line wins
-    "--use_cpu", "true", "--bf16", "false", "--learning_rate", "1e-3", "--beta", "0.04", "--num_generations", "4",
-    "--per_device_train_batch_size", "6", "--max_completion_length", "48", "--temperature", "1.0",
-    "--reward_weights", "1.0", "0.5", "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none",
-    "--log_completions", "true", "--num_completions_to_print", "1", "--seed", "42", "--max_steps", "4",
+    "--use_cpu",
+    "true",
+    "--bf16",
+    "false",
+    "--learning_rate",
+    "1e-3",
+    "--beta",
+    "0.04",
+    "--num_generations",
+    "4",
+    "--per_device_train_batch_size",
+    "6",
+    "--max_completion_length",
+    "48",
+    "--temperature",
+    "1.0",
+    "--reward_weights",
+    "1.0",
+    "0.5",
+    "--logging_steps",
+    "1",
+    "--save_strategy",
+    "no",
+    "--report_to",
+    "none",
+    "--log_completions",
+    "true",
+    "--num_completions_to_print",
+    "1",
+    "--seed",
+    "42",
+    "--max_steps",
+    "4",
 ]
 
 
 def main(argv: list[str] | None = None, model: str = "models/tiny-speller") -> GRPOTrainer:
-    (args,) = HfArgumentParser(GRPOConfig).parse_args_into_dataclasses(DEFAULTS + list(sys.argv[1:] if argv is None else argv))
+    (args,) = HfArgumentParser(GRPOConfig).parse_args_into_dataclasses(
+        DEFAULTS + list(sys.argv[1:] if argv is None else argv)
+    )
     data = build_dataset(DataSpec.from_dict(DATA))
     trainer = GRPOTrainer(  # with --eval_strategy steps: the first 8 held-out words, every --eval_steps
-        model=model, reward_funcs=[correctness, format], args=args, train_dataset=data["train"],
+        model=model,
+        reward_funcs=[correctness, format],
+        args=args,
+        train_dataset=data["train"],
         eval_dataset=data["test"].select(range(8)) if args.eval_strategy != "no" else None,
     )
     trainer = with_readings(trainer)  # the readings, line 2 of 2

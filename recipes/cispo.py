@@ -1,6 +1,6 @@
 """CISPO: group z-score advantage, clipped stop-gradient importance weight on every token.
 
-    accelerate launch recipes/cispo.py --config recipes/cispo.yaml        # or recipes/tiny/cispo.yaml on a CPU
+accelerate launch recipes/cispo.py --config recipes/cispo.yaml        # or recipes/tiny/cispo.yaml on a CPU
 """
 
 from rlvr.training.runner import run

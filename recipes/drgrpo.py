@@ -1,6 +1,6 @@
 """Dr. GRPO: r - group mean (no std), no per-sequence length normalisation (`loss_type: dr_grpo`).
 
-    accelerate launch recipes/drgrpo.py --config recipes/drgrpo.yaml        # or recipes/tiny/drgrpo.yaml on a CPU
+accelerate launch recipes/drgrpo.py --config recipes/drgrpo.yaml        # or recipes/tiny/drgrpo.yaml on a CPU
 """
 
 from rlvr.training.runner import run

@@ -1,6 +1,6 @@
 """PPO: learned value model (critic), GAE over tokens, KL as a per-token reward penalty, clipped value loss.
 
-    accelerate launch recipes/ppo.py --config recipes/ppo.yaml        # or recipes/tiny/ppo.yaml on a CPU
+accelerate launch recipes/ppo.py --config recipes/ppo.yaml        # or recipes/tiny/ppo.yaml on a CPU
 """
 
 from rlvr.training.runner import run

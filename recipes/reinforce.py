@@ -1,6 +1,6 @@
 """REINFORCE: raw reward as advantage, no baseline, one rollout per prompt allowed.
 
-    accelerate launch recipes/reinforce.py --config recipes/reinforce.yaml        # or recipes/tiny/reinforce.yaml on a CPU
+accelerate launch recipes/reinforce.py --config recipes/reinforce.yaml        # or recipes/tiny/reinforce.yaml on a CPU
 """
 
 from rlvr.training.runner import run

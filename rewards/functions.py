@@ -17,7 +17,7 @@ Every function returns one float per completion and never raises: a completion i
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from trl.rewards import get_soft_overlong_punishment
@@ -25,7 +25,7 @@ from trl.rewards import get_soft_overlong_punishment
 FORMAT_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scorer(task: str):
     # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     import reasoning_gym
@@ -65,7 +65,7 @@ def format_score(text: str) -> float:
     return sum(0.25 for tag in FORMAT_TAGS if tag in text)
 
 
-def format(completions, **kwargs) -> list[float]:  # noqa: A001 - the component's name in configs and metrics
+def format(completions, **kwargs) -> list[float]:
     """0.25 per tag present, 1.0 for a completion with all four."""
     return [format_score(completion_text(c)) for c in completions]
 
@@ -98,7 +98,7 @@ def capped_correctness(completions, answer, metadata=None, **kwargs) -> list[flo
     return [s if exact_answer(t, a) else min(s, CAPPED_BELOW_EXACT) for s, t, a in zip(scores, texts, answer)]
 
 
-def binary_of(correctness, format):  # noqa: A002 - the component's name
+def binary_of(correctness, format):
     """THE definition of `binary`: correctness * (format == 1), as the course homework defines it: partial credit, not
     0/1 (see `success`). Floats or tensors alike: the reward function below and the trainer's derived component
     (`rlvr.metrics.reward_batch.reward_components`) both compute it here."""
@@ -149,7 +149,11 @@ def completion_text(completion: Any) -> str:
     """The completion as one string; never raises (None and odd shapes become their best text, or "")."""
     try:
         if isinstance(completion, list):
-            return "".join(_message_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant")
+            return "".join(
+                _message_text(m)
+                for m in completion
+                if not isinstance(m, dict) or m.get("role", "assistant") == "assistant"
+            )
         return _message_text(completion)
     except Exception:  # noqa: BLE001 - a reward must never raise on a completion
         return ""

@@ -53,6 +53,7 @@ def time_limit(seconds: float | None):
         hard_stop = False
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
+
         def on_alarm(signum, frame):
             raise RewardTimeout
 
@@ -132,14 +133,20 @@ def probe_rewards(reward_set, rows: list[dict], seconds: float | None = None) ->
             with time_limit(seconds):
                 output = func(**kwargs)
         except RewardTimeout:
-            raise ConfigError("reward_funcs", f"{_name(func)} did not return within reward_time_limit {seconds:g} s on "
-                                              f"{len(texts)} probe completions") from None
+            raise ConfigError(
+                "reward_funcs",
+                f"{_name(func)} did not return within reward_time_limit {seconds:g} s on "
+                f"{len(texts)} probe completions",
+            ) from None
         except Exception as err:  # noqa: BLE001 - user code: any exception is the finding
-            raise ConfigError("reward_funcs", f"{_name(func)} raised {type(err).__name__}: {err} on probe "
-                                              f"completions {texts[:3]!r}") from None
+            raise ConfigError(
+                "reward_funcs", f"{_name(func)} raised {type(err).__name__}: {err} on probe completions {texts[:3]!r}"
+            ) from None
         if problem := output_problem(output, len(texts)):
-            raise ConfigError("reward_funcs", f"{_name(func)} {problem} on probe completions (expected a list of "
-                                              f"{len(texts)} numbers or None)")
+            raise ConfigError(
+                "reward_funcs",
+                f"{_name(func)} {problem} on probe completions (expected a list of {len(texts)} numbers or None)",
+            )
         if (warning := constant_warning(_name(func), output, isinstance(rows[0].get("prompt"), list))) is not None:
             print(warning, file=sys.stderr, flush=True)
 
@@ -153,9 +160,11 @@ def constant_warning(name: str, output: list, conversational: bool) -> str | Non
     if name in CONSTANT_BY_DESIGN or len(values) != 1 or len(output) < 2:
         return None
     shape = "lists of chat messages ([{'role': 'assistant', 'content': ...}])" if conversational else "strings"
-    return (f"warning: reward_funcs: {name} returned {values.pop()!r} for every probe completion, so it would train on "
-            f"a constant; completions here are {shape}: take the text with "
-            f"rlvr.rewards.functions.completion_text(c)")
+    return (
+        f"warning: reward_funcs: {name} returned {values.pop()!r} for every probe completion, so it would train on "
+        f"a constant; completions here are {shape}: take the text with "
+        f"rlvr.rewards.functions.completion_text(c)"
+    )
 
 
 def _one(kwargs: dict, i: int, size: int) -> dict:
@@ -211,15 +220,21 @@ def _guarded(func, output_dir: str, seconds: float | None = None):
             "offending_index": index,
             "offending_problem": alone,
             "completion": kwargs["completions"][index] if found else None,
-            "row": {k: v[index] for k, v in kwargs.items() if isinstance(v, list) and len(v) == size
-                    and k not in ("completions", "completion_ids")} if found else None,
+            "row": {
+                k: v[index]
+                for k, v in kwargs.items()
+                if isinstance(v, list) and len(v) == size and k not in ("completions", "completion_ids")
+            }
+            if found
+            else None,
         }
         path = Path(output_dir) / layout.REWARD_ERROR
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2, default=str, ensure_ascii=False) + "\n")
         what = "the call is described" if timed_out else "the completion and its row are"
-        raise RewardFunctionError("reward_funcs", f"{name} {problem} at step {step}; {what} in {path} (the last "
-                                                  "checkpoint is untouched)")
+        raise RewardFunctionError(
+            "reward_funcs", f"{name} {problem} at step {step}; {what} in {path} (the last checkpoint is untouched)"
+        )
 
     guarded.__name__ = name  # TRL names metrics (and DAPO finds its filter reward) by __name__
     return guarded

@@ -18,7 +18,10 @@ from rlvr.rewards.functions import capped_correctness, correctness, format, over
 from rlvr.inputs import ConfigError
 
 REWARD_REGISTRY: dict[str, Callable] = {
-    "correctness": correctness, "format": format, "success": success, "capped_correctness": capped_correctness,
+    "correctness": correctness,
+    "format": format,
+    "success": success,
+    "capped_correctness": capped_correctness,
 }
 ALWAYS_MEASURED = ("correctness", "format", "success")
 PENALTY = "penalty"
@@ -47,22 +50,29 @@ def import_reward(path: str, where: str) -> Callable:
     return func
 
 
-def resolve_reward_funcs(names: list[str], weights: list[float] | None = None, overlong_max_length: int | None = None,
-                         overlong_cache_length: int | None = None) -> RewardSet:
+def resolve_reward_funcs(
+    names: list[str],
+    weights: list[float] | None = None,
+    overlong_max_length: int | None = None,
+    overlong_cache_length: int | None = None,
+) -> RewardSet:
     """Validate names and weights (errors name the field) and build the full reward set."""
     if not names:
         raise ConfigError("reward_funcs", "needs at least one reward, e.g. [correctness, format]")
     if weights is None:
         weights = [1.0] * len(names)
     if len(weights) != len(names):
-        raise ConfigError("reward_weights",
-                          f"has {len(weights)} entries but reward_funcs has {len(names)} ({', '.join(names)})")
+        raise ConfigError(
+            "reward_weights", f"has {len(weights)} entries but reward_funcs has {len(names)} ({', '.join(names)})"
+        )
     if len(set(names)) != len(names):
         raise ConfigError("reward_funcs", f"lists a reward twice: {names}")
     penalty_configured = overlong_max_length is not None
     if penalty_configured and not (0 < (overlong_cache_length or 0) <= overlong_max_length):
-        raise ConfigError("overlong_cache_length",
-                          f"must be in (0, overlong_max_length={overlong_max_length}], got {overlong_cache_length}")
+        raise ConfigError(
+            "overlong_cache_length",
+            f"must be in (0, overlong_max_length={overlong_max_length}], got {overlong_cache_length}",
+        )
 
     funcs, metric_names = [], []
     for i, name in enumerate(names):
@@ -76,7 +86,9 @@ def resolve_reward_funcs(names: list[str], weights: list[float] | None = None, o
         elif "." in name:
             funcs.append(import_reward(name, where))
         else:
-            raise ConfigError(where, f"unknown reward {name!r}; use one of {[*REWARD_REGISTRY, PENALTY]} or a dotted path")
+            raise ConfigError(
+                where, f"unknown reward {name!r}; use one of {[*REWARD_REGISTRY, PENALTY]} or a dotted path"
+            )
         metric_names.append(name.rsplit(".", 1)[-1])
 
     weights = [float(w) for w in weights]

@@ -11,4 +11,4 @@ import os as _os
 
 _ROOT = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 if _os.path.isfile(_os.path.join(_ROOT, "rewards", "registry.py")):  # a checkout, not an installed copy
-    __path__.append(_ROOT)  # noqa: F821 (the package's own __path__)
+    __path__.append(_ROOT)

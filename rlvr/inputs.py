@@ -135,8 +135,11 @@ def expanded_size(node, limit: int = MAX_YAML_VALUES) -> int:
     stack = [node]
     while stack:
         current = stack[-1]
-        children = [child for pair in current.value for child in (pair if isinstance(pair, tuple) else (pair,))] \
-            if isinstance(current, (yaml.SequenceNode, yaml.MappingNode)) else []
+        children = (
+            [child for pair in current.value for child in (pair if isinstance(pair, tuple) else (pair,))]
+            if isinstance(current, (yaml.SequenceNode, yaml.MappingNode))
+            else []
+        )
         if id(current) not in entered:
             entered.add(id(current))
             pending = [child for child in children if id(child) not in sizes]
@@ -161,14 +164,19 @@ def read_yaml(path, field: str):
         if node is None:
             return None
         if expanded_size(node) > MAX_YAML_VALUES:
-            raise ConfigError(field, f"{path} expands to more than {MAX_YAML_VALUES} values through its aliases "
-                                     f"(&anchor / *alias); a recipe is a few hundred: refused before building it")
+            raise ConfigError(
+                field,
+                f"{path} expands to more than {MAX_YAML_VALUES} values through its aliases "
+                f"(&anchor / *alias); a recipe is a few hundred: refused before building it",
+            )
         return loader.construct_document(node)
     except DuplicateKeyError as err:
         raise ConfigError(err.key, f"given twice in {path} (lines {err.first} and {err.second}); keep one") from None
     except NestingError as err:
-        raise ConfigError(field, f"{path} is nested deeper than {MAX_NESTING} levels (line {err.line}): refused "
-                                 "before reading it further") from None
+        raise ConfigError(
+            field,
+            f"{path} is nested deeper than {MAX_NESTING} levels (line {err.line}): refused before reading it further",
+        ) from None
     finally:
         loader.dispose()
 
@@ -226,8 +234,11 @@ def check_writable_folder(path, field: str) -> None:
         raise ConfigError(field, f"cannot write to {path}: {existing}: {err.strerror or err}") from None
     for name in target.relative_to(existing).parts:
         if len(os.fsencode(name)) > longest:
-            raise ConfigError(field, f"{path}: the name {name[:20]}... is {len(os.fsencode(name))} bytes, longer "
-                                     f"than the {longest} the file system allows")
+            raise ConfigError(
+                field,
+                f"{path}: the name {name[:20]}... is {len(os.fsencode(name))} bytes, longer "
+                f"than the {longest} the file system allows",
+            )
 
 
 def read_text(path, field: str) -> str:
@@ -278,8 +289,9 @@ def read_json(path, field: str, expected: type | None = None):
     except ValueError as err:
         raise ConfigError(field, f"{path} is not readable JSON ({' '.join(str(err).split())})") from None
     if expected is not None and not isinstance(value, expected):
-        raise ConfigError(field, f"{path} must hold {JSON_KINDS[expected]}, not {type(value).__name__} "
-                                 f"{str(value)[:40]}")
+        raise ConfigError(
+            field, f"{path} must hold {JSON_KINDS[expected]}, not {type(value).__name__} {str(value)[:40]}"
+        )
     return value
 
 
@@ -307,8 +319,11 @@ def unpickling_reason(err: BaseException) -> str:
         return one_line(err)[:200]
     paragraphs = [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
     paragraphs = [p for p in paragraphs if not p.startswith("Check the documentation")]
-    reason = " ".join(paragraphs).split("WeightsUnpickler error:")[-1] if "WeightsUnpickler error:" in text \
+    reason = (
+        " ".join(paragraphs).split("WeightsUnpickler error:")[-1]
+        if "WeightsUnpickler error:" in text
         else paragraphs[-1]
+    )
     reason = reason.split(" Please use ")[0].strip()
     return reason[:200]
 
@@ -333,7 +348,9 @@ def _deep_merge(base: dict, override: dict) -> dict:
     """Mappings merge key by key (a child's `data: {size: 100}` keeps the base's specs); anything else replaces."""
     merged = dict(base)
     for key, value in override.items():
-        merged[key] = _deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        merged[key] = (
+            _deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        )
     return merged
 
 

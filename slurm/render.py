@@ -33,16 +33,48 @@ HOSTS_ENV = "RLVR_HOSTS"  # train.slurm sets it from `scontrol show hostnames $S
 SCRIPT = "recipes/train.py"  # trains whatever algorithm the recipe names
 
 
-def train_command(recipe: str, accelerate_config: str, num_machines: int, num_processes: int, machine_rank: int,
-                  main_ip: str, port: int, recipe_args: list[str]) -> list[str]:
-    return [*tools.command("accelerate launch"), "--config_file", accelerate_config,
-            "--num_machines", str(num_machines), "--num_processes", str(num_processes),
-            "--machine_rank", str(machine_rank), "--main_process_ip", main_ip, "--main_process_port", str(port),
-            SCRIPT, "--config", recipe, *recipe_args]
+def train_command(
+    recipe: str,
+    accelerate_config: str,
+    num_machines: int,
+    num_processes: int,
+    machine_rank: int,
+    main_ip: str,
+    port: int,
+    recipe_args: list[str],
+) -> list[str]:
+    return [
+        *tools.command("accelerate launch"),
+        "--config_file",
+        accelerate_config,
+        "--num_machines",
+        str(num_machines),
+        "--num_processes",
+        str(num_processes),
+        "--machine_rank",
+        str(machine_rank),
+        "--main_process_ip",
+        main_ip,
+        "--main_process_port",
+        str(port),
+        SCRIPT,
+        "--config",
+        recipe,
+        *recipe_args,
+    ]
 
 
-def plan(recipe: str, hosts: list[str], gpus_per_node: int, accelerate_config: str, vllm: bool, vllm_gpus: int,
-         port: int, vllm_port: int, extra: list[str]) -> list[dict]:
+def plan(
+    recipe: str,
+    hosts: list[str],
+    gpus_per_node: int,
+    accelerate_config: str,
+    vllm: bool,
+    vllm_gpus: int,
+    port: int,
+    vllm_port: int,
+    extra: list[str],
+) -> list[dict]:
     """One entry per command: {host, role, env, argv}. Pure: what runs where, nothing started."""
     if not hosts:
         raise ConfigError("--hosts", f"no hosts: pass --hosts or set {HOSTS_ENV}")
@@ -59,23 +91,81 @@ def plan(recipe: str, hosts: list[str], gpus_per_node: int, accelerate_config: s
             raise ConfigError("--vllm_gpus", f"must leave at least one of the node's {gpus_per_node} GPUs to train")
         train_hosts, train_gpus = hosts, gpus_per_node - vllm_gpus
         serve = list(range(train_gpus, gpus_per_node))
-        commands.append({"host": hosts[0], "role": "vllm", "env": {"CUDA_VISIBLE_DEVICES": ",".join(map(str, serve))},
-                         "argv": [*tools.command("trl"), "vllm-serve", "--model", model, "--data_parallel_size", str(len(serve)),
-                                  "--port", str(vllm_port)]})
-        server_args = ["--use_vllm", "true", "--vllm_mode", "server", "--vllm_server_host", "127.0.0.1",
-                       "--vllm_server_port", str(vllm_port)]
+        commands.append(
+            {
+                "host": hosts[0],
+                "role": "vllm",
+                "env": {"CUDA_VISIBLE_DEVICES": ",".join(map(str, serve))},
+                "argv": [
+                    *tools.command("trl"),
+                    "vllm-serve",
+                    "--model",
+                    model,
+                    "--data_parallel_size",
+                    str(len(serve)),
+                    "--port",
+                    str(vllm_port),
+                ],
+            }
+        )
+        server_args = [
+            "--use_vllm",
+            "true",
+            "--vllm_mode",
+            "server",
+            "--vllm_server_host",
+            "127.0.0.1",
+            "--vllm_server_port",
+            str(vllm_port),
+        ]
     else:
         train_hosts, train_gpus = hosts[:-1], gpus_per_node
-        commands.append({"host": hosts[-1], "role": "vllm", "env": {},
-                         "argv": [*tools.command("trl"), "vllm-serve", "--model", model, "--data_parallel_size", str(gpus_per_node),
-                                  "--port", str(vllm_port)]})
-        server_args = ["--use_vllm", "true", "--vllm_mode", "server", "--vllm_server_host", hosts[-1],
-                       "--vllm_server_port", str(vllm_port)]
+        commands.append(
+            {
+                "host": hosts[-1],
+                "role": "vllm",
+                "env": {},
+                "argv": [
+                    *tools.command("trl"),
+                    "vllm-serve",
+                    "--model",
+                    model,
+                    "--data_parallel_size",
+                    str(gpus_per_node),
+                    "--port",
+                    str(vllm_port),
+                ],
+            }
+        )
+        server_args = [
+            "--use_vllm",
+            "true",
+            "--vllm_mode",
+            "server",
+            "--vllm_server_host",
+            hosts[-1],
+            "--vllm_server_port",
+            str(vllm_port),
+        ]
     env = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, range(train_gpus)))} if vllm and len(hosts) == 1 else {}
     for rank, host in enumerate(train_hosts):
-        commands.append({"host": host, "role": "train", "env": dict(env), "argv": train_command(
-            recipe, accelerate_config, len(train_hosts), len(train_hosts) * train_gpus, rank, train_hosts[0], port,
-            [*server_args, *extra])})
+        commands.append(
+            {
+                "host": host,
+                "role": "train",
+                "env": dict(env),
+                "argv": train_command(
+                    recipe,
+                    accelerate_config,
+                    len(train_hosts),
+                    len(train_hosts) * train_gpus,
+                    rank,
+                    train_hosts[0],
+                    port,
+                    [*server_args, *extra],
+                ),
+            }
+        )
     return commands
 
 
@@ -89,23 +179,29 @@ def shell(commands: list[dict]) -> str:
         var = "VLLM_PID" if c["role"] == "vllm" else None
         lines.append(f"{srun} &" + ("  VLLM_PID=$!" if var else ""))
     lines.append("TRAIN_STATUS=0")
-    lines.append("for pid in $(jobs -p); do [ \"$pid\" = \"${VLLM_PID:-}\" ] || wait \"$pid\" || TRAIN_STATUS=$?; done")
-    lines.append("[ -z \"${VLLM_PID:-}\" ] || kill \"$VLLM_PID\"")
+    lines.append('for pid in $(jobs -p); do [ "$pid" = "${VLLM_PID:-}" ] || wait "$pid" || TRAIN_STATUS=$?; done')
+    lines.append('[ -z "${VLLM_PID:-}" ] || kill "$VLLM_PID"')
     lines.append("exit $TRAIN_STATUS")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     parser = ArgumentParser(prog="slurm/render.py", description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", required=True, help="recipe YAML (any algorithm: recipes/train.py runs it)")
-    parser.add_argument("--hosts", nargs="+", default=os.environ.get(HOSTS_ENV, "").split(),
-                        help=f"the job's hostnames, first = main process (default: ${HOSTS_ENV})")
+    parser.add_argument(
+        "--hosts",
+        nargs="+",
+        default=os.environ.get(HOSTS_ENV, "").split(),
+        help=f"the job's hostnames, first = main process (default: ${HOSTS_ENV})",
+    )
     parser.add_argument("--gpus_per_node", type=positive_int, default=8)
     parser.add_argument("--accelerate_config", default="accelerate_configs/zero2.yaml")
-    parser.add_argument("--vllm", action="store_true", help="generate on a vLLM server (its own node, or GPUs on one node)")
+    parser.add_argument(
+        "--vllm", action="store_true", help="generate on a vLLM server (its own node, or GPUs on one node)"
+    )
     parser.add_argument("--vllm_gpus", type=positive_int, default=1, help="on one node: GPUs given to vLLM")
     parser.add_argument("--port", type=positive_int, default=29500, help="main process port")
     parser.add_argument("--vllm_port", type=positive_int, default=8000)
@@ -113,8 +209,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for flag, path in (("--recipe", args.recipe), ("--accelerate_config", args.accelerate_config)):
         if not Path(path).is_file():
             raise ConfigError(flag, f"no such file: {path}")
-    commands = plan(args.recipe, args.hosts, args.gpus_per_node, args.accelerate_config, args.vllm, args.vllm_gpus,
-                    args.port, args.vllm_port, extra)
+    commands = plan(
+        args.recipe,
+        args.hosts,
+        args.gpus_per_node,
+        args.accelerate_config,
+        args.vllm,
+        args.vllm_gpus,
+        args.port,
+        args.vllm_port,
+        extra,
+    )
     print(shell(commands), end="")
     return commands
 

@@ -14,17 +14,17 @@ def pin_xdist_worker() -> None:
     worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if worker.startswith("gw") and 1 < count <= len(cores):
-        os.sched_setaffinity(0, cores[int(worker[2:]) % count::count])
+        os.sched_setaffinity(0, cores[int(worker[2:]) % count :: count])
 
 
 pin_xdist_worker()
 
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
+import json
+import subprocess
+import sys
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_RECIPE = str(REPO / "recipes" / "tiny" / "grpo.yaml")  # the main job (README's command)
@@ -46,8 +46,17 @@ def run_recipe(tiny_model_dir, tmp_path):
     def _run(*overrides, recipe=FAST_RECIPE, output_dir=None, algorithm=None):
         output_dir = str(output_dir or tmp_path / "run")
         argv = [
-            "--config", recipe, "--output_dir", output_dir, "--model_name_or_path", tiny_model_dir,
-            "--report_to", "none", "--print_rollouts", "false", *overrides,
+            "--config",
+            recipe,
+            "--output_dir",
+            output_dir,
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--report_to",
+            "none",
+            "--print_rollouts",
+            "false",
+            *overrides,
         ]
         return main(argv, algorithm=algorithm), output_dir
 
@@ -56,7 +65,6 @@ def run_recipe(tiny_model_dir, tmp_path):
 
 def read_jsonl(path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
 
 
 def newcomer_shell(folder: Path, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -74,5 +82,12 @@ def newcomer_shell(folder: Path, command: str, timeout: float = 600) -> subproce
     drop = {"PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONHOME"}
     env = {key: value for key, value in os.environ.items() if key not in drop}
     env.update(PATH=f"{bin_dir}:/usr/bin:/bin", HF_HUB_OFFLINE="1", WANDB_MODE="disabled")
-    return subprocess.run(["bash", "-c", f". .venv/bin/activate && {command}"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        ["bash", "-c", f". .venv/bin/activate && {command}"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

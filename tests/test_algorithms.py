@@ -25,7 +25,8 @@ FORMAT = [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 0.5]
 TOTAL = [1.5, 0.5, 0.5, 1.5, 1.0, 0.75, 1.0, 0.75]
 # By hand: group 1 deviates +-0.5 from 1.0 with unbiased std sqrt(1/3); group 2 +-0.125 from 0.875, std sqrt(1/48).
 HAND = {
-    "grpo": [0.5 / (3**-0.5 + 1e-4) * s for s in (1, -1, -1, 1)] + [0.125 / (48**-0.5 + 1e-4) * s for s in (1, -1, 1, -1)],
+    "grpo": [0.5 / (3**-0.5 + 1e-4) * s for s in (1, -1, -1, 1)]
+    + [0.125 / (48**-0.5 + 1e-4) * s for s in (1, -1, 1, -1)],
     "drgrpo": [0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125],
     "rloo": [x * 4 / 3 for x in (0.5, -0.5, -0.5, 0.5, 0.125, -0.125, 0.125, -0.125)],
     "reinforce": TOTAL,
@@ -39,15 +40,33 @@ HAND = {
 ALGORITHM_FLAGS = {  # what each algorithm's recipe sets on top of the fast GRPO test recipe
     "grpo": ["--scale_rewards", "group"],
     "drgrpo": ["--scale_rewards", "none", "--loss_type", "dr_grpo"],
-    "rloo": [], "reinforce": [], "maxrl": [],
+    "rloo": [],
+    "reinforce": [],
+    "maxrl": [],
     "dapo": ["--dynamic_sampling", "false"],
 }
 
 
 def build(tiny_model_dir, tmp_path, algorithm="grpo", *overrides):
-    argv = ["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path / "o"),
-            "--report_to", "none", "--print_rollouts", "false", "--generation_batch_size", "8",
-            "--per_device_train_batch_size", "8", "--algorithm", algorithm, *overrides]
+    argv = [
+        "--config",
+        FAST_RECIPE,
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--output_dir",
+        str(tmp_path / "o"),
+        "--report_to",
+        "none",
+        "--print_rollouts",
+        "false",
+        "--generation_batch_size",
+        "8",
+        "--per_device_train_batch_size",
+        "8",
+        "--algorithm",
+        algorithm,
+        *overrides,
+    ]
     _, trainer, _ = prepare(argv)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop, read by the loss
@@ -58,6 +77,7 @@ def scripted_rewards(monkeypatch, *batches):
     """Every reward call returns the next hand-built tensor instead of scoring the completions: rows of
     (correctness, format), plus the always-measured success (1 where correctness and format are both 1, as for an
     exact answer at 3 letters), or rows already holding one value per reward of the trainer."""
+
     def with_success(batch):
         return [[*row, float(row[0] == 1.0 and row[1] == 1.0)] if len(row) == 2 else row for row in batch]
 
@@ -76,7 +96,12 @@ def prompts(trainer, num_prompts, num_generations):
 
 def test_pure_estimators_match_the_hand_values():
     total = torch.tensor(TOTAL)
-    for name, fn in [("grpo", group_zscore), ("drgrpo", group_mean_baseline), ("rloo", leave_one_out), ("reinforce", no_baseline)]:
+    for name, fn in [
+        ("grpo", group_zscore),
+        ("drgrpo", group_mean_baseline),
+        ("rloo", leave_one_out),
+        ("reinforce", no_baseline),
+    ]:
         assert fn(total, 4).tolist() == pytest.approx(HAND[name], abs=1e-5), name
     binary = torch.tensor([c * (f == 1.0) for c, f in zip(CORRECTNESS, FORMAT)])
     assert maxrl(binary, 4).tolist() == pytest.approx(HAND["maxrl_binary"])
@@ -106,13 +131,15 @@ def test_unscorable_rows_leave_the_rest_of_the_group_its_signal():
 @pytest.mark.parametrize("algorithm", ["grpo", "drgrpo", "rloo", "reinforce", "maxrl", "dapo"])
 def test_trainer_advantages_on_hand_built_rewards(algorithm, tiny_model_dir, tmp_path, monkeypatch):
     trainer = build(tiny_model_dir, tmp_path, algorithm, *ALGORITHM_FLAGS[algorithm])
-    assert trainer_class(algorithm) in type(trainer).__bases__  # the registry's class, under the tiny recipe's speed-ups
+    assert (
+        trainer_class(algorithm) in type(trainer).__bases__
+    )  # the registry's class, under the tiny recipe's speed-ups
     scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
     output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
     expected = HAND["grpo" if algorithm == "dapo" else algorithm]
     assert output["advantages"].tolist() == pytest.approx(expected, abs=1e-4)
     # the completions table (log_completions) shows the advantages that trained, not TRL's GRPO ones
-    assert list(trainer._logs["advantages"])[-len(expected):] == output["advantages"].tolist()
+    assert list(trainer._logs["advantages"])[-len(expected) :] == output["advantages"].tolist()
 
 
 def test_an_algorithm_whose_defining_field_disagrees_fails_before_the_model(tiny_model_dir, tmp_path):
@@ -137,7 +164,9 @@ def test_no_ratio_loss_ignores_old_logprobs(tiny_model_dir, tmp_path, monkeypatc
     scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
     batch = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
     stale = {**batch, "old_per_token_logps": torch.full(batch["completion_mask"].shape, -30.0)}
-    assert trainer._compute_loss(trainer.model, stale).item() == pytest.approx(trainer._compute_loss(trainer.model, batch).item())
+    assert trainer._compute_loss(trainer.model, stale).item() == pytest.approx(
+        trainer._compute_loss(trainer.model, batch).item()
+    )
     grpo = build(tiny_model_dir, tmp_path, "grpo")  # the clipped PPO surrogate does notice them
     assert grpo._compute_loss(grpo.model, stale).item() != pytest.approx(grpo._compute_loss(grpo.model, batch).item())
 
@@ -155,14 +184,20 @@ def dapo_round(flags):
 
 def test_dynamic_sampling_resamples_until_full(tiny_model_dir, tmp_path, monkeypatch):
     trainer = build(tiny_model_dir, tmp_path, "dapo", "--num_generations", "2", "--max_resample_rounds", "4")
-    queue = scripted_rewards(monkeypatch, dapo_round("0i10"), dapo_round("ii01"), dapo_round("1iii"), dapo_round("iiii"))
+    queue = scripted_rewards(
+        monkeypatch, dapo_round("0i10"), dapo_round("ii01"), dapo_round("1iii"), dapo_round("iiii")
+    )
     output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
     assert len(queue) == 1  # three rounds: 1 + 2 + 3 informative groups >= 4 needed
     assert output["advantages"].shape[0] == 8 and output["completion_ids"].shape[0] == 8
     assert (output["advantages"].view(-1, 2).abs().sum(dim=1) > 0).all()  # every kept group carries signal
     metrics = trainer._metrics["train"]
     assert metrics["dapo/groups_generated"] == [12] and metrics["dapo/groups_kept"] == [4]
-    assert metrics["dapo/oversampling"] == [3.0] and metrics["dapo/rounds"] == [2.0] and metrics["dapo/groups_topped_up"] == [0]
+    assert (
+        metrics["dapo/oversampling"] == [3.0]
+        and metrics["dapo/rounds"] == [2.0]
+        and metrics["dapo/groups_topped_up"] == [0]
+    )
 
 
 def test_dynamic_sampling_stops_at_the_cap_and_tops_up(tiny_model_dir, tmp_path, monkeypatch):
@@ -171,7 +206,11 @@ def test_dynamic_sampling_stops_at_the_cap_and_tops_up(tiny_model_dir, tmp_path,
     output = trainer._generate_and_score_completions(prompts(trainer, 4, 2))
     assert len(queue) == 1 and output["advantages"].shape[0] == 8
     metrics = trainer._metrics["train"]
-    assert metrics["dapo/groups_kept"] == [2] and metrics["dapo/groups_topped_up"] == [2] and metrics["dapo/rounds"] == [1.0]
+    assert (
+        metrics["dapo/groups_kept"] == [2]
+        and metrics["dapo/groups_topped_up"] == [2]
+        and metrics["dapo/rounds"] == [1.0]
+    )
     assert metrics["generation_step"] == [1.0, 1.0]  # extra rounds are not new generation steps ...
     assert metrics["generated_samples"] == [8.0, 16.0]  # ... but every generated sample is counted
 
@@ -184,7 +223,11 @@ def test_kl_is_one_yaml_field_and_is_logged(lora, run_recipe):
     The logged value itself is checked against the estimator by hand in tests/test_kl_estimator.py."""
     from conftest import read_jsonl
 
-    extra = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "q_proj", "v_proj"] if lora else []
+    extra = (
+        ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "q_proj", "v_proj"]
+        if lora
+        else []
+    )
     trainer, out = run_recipe("--max_steps", "2", "--beta", "0.04", *extra)
     assert (trainer.ref_model is None) == lora
     rows = [row for row in read_jsonl(f"{out}/metrics.jsonl") if "loss" in row]

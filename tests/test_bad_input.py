@@ -62,8 +62,9 @@ def ws(tmp_path, monkeypatch):
     (tmp_path / "dup_spec.yaml").write_text(f"name: s\nbase: {FAST_RECIPE}\nname: t\nvary: {{seed: [1, 2]}}\n")
     (tmp_path / "accel_bad.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: many\n")
     (tmp_path / "accel_dup.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 4\n")
-    (tmp_path / "accel_zero.yaml").write_text("distributed_type: DEEPSPEED\nnum_processes: 2\n"
-                                              "deepspeed_config: {zero_stage: 7}\n")
+    (tmp_path / "accel_zero.yaml").write_text(
+        "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config: {zero_stage: 7}\n"
+    )
     # model folders that exist and look right by name, but cannot load: garbage config.json, weights cut short
     (tmp_path / "garbage_model").mkdir()
     (tmp_path / "garbage_model" / "config.json").write_text("{model_type: qwen3,")
@@ -71,8 +72,11 @@ def ws(tmp_path, monkeypatch):
     (tmp_path / "torn_model" / "config.json").write_text('{"model_type": "qwen3"}')
     header = b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}'
     (tmp_path / "torn_model" / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
-    (tmp_path / "bomb.yaml").write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "learning_rate: *i\n")
+    (tmp_path / "bomb.yaml").write_text(
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+        + "learning_rate: *i\n"
+    )
     # run folders of the one-run-per-folder checks (under precious: the snapshot covers them)
     write_run(precious / "other", folder_run="run-B", checkpoint_run="run-A")
     write_run(precious / "own", folder_run="run-A", checkpoint_run="run-A")
@@ -83,7 +87,11 @@ def ws(tmp_path, monkeypatch):
     (precious / "finished" / "config.yaml").write_text(config.replace("max_steps: 3", "max_steps: 2"))
     # damaged records (metrics.jsonl binary, lines that are JSON but not objects, only torn lines; a plain-TRL
     # log_history whose rows carry no step), a run folder whose run.lock is a folder, a TensorBoard folder that is a file
-    for name, text in (("binary", bytes(range(256))), ("lists", b"[1, 2]\n[3]\n"), ("torn", b'{"step": 1, "lo\n{"st\n')):
+    for name, text in (
+        ("binary", bytes(range(256))),
+        ("lists", b"[1, 2]\n[3]\n"),
+        ("torn", b'{"step": 1, "lo\n{"st\n'),
+    ):
         (tmp_path / "damaged" / name).mkdir(parents=True)
         (tmp_path / "damaged" / name / "metrics.jsonl").write_bytes(text)
     (tmp_path / "damaged" / "trl").mkdir()
@@ -93,21 +101,27 @@ def ws(tmp_path, monkeypatch):
     deep_yaml, deep_json = "a: " + "[" * 5000 + "]" * 5000 + "\n", "[" * 100_000 + "]" * 100_000
     (tmp_path / "deep.yaml").write_text(deep_yaml)
     (tmp_path / "deep_block.yaml").write_text("".join(f"{'  ' * i}k{i}:\n" for i in range(400)) + "  " * 400 + "x\n")
-    for name, text in (("cfg_binary", bytes(range(256))), ("cfg_invalid", b"seed: [1\n"), ("cfg_deep", deep_yaml.encode()),
-                       ("cfg_list", b"- 1\n")):
+    for name, text in (
+        ("cfg_binary", bytes(range(256))),
+        ("cfg_invalid", b"seed: [1\n"),
+        ("cfg_deep", deep_yaml.encode()),
+        ("cfg_list", b"- 1\n"),
+    ):
         write_run(precious / name, folder_run="run-A", checkpoint_run="run-A")
         (precious / name / "config.yaml").write_bytes(text)
     write_run(precious / "deep_run_json", folder_run="run-A", checkpoint_run="run-A")
     (precious / "deep_run_json" / "run.json").write_text(deep_json)
     good_metrics = '{"step": 1, "loss": 0.5, "avg_correctness": 0.1}\n'
-    evaluations = {"eval_torn": ("eval/after.json", b'{"overall": {"exact_ma'),
-                   "eval_list": ("eval/after.json", b"[1, 2]"),
-                   "eval_shape": ("eval/after.json", b'{"overall": 0.5, "by_length": {}}'),
-                   "eval_deep": ("eval/after.json", deep_json.encode()),
-                   "checkpoint_eval": ("eval/checkpoint-2.json", bytes(range(256))),
-                   "ba_binary": ("before_after/before.json", bytes(range(256))),
-                   "ba_pairing": ("before_after/before_after.json", b'{"models": {}, "prompts": 3}'),
-                   "code_deep": ("code.json", deep_json.encode())}
+    evaluations = {
+        "eval_torn": ("eval/after.json", b'{"overall": {"exact_ma'),
+        "eval_list": ("eval/after.json", b"[1, 2]"),
+        "eval_shape": ("eval/after.json", b'{"overall": 0.5, "by_length": {}}'),
+        "eval_deep": ("eval/after.json", deep_json.encode()),
+        "checkpoint_eval": ("eval/checkpoint-2.json", bytes(range(256))),
+        "ba_binary": ("before_after/before.json", bytes(range(256))),
+        "ba_pairing": ("before_after/before_after.json", b'{"models": {}, "prompts": 3}'),
+        "code_deep": ("code.json", deep_json.encode()),
+    }
     for name, (file, text) in evaluations.items():
         (tmp_path / "damaged" / name / file).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "damaged" / name / "metrics.jsonl").write_text(good_metrics)
@@ -132,8 +146,11 @@ def write_run(folder: Path, folder_run: str, checkpoint_run: str) -> None:
 
     (folder / "checkpoint-2").mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"run_id": folder_run, "processes": 1}))
-    (folder / "config.yaml").write_text(yaml.safe_dump({**yaml.safe_load(Path(FAST_RECIPE).read_text()),
-                                                        "algorithm": "grpo", "output_dir": str(folder)}))
+    (folder / "config.yaml").write_text(
+        yaml.safe_dump(
+            {**yaml.safe_load(Path(FAST_RECIPE).read_text()), "algorithm": "grpo", "output_dir": str(folder)}
+        )
+    )
     state = {"global_step": 2, "stateful_callbacks": {"RunIdentityCallback": {"args": {"run_id": checkpoint_run}}}}
     (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(state))
     header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'  # whole weights, as far as headers go
@@ -171,9 +188,16 @@ def command(name):
         return __import__("benchmarks.tiny_main_job", fromlist=["main"]).main
     if name == "kernel_robustness":
         return __import__("benchmarks.kernel_robustness", fromlist=["main"]).main
-    module = {"data": "rlvr.data.cli", "plots": "rlvr.analysis.plots", "report": "rlvr.analysis.report", "sweep": "rlvr.analysis.sweep",
-              "evaluate": "rlvr.analysis.evaluate", "before_after": "rlvr.analysis.before_after", "memory_plan": "rlvr.planning.cli",
-              "doctor": "rlvr.analysis.doctor"}[name]
+    module = {
+        "data": "rlvr.data.cli",
+        "plots": "rlvr.analysis.plots",
+        "report": "rlvr.analysis.report",
+        "sweep": "rlvr.analysis.sweep",
+        "evaluate": "rlvr.analysis.evaluate",
+        "before_after": "rlvr.analysis.before_after",
+        "memory_plan": "rlvr.planning.cli",
+        "doctor": "rlvr.analysis.doctor",
+    }[name]
     return __import__(module, fromlist=["main"]).main
 
 
@@ -219,7 +243,11 @@ ROWS = [
     ("grpo", lambda w: [*RUN, "--overlong_max_length", "16", "--overlong_cache_length", "32"], "overlong_cache_length"),
     ("grpo", lambda w: [*RUN, "--overlong_max_length", "64", "--overlong_cache_length", "8"], "overlong_max_length"),
     ("grpo", lambda w: [*RUN, "--reward_funcs", "nosuch", "--reward_weights", "1"], "reward_funcs[0]"),
-    ("grpo", lambda w: [*RUN, "--reward_funcs", "correctness", "penalty", "--reward_weights", "1", "1"], "reward_funcs[1]"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--reward_funcs", "correctness", "penalty", "--reward_weights", "1", "1"],
+        "reward_funcs[1]",
+    ),
     ("grpo", lambda w: [*RUN, "--reward_weights", "1"], "reward_weights"),
     ("grpo", lambda w: [*RUN, "--reward_funcs", "no_module_here.fn", "--reward_weights", "1"], "reward_funcs[0]"),
     ("grpo", lambda w: [*RUN, "--reward_funcs", "bad_rewards.raises", "--reward_weights", "1"], "reward_funcs"),
@@ -228,13 +256,24 @@ ROWS = [
     ("grpo", lambda w: [*RUN, "--reward_funcs", "bad_rewards.short", "--reward_weights", "1"], "reward_funcs"),
     ("grpo", lambda w: [*RUN, "--dataset_train_split", "nope"], "dataset_train_split"),
     ("grpo", lambda w: [*RUN, "--data", '{"specs": []}'], "data.specs"),
-    ("grpo", lambda w: [*RUN, "--data", '{"size": 10, "test_size": 50, "specs": ["spell_backward"]}'], "data.test_size"),
-    ("grpo", lambda w: [*RUN, "--model_name_or_path", str(w / "no_model"), "--build_tiny_model", "false"],
-     "model_name_or_path"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--data", '{"size": 10, "test_size": 50, "specs": ["spell_backward"]}'],
+        "data.test_size",
+    ),
+    (
+        "grpo",
+        lambda w: [*RUN, "--model_name_or_path", str(w / "no_model"), "--build_tiny_model", "false"],
+        "model_name_or_path",
+    ),
     ("grpo", lambda w: [*RUN, "--resume_from_checkpoint", "/nonexistent/checkpoint-3"], "resume_from_checkpoint"),
     ("grpo", lambda w: [*RUN, "--resume_from_checkpoint", "precious/checkpoint-4"], "resume_from_checkpoint"),
     ("grpo", lambda w: [*RUN, "--dry_run", "true", "--beta", "-1"], "beta"),
-    ("grpo", lambda w: [*RUN, "--dry_run", "true", "--per_device_train_batch_size", "-16"], "per_device_train_batch_size"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--dry_run", "true", "--per_device_train_batch_size", "-16"],
+        "per_device_train_batch_size",
+    ),
     ("grpo", lambda w: ["--output_dir", "precious"], "--config"),
     ("grpo", lambda w: ["--output_dir", "precious", "--config"], "--config"),
     ("grpo", lambda w: ["--config", "--output_dir", "precious"], "--config"),
@@ -243,21 +282,49 @@ ROWS = [
     ("grpo", lambda w: ["--config", "binary.yaml", "--output_dir", "precious"], "--config"),
     ("grpo", lambda w: ["--config", "not_yaml.yaml", "--output_dir", "precious"], "--config"),
     ("grpo", lambda w: ["--config", "list.yaml", "--output_dir", "precious"], "--config"),
-    ("grpo", lambda w: ["--config", recipe_with(w, "r1", task_min_word_len="three"), "--output_dir", "precious"],
-     "data.specs[0].config"),
-    ("grpo", lambda w: ["--config", recipe_with(w, "r2", reward_weights="1.0"), "--output_dir", "precious"],
-     "reward_weights"),
-    ("grpo", lambda w: ["--config", recipe_with(w, "r3", num_generations=2.5), "--output_dir", "precious"],
-     "num_generations"),
-    ("grpo", lambda w: ["--config", recipe_with(w, "r4", print_rollouts=3), "--output_dir", "precious"],
-     "print_rollouts"),
-    ("grpo", lambda w: ["--config", recipe_with(w, "r5", learning_rate="fast"), "--output_dir", "precious"],
-     "learning_rate"),
+    (
+        "grpo",
+        lambda w: ["--config", recipe_with(w, "r1", task_min_word_len="three"), "--output_dir", "precious"],
+        "data.specs[0].config",
+    ),
+    (
+        "grpo",
+        lambda w: ["--config", recipe_with(w, "r2", reward_weights="1.0"), "--output_dir", "precious"],
+        "reward_weights",
+    ),
+    (
+        "grpo",
+        lambda w: ["--config", recipe_with(w, "r3", num_generations=2.5), "--output_dir", "precious"],
+        "num_generations",
+    ),
+    (
+        "grpo",
+        lambda w: ["--config", recipe_with(w, "r4", print_rollouts=3), "--output_dir", "precious"],
+        "print_rollouts",
+    ),
+    (
+        "grpo",
+        lambda w: ["--config", recipe_with(w, "r5", learning_rate="fast"), "--output_dir", "precious"],
+        "learning_rate",
+    ),
     ("grpo", lambda w: ["--config", recipe_with(w, "r6", data=None), "--output_dir", "precious"], "data"),
     ("dapo", lambda w: [*RUN, "--max_resample_rounds", "-1"], "max_resample_rounds"),
     ("dapo", lambda w: [*RUN, "--dynamic_sampling_reward", "format2"], "dynamic_sampling_reward"),
-    ("ppo", lambda w: [*RUN, "--num_generations", "1", "--generation_batch_size", "4",
-                       "--per_device_train_batch_size", "4", "--gamma", "2"], "gamma"),
+    (
+        "ppo",
+        lambda w: [
+            *RUN,
+            "--num_generations",
+            "1",
+            "--generation_batch_size",
+            "4",
+            "--per_device_train_batch_size",
+            "4",
+            "--gamma",
+            "2",
+        ],
+        "gamma",
+    ),
     ("ppo", lambda w: [*RUN, "--vf_coef", "-1"], "vf_coef"),
     ("reinforce", lambda w: [*RUN, "--num_generations", "0"], "num_generations"),
     # data.cli
@@ -269,8 +336,11 @@ ROWS = [
     ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--bogus", "1"], "--bogus"),
     ("data", lambda w: ["--config", FAST_RECIPE], "--output_dir"),
     ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/config.yaml"], "--output_dir"),
-    ("data", lambda w: ["--config", recipe_with(w, "d1", task_max_word_len=1), "--output_dir", "precious"],
-     "data.specs[0].config"),
+    (
+        "data",
+        lambda w: ["--config", recipe_with(w, "d1", task_max_word_len=1), "--output_dir", "precious"],
+        "data.specs[0].config",
+    ),
     # plots, report, sweep
     ("plots", lambda w: ["precious", "--out", "precious/plots", "--max_rows", "0"], "--max_rows"),
     ("plots", lambda w: ["precious", "--out", "precious/plots", "--x", "time"], "--x"),
@@ -296,10 +366,17 @@ ROWS = [
     ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--k", "x"], "--k"),
     ("evaluate", lambda w: ["--output", "precious/e.json"], "--config"),
     ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--k", "0"], "--k"),
-    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--temperature", "-1"],
-                 "--temperature"),
+    (
+        "evaluate",
+        lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--temperature", "-1"],
+        "--temperature",
+    ),
     ("before_after", lambda w: ["--after", "precious", "--config", FAST_RECIPE], "--before"),
-    ("before_after", lambda w: ["--before", "/nonexistent", "--after", "precious", "--config", FAST_RECIPE], "--before"),
+    (
+        "before_after",
+        lambda w: ["--before", "/nonexistent", "--after", "precious", "--config", FAST_RECIPE],
+        "--before",
+    ),
     ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--k", "one"], "--k"),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--num_processes", "0"], "--num_processes"),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--zero_stage", "5"], "--zero_stage"),
@@ -312,12 +389,23 @@ EVAL = ["--config", FAST_RECIPE, "--output", "precious/e.json"]
 # fields added since the table above was written (max_generated_samples, kl_estimator, speedups, algorithm, ...).
 NEW_ROWS = [
     # a path that exists but is the wrong thing, or a path-shaped name that does not exist
-    ("grpo", lambda w: [*RUN, "--model_name_or_path", "empty_dir", "--build_tiny_model", "false"], "model_name_or_path"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--model_name_or_path", "empty_dir", "--build_tiny_model", "false"],
+        "model_name_or_path",
+    ),
     ("grpo", lambda w: [*RUN, "--model_name_or_path", "afile.txt"], "model_name_or_path"),
-    ("grpo", lambda w: [*RUN, "--model_name_or_path", "./no/such/model", "--build_tiny_model", "false"],
-     "model_name_or_path"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--model_name_or_path", "./no/such/model", "--build_tiny_model", "false"],
+        "model_name_or_path",
+    ),
     ("grpo", lambda w: [*RUN, "--model_name_or_path", "precious"], "model_name_or_path"),  # not empty: nothing to build
-    ("grpo", lambda w: [*RUN, "--model_name_or_path", "Qwen//Qwen3", "--build_tiny_model", "false"], "model_name_or_path"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--model_name_or_path", "Qwen//Qwen3", "--build_tiny_model", "false"],
+        "model_name_or_path",
+    ),
     ("ppo", lambda w: [*RUN, "--value_model_name_or_path", str(w / "no_critic")], "value_model_name_or_path"),
     ("ppo", lambda w: [*RUN, "--value_model_name_or_path", "empty_dir"], "value_model_name_or_path"),
     ("ppo", lambda w: [*RUN, "--value_model_name_or_path", "afile.txt"], "value_model_name_or_path"),
@@ -336,16 +424,27 @@ NEW_ROWS = [
     ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "afile.txt/e.json"], "--output"),
     ("evaluate", lambda w: [*EVAL, "--rollouts", "empty_dir"], "--rollouts"),
     # a library's message on one line: an invalid Hub repo id, before any data is generated
-    ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--push_to_hub", "bad repo//id"],
-     "--push_to_hub"),
+    (
+        "data",
+        lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious", "--push_to_hub", "bad repo//id"],
+        "--push_to_hub",
+    ),
     ("data", lambda w: ["--config", FAST_RECIPE, "--push_to_hub", "a/b/c"], "--push_to_hub"),
     # rlvr plan --accelerate_config
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "missing.yaml"], "--accelerate_config"),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "list.yaml"], "--accelerate_config"),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "empty_dir"], "--accelerate_config"),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "not_yaml.yaml"], "--accelerate_config"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_bad.yaml"], "--accelerate_config"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_zero.yaml"], "--accelerate_config"),
+    (
+        "memory_plan",
+        lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_bad.yaml"],
+        "--accelerate_config",
+    ),
+    (
+        "memory_plan",
+        lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_zero.yaml"],
+        "--accelerate_config",
+    ),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_dup.yaml"], "num_processes"),
     # evaluation's sampling flags: training's range rules (validation.RULES)
     ("evaluate", lambda w: [*EVAL, "--top_p", "1.5"], "--top_p"),
@@ -383,14 +482,23 @@ NEW_ROWS = [
     ("ppo", lambda w: [*RUN, "--value_learning_rate", "-1"], "value_learning_rate"),
     ("ppo", lambda w: [*RUN, "--lam", "1.5"], "lam"),
     ("dapo", lambda w: [*RUN, "--max_resample_rounds", "1.5"], "max_resample_rounds"),
-    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--num_prompts", "0"],
-     "--num_prompts"),
-    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
-     "--seed"),
+    (
+        "before_after",
+        lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--num_prompts", "0"],
+        "--num_prompts",
+    ),
+    (
+        "before_after",
+        lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
+        "--seed",
+    ),
     ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
     # the divergence guard's fields (rlvr/training/stopping.py)
-    ("grpo", lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
-     "min_mean_reward_component"),
+    (
+        "grpo",
+        lambda w: [*RUN, "--min_mean_reward", "0.5", "--min_mean_reward_component", "nosuch"],
+        "min_mean_reward_component",
+    ),
     ("grpo", lambda w: [*RUN, "--min_mean_reward_patience", "-1"], "min_mean_reward_patience"),
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "low"], "min_mean_reward"),
     ("grpo", lambda w: [*RUN, "--min_mean_reward", "-inf"], "min_mean_reward"),
@@ -402,18 +510,37 @@ RUN_FOLDER_ROWS = [
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/other"], "resume_from_checkpoint"),  # another run's
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/own", "--learning_rate", "0.5"], "learning_rate"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/own", "--num_generations", "8"], "num_generations"),
-    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/own", "--per_device_train_batch_size", "8"],
-     "per_device_train_batch_size"),  # half the optimizer step
+    (
+        "grpo",
+        lambda w: [*RESUME, "--output_dir", "precious/own", "--per_device_train_batch_size", "8"],
+        "per_device_train_batch_size",
+    ),  # half the optimizer step
     ("grpo", lambda w: [*RUN, "--model_name_or_path", "garbage_model"], "model_name_or_path"),
     ("grpo", lambda w: [*RUN, "--model_name_or_path", "torn_model"], "model_name_or_path"),
     ("evaluate", lambda w: [*EVAL, "--model", "garbage_model"], "--model"),
     ("evaluate", lambda w: [*EVAL, "--model", "torn_model"], "--model"),
     ("report", lambda w: ["precious", "--out", "afile.txt/r.md"], "--out"),
     ("grpo", lambda w: [*RUN, "--max_generated_samples", "8"], "max_generated_samples"),  # one step is 16 samples
-    ("grpo", lambda w: ["--config", recipe_with(w, "sp1", data={**FAST_DATA, "system_prompt": "DeepSeekZer0"}),
-                        "--output_dir", "precious"], "data.system_prompt"),
-    ("data", lambda w: ["--config", recipe_with(w, "sp2", data={**FAST_DATA, "system_prompt": "tinny"}),
-                        "--output_dir", "precious"], "data.system_prompt"),
+    (
+        "grpo",
+        lambda w: [
+            "--config",
+            recipe_with(w, "sp1", data={**FAST_DATA, "system_prompt": "DeepSeekZer0"}),
+            "--output_dir",
+            "precious",
+        ],
+        "data.system_prompt",
+    ),
+    (
+        "data",
+        lambda w: [
+            "--config",
+            recipe_with(w, "sp2", data={**FAST_DATA, "system_prompt": "tinny"}),
+            "--output_dir",
+            "precious",
+        ],
+        "data.system_prompt",
+    ),
     ("grpo", lambda w: ["--config", "bomb.yaml", "--output_dir", "precious"], "--config"),
     ("sweep", lambda w: ["bomb.yaml", "--out", "precious"], "SPEC"),
     ("grpo", lambda w: [*RUN, "--reward_time_limit", "-1"], "reward_time_limit"),
@@ -422,9 +549,15 @@ UNWRITABLE = "/sys/rlvr-out"  # os.access says yes to root, the write itself fai
 SPEC_EVAL = "name: s\nbase: {}\nvary: {{seed: [1]}}\nevaluate: {}\n"
 # The commands added last, and the values that used to fail only after config.yaml was written or the model loaded
 LATE_ROWS = [
-    *[(command_, lambda w, kind=kind, argv=argv: [f"damaged/{kind}", *argv], "RUN_DIR")
-      for kind in ("binary", "lists", "torn", "trl")
-      for command_, argv in (("doctor", []), ("plots", ["--out", "precious/plots"]), ("report", ["--out", "precious/r.md"]))],
+    *[
+        (command_, lambda w, kind=kind, argv=argv: [f"damaged/{kind}", *argv], "RUN_DIR")
+        for kind in ("binary", "lists", "torn", "trl")
+        for command_, argv in (
+            ("doctor", []),
+            ("plots", ["--out", "precious/plots"]),
+            ("report", ["--out", "precious/r.md"]),
+        )
+    ],
     ("plots", lambda w: ["precious", "--out", "afile.txt/plots"], "--out"),
     ("sweep", lambda w: ["spec.yaml", "--out", "afile.txt/sweeps", "--dry_run"], "--out"),
     ("plots", lambda w: ["precious", "--out", UNWRITABLE], "--out"),
@@ -433,30 +566,91 @@ LATE_ROWS = [
     ("data", lambda w: ["--config", FAST_RECIPE, "--output_dir", UNWRITABLE], "--output_dir"),
     ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", f"{UNWRITABLE}/e.json"], "--output"),
     ("grpo", lambda w: [*RUN, "--output_dir", UNWRITABLE], "output_dir"),
-    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--launcher", "slurm", "--dry_run", "--sbatch_file",
-                         "binary.yaml"], "--sbatch_file"),
-    ("sweep", lambda w: ["spec.yaml", "--out", "precious", "--launcher", "slurm", "--dry_run",
-                         "--sbatch=--partition='gpu"], "--sbatch"),
+    (
+        "sweep",
+        lambda w: [
+            "spec.yaml",
+            "--out",
+            "precious",
+            "--launcher",
+            "slurm",
+            "--dry_run",
+            "--sbatch_file",
+            "binary.yaml",
+        ],
+        "--sbatch_file",
+    ),
+    (
+        "sweep",
+        lambda w: ["spec.yaml", "--out", "precious", "--launcher", "slurm", "--dry_run", "--sbatch=--partition='gpu"],
+        "--sbatch",
+    ),
     ("grpo", lambda w: [*RUN, "--output_dir", "precious/locked"], "output_dir"),
     ("grpo", lambda w: [*RUN, "--output_dir", "precious/" + "x" * 300], "output_dir"),
     ("grpo", lambda w: [*RUN, "--report_to", "tensorbord"], "report_to"),
     ("grpo", lambda w: [*RUN, "--report_to", "tensorboard", "--output_dir", "precious/tb"], "report_to"),
     ("grpo", lambda w: [*RUN, "--seed", str(2**32)], "seed"),
-    ("grpo", lambda w: ["--config", recipe_with(w, "w11", task_min_word_len=11, task_max_word_len=12),
-                        "--output_dir", "precious"], "data.specs[0].config"),
-    ("data", lambda w: ["--config", recipe_with(w, "w12", task_min_word_len=11, task_max_word_len=14),
-                        "--output_dir", "precious"], "data.specs[0].config"),
-    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "many"], "cpu_threads"),
-    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--num_samples", "0"], "--num_samples"),
-    ("sweep", lambda w: [(w / "e1.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{num_prompts: 0}")) and "e1.yaml",
-                         "--out", "precious", "--dry_run"], "evaluate.num_prompts"),
-    ("sweep", lambda w: [(w / "e2.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{temperature: -1}")) and "e2.yaml",
-                         "--out", "precious", "--dry_run"], "evaluate.temperature"),
-    ("evaluate", lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--rollouts", "precious/e.json"],
-     "--rollouts"),
+    (
+        "grpo",
+        lambda w: [
+            "--config",
+            recipe_with(w, "w11", task_min_word_len=11, task_max_word_len=12),
+            "--output_dir",
+            "precious",
+        ],
+        "data.specs[0].config",
+    ),
+    (
+        "data",
+        lambda w: [
+            "--config",
+            recipe_with(w, "w12", task_min_word_len=11, task_max_word_len=14),
+            "--output_dir",
+            "precious",
+        ],
+        "data.specs[0].config",
+    ),
+    (
+        "main_job",
+        lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "many"],
+        "cpu_threads",
+    ),
+    (
+        "main_job",
+        lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--num_samples", "0"],
+        "--num_samples",
+    ),
+    (
+        "sweep",
+        lambda w: [
+            (w / "e1.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{num_prompts: 0}")) and "e1.yaml",
+            "--out",
+            "precious",
+            "--dry_run",
+        ],
+        "evaluate.num_prompts",
+    ),
+    (
+        "sweep",
+        lambda w: [
+            (w / "e2.yaml").write_text(SPEC_EVAL.format(FAST_RECIPE, "{temperature: -1}")) and "e2.yaml",
+            "--out",
+            "precious",
+            "--dry_run",
+        ],
+        "evaluate.temperature",
+    ),
+    (
+        "evaluate",
+        lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--rollouts", "precious/e.json"],
+        "--rollouts",
+    ),
     ("report", lambda w: ["precious", "--out", "precious/r.md", "--only", "g-2"], "--only"),
-    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--show", "-1"],
-     "--show"),
+    (
+        "before_after",
+        lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--show", "-1"],
+        "--show",
+    ),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--free_gib", "nan"], "--free_gib"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/torn_json"], "resume_from_checkpoint"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "2"], "max_steps"),
@@ -464,10 +658,14 @@ LATE_ROWS = [
 SPEC_DATA = "name: s\nbase: {}\nvary: {{seed: [1]}}\nevaluate: {{data: {}}}\n"
 # Files the repo wrote and reads back, damaged; values past what the machine takes; the scripts docs tell users to run
 READ_BACK_ROWS = [
-    *[("grpo", lambda w, name=name: [*RESUME, "--output_dir", f"precious/{name}"], "resume_from_checkpoint")
-      for name in ("cfg_binary", "cfg_invalid", "cfg_deep", "cfg_list", "deep_run_json")],
-    *[("report", lambda w, name=name: [f"damaged/{name}", "--out", "precious/r.md"], "RUN_DIR")
-      for name in ("eval_torn", "eval_list", "eval_shape", "eval_deep", "checkpoint_eval", "ba_binary", "ba_pairing")],
+    *[
+        ("grpo", lambda w, name=name: [*RESUME, "--output_dir", f"precious/{name}"], "resume_from_checkpoint")
+        for name in ("cfg_binary", "cfg_invalid", "cfg_deep", "cfg_list", "deep_run_json")
+    ],
+    *[
+        ("report", lambda w, name=name: [f"damaged/{name}", "--out", "precious/r.md"], "RUN_DIR")
+        for name in ("eval_torn", "eval_list", "eval_shape", "eval_deep", "checkpoint_eval", "ba_binary", "ba_pairing")
+    ],
     ("grpo", lambda w: ["--config", "deep.yaml", "--output_dir", "precious"], "--config"),
     ("grpo", lambda w: ["--config", "deep_block.yaml", "--output_dir", "precious"], "--config"),
     ("sweep", lambda w: ["deep.yaml", "--out", "precious"], "SPEC"),
@@ -475,16 +673,51 @@ READ_BACK_ROWS = [
     ("grpo", lambda w: [*RUN, "--data", "[" * 5000], "data"),
     ("sweep", lambda w: ["spec.yaml", "--out", "precious/sweeps", "--dry_run"], "--out"),  # its run's recipe.yaml
     ("grpo", lambda w: [*RUN, "--cpu_threads", "99999999999"], "cpu_threads"),
-    ("main_job", lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "99999999999"],
-     "cpu_threads"),
-    ("sweep", lambda w: [(w / "d1.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "words")) and "d1.yaml", "--out",
-                         "precious", "--dry_run"], "evaluate.data"),
-    ("sweep", lambda w: [(w / "d2.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{test_sise: 50}")) and "d2.yaml",
-                         "--out", "precious", "--dry_run"], "evaluate.data.test_sise"),
-    ("sweep", lambda w: [(w / "d3.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{test_size: 0}")) and "d3.yaml",
-                         "--out", "precious", "--dry_run"], "evaluate.data.test_size"),
-    ("sweep", lambda w: [(w / "d4.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{specs: [{name: spell_bakward}]}"))
-                         and "d4.yaml", "--out", "precious", "--dry_run"], "evaluate.data.specs[0].name"),
+    (
+        "main_job",
+        lambda w: ["--config", FAST_RECIPE, "--output_dir", "precious/bench", "--cpu_threads", "99999999999"],
+        "cpu_threads",
+    ),
+    (
+        "sweep",
+        lambda w: [
+            (w / "d1.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "words")) and "d1.yaml",
+            "--out",
+            "precious",
+            "--dry_run",
+        ],
+        "evaluate.data",
+    ),
+    (
+        "sweep",
+        lambda w: [
+            (w / "d2.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{test_sise: 50}")) and "d2.yaml",
+            "--out",
+            "precious",
+            "--dry_run",
+        ],
+        "evaluate.data.test_sise",
+    ),
+    (
+        "sweep",
+        lambda w: [
+            (w / "d3.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{test_size: 0}")) and "d3.yaml",
+            "--out",
+            "precious",
+            "--dry_run",
+        ],
+        "evaluate.data.test_size",
+    ),
+    (
+        "sweep",
+        lambda w: [
+            (w / "d4.yaml").write_text(SPEC_DATA.format(FAST_RECIPE, "{specs: [{name: spell_bakward}]}")) and "d4.yaml",
+            "--out",
+            "precious",
+            "--dry_run",
+        ],
+        "evaluate.data.specs[0].name",
+    ),
     ("kernel_robustness", lambda w: ["--sets", "k1", "k2"], "--sets"),  # a summary.json holding a number
     ("kernel_robustness", lambda w: ["--sets", "k2", "k2", "--out", "afile.txt/table.md"], "--out"),
     ("kernel_robustness", lambda w: ["--sets", "k2", "k2", "--out", "precious"], "--out"),
@@ -505,8 +738,18 @@ def row_id(row) -> str:
 def test_table_is_broad():
     assert len(ROWS) >= 60 and len(NEW_ROWS) >= 40 and len(RUN_FOLDER_ROWS) >= 15
     commands = {(row.values if hasattr(row, "values") else row)[0] for row in ROWS}
-    assert commands >= {"grpo", "dapo", "ppo", "data", "plots", "report", "sweep", "evaluate", "before_after",
-                        "memory_plan"}
+    assert commands >= {
+        "grpo",
+        "dapo",
+        "ppo",
+        "data",
+        "plots",
+        "report",
+        "sweep",
+        "evaluate",
+        "before_after",
+        "memory_plan",
+    }
 
 
 @pytest.mark.parametrize("name, argv, field", ROWS, ids=[row_id(r) + ("-late" if r in LATE_ROWS else "") for r in ROWS])
@@ -521,13 +764,16 @@ def test_bad_input_is_one_named_line(name, argv, field, ws, capsys):
     assert snapshot(ws / "precious") == before
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["recipes/grpo.py", "--config", FAST_RECIPE, "--num_generations", "0"], "num_generations"),
-    (["recipes/grpo.py", "--output_dir", "/tmp/x"], "--config"),
-    (["-m", "data.cli", "--config", FAST_RECIPE, "--output_dir", "/tmp/x", "--size", "0"], "--size"),
-    (["-m", "rlvr.analysis.report", "/nonexistent", "--last_k", "0"], "--last_k"),
-    (["benchmarks/tiny_main_job.py", "--num_samples", "0"], "--num_samples"),  # README's main command
-])
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["recipes/grpo.py", "--config", FAST_RECIPE, "--num_generations", "0"], "num_generations"),
+        (["recipes/grpo.py", "--output_dir", "/tmp/x"], "--config"),
+        (["-m", "data.cli", "--config", FAST_RECIPE, "--output_dir", "/tmp/x", "--size", "0"], "--size"),
+        (["-m", "rlvr.analysis.report", "/nonexistent", "--last_k", "0"], "--last_k"),
+        (["benchmarks/tiny_main_job.py", "--num_samples", "0"], "--num_samples"),  # README's main command
+    ],
+)
 def test_console_scripts_print_one_line(argv, field):
     result = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -579,8 +825,10 @@ def test_training_args_that_cannot_be_read_safely_are_named_and_skipped(tmp_path
         if kind == "garbage":
             path.write_bytes(bytes(range(256)))
         else:
-            torch.save({"a dict": {"learning_rate": 1}, "runs code": RunsCode(marker),
-                        "an unknown class": RunsCode}[kind], path)
+            torch.save(
+                {"a dict": {"learning_rate": 1}, "runs code": RunsCode(marker), "an unknown class": RunsCode}[kind],
+                path,
+            )
     diagnosis = doctor.diagnose(tmp_path / "trl")
     assert len(diagnosis.unread) == 1 and diagnosis.unread[0].startswith(f"{trl_run / 'training_args.bin'} not read")
     assert diagnosis.settings == {} and "settings not read: " in diagnosis.text()
@@ -600,8 +848,10 @@ def documented_scripts() -> list[str]:
 
 # The recipe scripts are `rlvr.training.runner.run` (rows above); the plain-TRL example shows TRL's own parser.
 NOT_THROUGH_CLI = {"examples/plain_trl_grpo.py": "a plain TRL script: transformers' HfArgumentParser, by design"}
-REQUIRED_FLAGS = {"slurm/render.py": ["--recipe", "recipes/tiny/grpo.yaml"],  # argparse names a missing one first
-                  "recipes/tiny/sft.py": ["--config", "recipes/tiny/sft.yaml"]}  # as the docs run it
+REQUIRED_FLAGS = {
+    "slurm/render.py": ["--recipe", "recipes/tiny/grpo.yaml"],  # argparse names a missing one first
+    "recipes/tiny/sft.py": ["--config", "recipes/tiny/sft.yaml"],
+}  # as the docs run it
 
 
 @pytest.mark.parametrize("script", [s for s in documented_scripts() if s not in NOT_THROUGH_CLI])
@@ -611,7 +861,7 @@ def test_every_documented_script_takes_flags_through_cli(script, monkeypatch, ca
     import importlib.util
 
     source = (REPO / script).read_text()
-    entry = source[source.index('if __name__ == "__main__":'):]
+    entry = source[source.index('if __name__ == "__main__":') :]
     if script.startswith("recipes/") and script.count("/") == 1:
         assert "run(" in entry  # rlvr.training.runner.run: cli() inside, rows above
         return

@@ -18,8 +18,9 @@ class StepSchedule:
     def create_scheduler(self, num_training_steps, optimizer=None):
         from transformers import get_scheduler
 
-        self.lr_scheduler = get_scheduler(self.args.lr_scheduler_type, optimizer=optimizer,
-                                          num_warmup_steps=0, num_training_steps=num_training_steps)
+        self.lr_scheduler = get_scheduler(
+            self.args.lr_scheduler_type, optimizer=optimizer, num_warmup_steps=0, num_training_steps=num_training_steps
+        )
         return self.lr_scheduler
 
 
@@ -75,8 +76,17 @@ def test_a_run_stops_at_its_sample_budget(run_recipe):
 
 def test_dapo_resampling_counts_toward_the_budget(run_recipe):
     """On the random tiny model most groups are flat, so DAPO resamples: more than 16 samples a step, fewer steps."""
-    trainer, out = run_recipe("--max_steps", "10", "--max_generated_samples", "64", "--num_generations", "4",
-                              "--max_resample_rounds", "2", algorithm="dapo")
+    trainer, out = run_recipe(
+        "--max_steps",
+        "10",
+        "--max_generated_samples",
+        "64",
+        "--num_generations",
+        "4",
+        "--max_resample_rounds",
+        "2",
+        algorithm="dapo",
+    )
     rows = [row for row in read_jsonl(f"{out}/metrics.jsonl") if "loss" in row]
     assert rows[-1]["generated_samples"] >= 64 and all(row["generated_samples"] < 64 for row in rows[:-1])
     assert trainer.state.global_step == len(rows) < 4  # 4 steps of 16 would be the budget without resampling

@@ -50,8 +50,11 @@ def test_a_run_resumed_under_other_code_keeps_its_first_record_and_is_not_sharea
     newer = {**now, "libraries": {"torch": "2.13.0", "trl": "1.17.0"}}
     assert other_code(tmp_path, newer) == "other code trained it (trl 1.16.0 -> 1.17.0)"
     record_code(tmp_path, newer, HERE)  # resumed after an upgrade
-    assert json.loads((tmp_path / "code.json").read_text()) == {"trained_by": now, "machine": HERE,
-                                                                "resumed_by": [newer]}
+    assert json.loads((tmp_path / "code.json").read_text()) == {
+        "trained_by": now,
+        "machine": HERE,
+        "resumed_by": [newer],
+    }
     assert other_code(tmp_path, now) == other_code(tmp_path, newer) == "it was resumed under other code"
 
 

@@ -14,10 +14,20 @@ from rlvr.metrics.callbacks import MAX_WIDTH, format_line
 
 
 def test_a_line_is_short_and_says_what_matters():
-    row = {"avg_correctness": 0.3125, "avg_format": 0.75, "avg_total": 0.6875, "avg_binary": 0.25,
-           "zero_std_frac/total": 0.25, "generated_samples": 192.0, "loss": 0.01, "kl": 0.0}
+    row = {
+        "avg_correctness": 0.3125,
+        "avg_format": 0.75,
+        "avg_total": 0.6875,
+        "avg_binary": 0.25,
+        "zero_std_frac/total": 0.25,
+        "generated_samples": 192.0,
+        "loss": 0.01,
+        "kl": 0.0,
+    }
     line = format_line(row, 12, 200, 3.417)
-    assert line == "step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | 3.42 s/step"
+    assert (
+        line == "step 12/200 | samples 192 | correctness 0.312 format 0.750 total 0.688 | zero_std 0.25 | 3.42 s/step"
+    )
     assert "success 1.000" in format_line({**row, "avg_success": 1.0}, 12, 200, None)
     assert "| zero_std 0.25 | cut 0.06 | 3.42 s/step" in format_line({**row, "step/truncated": 0.0625}, 12, 200, 3.417)
     rates = {"tokens_per_s/generation": 812.4, "tokens_per_s/step": 240.2}
@@ -35,8 +45,20 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     from rlvr.training.runner import main
 
     out = tmp_path / "run"
-    trainer = main(["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir, "--output_dir", str(out),
-                    "--max_steps", "2", "--print_rollouts", "false"])
+    trainer = main(
+        [
+            "--config",
+            FAST_RECIPE,
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--print_rollouts",
+            "false",
+        ]
+    )
     printed = capsys.readouterr().out.splitlines()
     steps = [line for line in printed if line.startswith("step ")]
     assert [line.split(" | ")[0] for line in steps] == ["step 1/2", "step 2/2"]
@@ -47,7 +69,7 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     kinds = [type(cb) for cb in trainer.callback_handler.callbacks]
     assert QuietProgressCallback in kinds and ProgressCallback not in kinds and PrinterCallback not in kinds
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert len([row for row in rows if "loss" in row][0]) > 20  # the full row stays in metrics.jsonl
+    assert len(next(row for row in rows if "loss" in row)) > 20  # the full row stays in metrics.jsonl
 
     from rlvr.analysis import plots, report
 
@@ -75,8 +97,9 @@ def test_known_harmless_warnings_are_dropped_by_message_only():
     def record(message):
         return logging.LogRecord("DeepSpeed", logging.WARNING, __file__, 1, message, None, None)
 
-    assert not deepspeed.filter(record("Setting accelerator to CPU. If you have GPU or other accelerator, we were "
-                                       "unable to detect it."))
+    assert not deepspeed.filter(
+        record("Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it.")
+    )
     assert deepspeed.filter(record("Setting accelerator to CUDA"))  # any other message still shows
 
 
@@ -94,11 +117,20 @@ def test_a_smoke_sweep_shrinks_the_evaluation(tiny_model_dir, tmp_path, capsys):
 
     assert is_smoke({"max_steps": 2}, False) and is_smoke({}, True) and not is_smoke({"max_steps": 60}, False)
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"name": "smoke", "base": FAST_RECIPE, "vary": {"seed": [1]},
-                                    "fixed": {"print_rollouts": False},
-                                    "evaluate": {"num_samples": 8, "k": [1, 8]}}))
-    result = run_sweep(str(spec), tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2},
-                       launcher="inprocess")
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "smoke",
+                "base": FAST_RECIPE,
+                "vary": {"seed": [1]},
+                "fixed": {"print_rollouts": False},
+                "evaluate": {"num_samples": 8, "k": [1, 8]},
+            }
+        )
+    )
+    result = run_sweep(
+        str(spec), tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2}, launcher="inprocess"
+    )
     assert result["smoke"] and result["status"] == {"seed-1": "done"}
     after = json.loads((tmp_path / "out" / "smoke" / "seed-1" / "eval" / "after.json").read_text())
     assert (after["overall"]["prompts"], after["num_samples"]) == (SMOKE_EVALUATION["num_prompts"], 2)

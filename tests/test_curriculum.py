@@ -37,12 +37,16 @@ def observe(controller: Controller, difficulty: int, passed: int, failed: int) -
 def test_levels_come_from_reasoning_gyms_curriculum_and_tile_the_range():
     from reasoning_gym.factory import create_curriculum
 
-    assert [lv.value for lv in levels_of("spell_backward")] == create_curriculum("spell_backward").attributes["word_len"].levels
+    assert [lv.value for lv in levels_of("spell_backward")] == create_curriculum("spell_backward").attributes[
+        "word_len"
+    ].levels
     assert [(lv.low, lv.high) for lv in levels_of("spell_backward")] == [(3, 4), (5, 6), (7, 8), (9, 10), (11, 11)]
 
 
 def test_threshold_advances_above_x_and_falls_back_under_y_after_a_full_window():
-    controller = Controller(CurriculumSpec(policy="threshold", window=8, advance_above=0.7, fall_back_below=0.2), LEVELS, 4)
+    controller = Controller(
+        CurriculumSpec(policy="threshold", window=8, advance_above=0.7, fall_back_below=0.2), LEVELS, 4
+    )
     observe(controller, 3, passed=6, failed=1)  # 7 of a window of 8: not judged yet
     assert controller.level == 0
     observe(controller, 3, passed=1, failed=0)  # full window at 7/8 = 0.875 > 0.7
@@ -87,8 +91,15 @@ def test_weights_lag_one_generation_step_and_the_state_round_trips():
 
 def test_sampler_keeps_trls_repeat_layout_and_draws_by_level_weights():
     levels_column = [0] * 6 + [1] * 6  # rows 0-5 at level 0, rows 6-11 at level 1
-    sampler = CurriculumSampler(levels_column, 2, lambda chunk: [0.0, 1.0] if chunk % 2 else [1.0, 0.0],
-                                mini_repeat_count=3, batch_size=2, repeat_count=2, seed=5)
+    sampler = CurriculumSampler(
+        levels_column,
+        2,
+        lambda chunk: [0.0, 1.0] if chunk % 2 else [1.0, 0.0],
+        mini_repeat_count=3,
+        batch_size=2,
+        repeat_count=2,
+        seed=5,
+    )
     indices = list(sampler)
     assert len(indices) == len(sampler) == 6 * 2 * 2 * 3  # 6 chunks of 2 prompts, x2 repeats, x3 completions
     chunks = [indices[i : i + 12] for i in range(0, len(indices), 12)]
@@ -105,9 +116,15 @@ def test_the_curriculum_counts_a_pass_as_the_readings_call_a_completion_solved()
     """Exact answer and all four tags: solved. The exact answer with half the tags, or a wrong answer at full
     correctness (partial credit rounding to 1.0), is not; the controller sees `RewardBatch.solved`."""
     texts = ["<think>x</think><answer>tac</answer>", "<answer>tac</answer>", "<think>x</think><answer>tacc</answer>"]
-    batch = RewardBatch(rewards_per_func=torch.tensor([[1.0, 1.0], [1.0, 0.5], [1.0, 1.0]]),
-                        names=["correctness", "format"], weights=torch.tensor([1.0, 0.5]), num_generations=3,
-                        completions=texts, rows=[{"answer": "tac", "difficulty": 3}] * 3, completion_lengths=[1, 1, 1])
+    batch = RewardBatch(
+        rewards_per_func=torch.tensor([[1.0, 1.0], [1.0, 0.5], [1.0, 1.0]]),
+        names=["correctness", "format"],
+        weights=torch.tensor([1.0, 0.5]),
+        num_generations=3,
+        completions=texts,
+        rows=[{"answer": "tac", "difficulty": 3}] * 3,
+        completion_lengths=[1, 1, 1],
+    )
     callback = curriculum_callback_for(CurriculumSpec(window=2), LEVELS, 3)
     seen = []
     callback.controller.observe = lambda difficulties, outcomes, new_step: seen.append(outcomes)
@@ -128,7 +145,7 @@ def test_a_curriculum_run_logs_its_schedule(run_recipe):
     assert Counter(r["step"] for r in rollouts) == {1: 16, 2: 16, 3: 16}  # the optimizer step each is for
 
 
-DRIVER = '''
+DRIVER = """
 import os, signal, sys
 import torch
 import rlvr.training.curriculum as curriculum
@@ -149,14 +166,34 @@ if kill_at:  # SIGKILL once this step's rollouts are written: after checkpoint-2
     callbacks.RolloutLogCallback.on_rewards = _on_rewards
 sys.argv = ["recipes/grpo.py", *sys.argv[1:]]
 run("grpo")
-'''
+"""
 
 
 def test_resume_after_a_kill_continues_the_same_schedule(tiny_model_dir, tmp_path):
     def launch(out: Path, kill_at: str = "") -> subprocess.CompletedProcess:
-        argv = [sys.executable, "-c", DRIVER, "--config", CURRICULUM_RECIPE, "--model_name_or_path", tiny_model_dir,
-                "--output_dir", str(out), "--max_steps", "8", "--max_completion_length", "8", "--save_strategy",
-                "steps", "--save_steps", "2", "--print_rollouts", "false", "--resume_from_checkpoint", "true"]
+        argv = [
+            sys.executable,
+            "-c",
+            DRIVER,
+            "--config",
+            CURRICULUM_RECIPE,
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "8",
+            "--max_completion_length",
+            "8",
+            "--save_strategy",
+            "steps",
+            "--save_steps",
+            "2",
+            "--print_rollouts",
+            "false",
+            "--resume_from_checkpoint",
+            "true",
+        ]
         env = {**os.environ, "PYTHONPATH": str(REPO), "KILL_AT": kill_at}
         return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
 
@@ -185,21 +222,24 @@ def check(*overrides, recipe=CURRICULUM_RECIPE):
     validate(load_recipe(["--config", recipe, "--dry_run", "true", *overrides]))
 
 
-@pytest.mark.parametrize("overrides, field", [
-    (["--curriculum", '{"policy": "easy"}'], "curriculum.policy"),
-    (["--curriculum", '{"window": 0}'], "curriculum.window"),
-    (["--curriculum", '{"advance_above": 1.5}'], "curriculum.advance_above"),
-    (["--curriculum", '{"advance_above": 0.3, "fall_back_below": 0.5}'], "curriculum.fall_back_below"),
-    (["--curriculum", '{"mode": "last_k"}'], "curriculum.mode"),
-    (["--curriculum", '{"floor": -0.1}'], "curriculum.floor"),
-    (["--curriculum", '{"start_level": 7}'], "curriculum.start_level"),
-    (["--curriculum", '{"attribute": "letters"}'], "curriculum.attribute"),
-    (["--curriculum", '{"speed": 2}'], "curriculum.speed"),
-    (["--curriculum", "[1, 2]"], "curriculum"),
-    (["--dataloader_num_workers", "2"], "dataloader_num_workers"),
-    (["--algorithm", "dapo", "--dynamic_sampling", "true"], "curriculum"),
-    (["--data", '{"specs": [{"name": "spell_backward"}], "held_out": "nope"}'], "data.held_out"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (["--curriculum", '{"policy": "easy"}'], "curriculum.policy"),
+        (["--curriculum", '{"window": 0}'], "curriculum.window"),
+        (["--curriculum", '{"advance_above": 1.5}'], "curriculum.advance_above"),
+        (["--curriculum", '{"advance_above": 0.3, "fall_back_below": 0.5}'], "curriculum.fall_back_below"),
+        (["--curriculum", '{"mode": "last_k"}'], "curriculum.mode"),
+        (["--curriculum", '{"floor": -0.1}'], "curriculum.floor"),
+        (["--curriculum", '{"start_level": 7}'], "curriculum.start_level"),
+        (["--curriculum", '{"attribute": "letters"}'], "curriculum.attribute"),
+        (["--curriculum", '{"speed": 2}'], "curriculum.speed"),
+        (["--curriculum", "[1, 2]"], "curriculum"),
+        (["--dataloader_num_workers", "2"], "dataloader_num_workers"),
+        (["--algorithm", "dapo", "--dynamic_sampling", "true"], "curriculum"),
+        (["--data", '{"specs": [{"name": "spell_backward"}], "held_out": "nope"}'], "data.held_out"),
+    ],
+)
 def test_bad_curriculum_fields_are_one_line_naming_the_field(overrides, field, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli(check, *overrides)
@@ -213,5 +253,10 @@ def test_a_curriculum_needs_one_task_of_a_registered_curriculum():
     with pytest.raises(ConfigError, match="a curriculum draws one task"):
         check("--data", two)
     with pytest.raises(ConfigError, match="no curriculum for task"):
-        check("--data", '{"specs": [{"name": "list_functions"}], "size": 50, "test_size": 5}',
-              "--reward_funcs", "correctness", "format")
+        check(
+            "--data",
+            '{"specs": [{"name": "list_functions"}], "size": 50, "test_size": 5}',
+            "--reward_funcs",
+            "correctness",
+            "format",
+        )

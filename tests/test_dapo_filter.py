@@ -45,8 +45,9 @@ FLAT_PARTIAL, MIXED, ZERO, ONE = (0.75, 0.75), (0.0, 1.0), (0.0, 0.0), (1.0, 1.0
 @pytest.fixture(scope="module")
 def dapo(tiny_model_dir, tmp_path_factory):
     """One DAPO trainer (G = 2, one extra round at most) for the module; each step sets its rule."""
-    return build(tiny_model_dir, tmp_path_factory.mktemp("dapo"), "dapo", "--num_generations", "2",
-                 "--max_resample_rounds", "1")
+    return build(
+        tiny_model_dir, tmp_path_factory.mktemp("dapo"), "dapo", "--num_generations", "2", "--max_resample_rounds", "1"
+    )
 
 
 def dapo_step(trainer, monkeypatch, rule, *rounds):
@@ -60,8 +61,13 @@ def dapo_step(trainer, monkeypatch, rule, *rounds):
 
 def test_zero_variance_resamples_past_groups_flat_at_partial_credit(dapo, monkeypatch):
     """Two groups flat at 0.75 of four. Only 2 carry signal, so a second round runs."""
-    metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, "zero_variance",
-                                           rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)), rewards(MIXED, MIXED, MIXED, MIXED))
+    metrics, unused, kept_flat = dapo_step(
+        dapo,
+        monkeypatch,
+        "zero_variance",
+        rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)),
+        rewards(MIXED, MIXED, MIXED, MIXED),
+    )
     assert unused == 0 and metrics["dapo/rounds"] == [1.0] and metrics["dapo/groups_generated"] == [8]
     assert metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [2]
     assert kept_flat == 0  # every group in the batch has an advantage
@@ -69,8 +75,13 @@ def test_zero_variance_resamples_past_groups_flat_at_partial_credit(dapo, monkey
 
 def test_all_min_or_max_keeps_groups_flat_at_partial_credit(dapo, monkeypatch):
     """Upstream's rule on the same rewards: the 0.75 groups count as kept, no second round, half the batch is flat."""
-    metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, "all_min_or_max",
-                                           rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)), rewards(MIXED, MIXED, MIXED, MIXED))
+    metrics, unused, kept_flat = dapo_step(
+        dapo,
+        monkeypatch,
+        "all_min_or_max",
+        rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)),
+        rewards(MIXED, MIXED, MIXED, MIXED),
+    )
     assert unused == 1 and metrics["dapo/rounds"] == [0.0] and metrics["dapo/groups_generated"] == [4]
     assert metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [2]
     assert kept_flat == 2
@@ -78,8 +89,9 @@ def test_all_min_or_max_keeps_groups_flat_at_partial_credit(dapo, monkeypatch):
 
 def test_both_rules_drop_all_zero_and_all_one(dapo, monkeypatch):
     for rule in ("zero_variance", "all_min_or_max"):
-        metrics, unused, kept_flat = dapo_step(dapo, monkeypatch, rule,
-                                               rewards(ZERO, MIXED, ONE, MIXED), rewards(MIXED, ONE, MIXED, ZERO))
+        metrics, unused, kept_flat = dapo_step(
+            dapo, monkeypatch, rule, rewards(ZERO, MIXED, ONE, MIXED), rewards(MIXED, ONE, MIXED, ZERO)
+        )
         assert unused == 0 and metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [0], rule
         assert kept_flat == 0, rule
 

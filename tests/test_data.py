@@ -7,7 +7,12 @@ from rlvr.data.spec import DataSpec
 
 from rlvr.inputs import ConfigError
 
-SPEC = {"size": 400, "seed": 7, "test_size": 40, "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": 6}}]}
+SPEC = {
+    "size": 400,
+    "seed": 7,
+    "test_size": 40,
+    "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": 6}}],
+}
 
 
 def test_same_spec_and_seed_give_identical_rows():
@@ -29,10 +34,14 @@ def test_no_question_in_both_splits_and_rows_carry_scoring_columns():
 
 
 def test_weighted_mixture_of_any_reasoning_gym_tasks():
-    spec = DataSpec.from_dict({
-        "size": 300, "test_size": 20, "system_prompt": None,
-        "specs": [{"name": "spell_backward", "weight": 3}, {"name": "basic_arithmetic", "weight": 1}],
-    })
+    spec = DataSpec.from_dict(
+        {
+            "size": 300,
+            "test_size": 20,
+            "system_prompt": None,
+            "specs": [{"name": "spell_backward", "weight": 3}, {"name": "basic_arithmetic", "weight": 1}],
+        }
+    )
     dataset = build_dataset(spec)
     tasks = dataset["train"]["task"]
     assert set(tasks) == {"spell_backward", "basic_arithmetic"}
@@ -43,7 +52,10 @@ def test_weighted_mixture_of_any_reasoning_gym_tasks():
 @pytest.mark.parametrize(
     "spec, field",
     [
-        ({"specs": [{"name": "spell_backward", "config": {"min_word_len": 9, "max_word_len": 3}}]}, "data.specs[0].config"),
+        (
+            {"specs": [{"name": "spell_backward", "config": {"min_word_len": 9, "max_word_len": 3}}]},
+            "data.specs[0].config",
+        ),
         ({"specs": [{"name": "no_such_task"}]}, "data.specs[0].name"),
         ({"specs": [{"name": "spell_backward", "config": {"bogus": 1}}]}, "data.specs[0].config"),
         ({"specs": [{"name": "spell_backward", "weight": 0}]}, "data.specs[0].weight"),
@@ -73,8 +85,21 @@ def test_cli_writes_card_and_offline_push_fails_with_one_line(tmp_path):
     spec_file.write_text("data: {size: 200, test_size: 10, specs: [{name: spell_backward}]}\n")
     out = tmp_path / "out"
     result = subprocess.run(
-        [sys.executable, "-m", "data.cli", "--config", str(spec_file), "--output_dir", str(out), "--push_to_hub", "me/x"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "data.cli",
+            "--config",
+            str(spec_file),
+            "--output_dir",
+            str(out),
+            "--push_to_hub",
+            "me/x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 2
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
@@ -109,9 +134,20 @@ def test_a_stored_string_difficulty_column_loads_as_int(tmp_path):
 def test_evaluation_breakdown_lists_word_lengths_in_numeric_order():
     from rlvr.metrics.scoring import summarize
 
-    records = [{"prompt_id": i, "difficulty": d, "correctness": 0.0, "format": 1.0, "success": 0.0, "binary": 0.0,
-                "exact": False, "answer": "ab", "completion": "<answer>ba</answer>"}
-               for i, d in enumerate((10, 3, 9, None))]
+    records = [
+        {
+            "prompt_id": i,
+            "difficulty": d,
+            "correctness": 0.0,
+            "format": 1.0,
+            "success": 0.0,
+            "binary": 0.0,
+            "exact": False,
+            "answer": "ab",
+            "completion": "<answer>ba</answer>",
+        }
+        for i, d in enumerate((10, 3, 9, None))
+    ]
     assert list(summarize(records, 1, [1])["by_length"]) == ["3", "9", "10", "None"]
 
 
@@ -122,9 +158,17 @@ def test_a_named_held_out_set_is_one_balanced_set_whatever_the_training_mix():
     from rlvr.data.spec import DataSpec
 
     def data(max_word_len: int):
-        return build_dataset(DataSpec.from_dict({
-            "size": 400, "seed": 3, "system_prompt": "tiny", "held_out": "spell_backward_3_10",
-            "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": max_word_len}}]}))
+        return build_dataset(
+            DataSpec.from_dict(
+                {
+                    "size": 400,
+                    "seed": 3,
+                    "system_prompt": "tiny",
+                    "held_out": "spell_backward_3_10",
+                    "specs": [{"name": "spell_backward", "config": {"min_word_len": 3, "max_word_len": max_word_len}}],
+                }
+            )
+        )
 
     short, long = data(4), data(10)
     assert short["test"]["question"] == long["test"]["question"]  # the same prompts, whatever is trained

@@ -15,8 +15,18 @@ from conftest import read_jsonl
 
 from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 
-ARGS = ("--max_steps", "3", "--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1",
-        "--save_total_limit", "1")
+ARGS = (
+    "--max_steps",
+    "3",
+    "--max_completion_length",
+    "16",
+    "--save_strategy",
+    "steps",
+    "--save_steps",
+    "1",
+    "--save_total_limit",
+    "1",
+)
 
 
 def digest(folder) -> dict:
@@ -24,8 +34,9 @@ def digest(folder) -> dict:
 
 
 @pytest.mark.parametrize("failure", ["oserror", "torch"])
-def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(run_recipe, monkeypatch, capsys, tmp_path,
-                                                                       failure):
+def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(
+    run_recipe, monkeypatch, capsys, tmp_path, failure
+):
     import torch
     from transformers import Trainer
 
@@ -40,8 +51,10 @@ def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(run_recip
                 partial.write(b"\0" * 1000)  # what fitted before the disk was full
             if failure == "oserror":
                 raise OSError(errno.ENOSPC, "No space left on device", str(f))
-            raise RuntimeError("[enforce fail at inline_container.cc:664] . PytorchStreamWriter failed writing file "
-                               "data/0: file write failed")
+            raise RuntimeError(
+                "[enforce fail at inline_container.cc:664] . PytorchStreamWriter failed writing file "
+                "data/0: file write failed"
+            )
         return real_save(obj, f, *args, **kwargs)
 
     def remember_checkpoint_1(self, model, trial):
@@ -58,12 +71,16 @@ def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(run_recip
     assert "Traceback" not in "\n".join(err)
     reason = "No space left on device" if failure == "oserror" else "file write failed"
     assert err[-1].startswith("error: disk: ") and reason in err[-1], err[-1]
-    assert err[-1].endswith(f"newest complete checkpoint: {out / 'checkpoint-1'}; free space and rerun with "
-                            "--resume_from_checkpoint true"), err[-1]
+    assert err[-1].endswith(
+        f"newest complete checkpoint: {out / 'checkpoint-1'}; free space and rerun with --resume_from_checkpoint true"
+    ), err[-1]
 
     assert saved and digest(out / "checkpoint-1") == saved  # untouched, and not rotated away
     assert checkpoint_problem(out / "checkpoint-2") == "no trainer_state.json"  # the torn one
-    assert last_complete_checkpoint(out) == (str(out / "checkpoint-1"), [(str(out / "checkpoint-2"), "no trainer_state.json")])
+    assert last_complete_checkpoint(out) == (
+        str(out / "checkpoint-1"),
+        [(str(out / "checkpoint-2"), "no trainer_state.json")],
+    )
 
     monkeypatch.setattr(torch, "save", real_save)  # space freed: the same command resumes and finishes
     run_recipe(*ARGS, "--resume_from_checkpoint", "true", output_dir=out)
@@ -78,8 +95,11 @@ def test_disk_full_is_recognised_under_its_several_names():
 
     assert is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
     assert is_disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
-    assert is_disk_full(Exception('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No '
-                                  'space left on device" })'))
+    assert is_disk_full(
+        Exception(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+        )
+    )
     wrapped = RuntimeError("save failed")
     wrapped.__cause__ = OSError(errno.ENOSPC, "No space left on device")
     assert is_disk_full(wrapped)

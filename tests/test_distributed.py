@@ -70,9 +70,24 @@ def test_single_multi_and_cpu_configs():
 # --- 2 processes vs 1 -----------------------------------------------------------------------------------------------
 
 G, PER_DEVICE, GENERATION_BATCH = 4, 6, 12  # 3 prompts per step; each process holds 6 rows, so group 1 straddles
-COMMON = ["--max_steps", "2", "--num_generations", str(G), "--generation_batch_size", str(GENERATION_BATCH),
-          "--per_device_train_batch_size", str(PER_DEVICE), "--max_completion_length", "32", "--seed", "42",
-          "--use_cpu", "true", "--logging_steps", "1"]
+COMMON = [
+    "--max_steps",
+    "2",
+    "--num_generations",
+    str(G),
+    "--generation_batch_size",
+    str(GENERATION_BATCH),
+    "--per_device_train_batch_size",
+    str(PER_DEVICE),
+    "--max_completion_length",
+    "32",
+    "--seed",
+    "42",
+    "--use_cpu",
+    "true",
+    "--logging_steps",
+    "1",
+]
 
 
 def recomputed(rollouts: list[dict], step: int, names=("correctness", "format"), weights=(1.0, 0.5)) -> dict:
@@ -108,9 +123,28 @@ def test_two_processes_gather_whole_groups(run_recipe, tiny_model_dir, tmp_path)
 
     two = tmp_path / "two"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "recipes/grpo.py",
-           "--config", FAST_RECIPE, "--output_dir", str(two), "--model_name_or_path", tiny_model_dir,
-           "--report_to", "none", "--print_rollouts", "false", *COMMON, "--gradient_accumulation_steps", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "recipes/grpo.py",
+        "--config",
+        FAST_RECIPE,
+        "--output_dir",
+        str(two),
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--report_to",
+        "none",
+        "--print_rollouts",
+        "false",
+        *COMMON,
+        "--gradient_accumulation_steps",
+        "1",
+    ]
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 

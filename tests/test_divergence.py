@@ -40,10 +40,15 @@ def test_a_nan_loss_stops_the_run_before_its_step_is_saved(run_recipe, monkeypat
     line = last_line(capsys)
     # transformers' logging_nan_inf_filter (on by default) logs a NaN step's loss as the running mean: the grad norm
     # is what reports it
-    assert line.startswith("error: diverged at step 2: grad_norm is nan; step 2 was not saved; newest complete "
-                           f"checkpoint: {out / 'checkpoint-1'}; resume with --resume_from_checkpoint true"), line
+    assert line.startswith(
+        "error: diverged at step 2: grad_norm is nan; step 2 was not saved; newest complete "
+        f"checkpoint: {out / 'checkpoint-1'}; resume with --resume_from_checkpoint true"
+    ), line
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]
-    assert last_complete_checkpoint(out)[0] == str(out / "checkpoint-1") and checkpoint_problem(out / "checkpoint-1") is None
+    assert (
+        last_complete_checkpoint(out)[0] == str(out / "checkpoint-1")
+        and checkpoint_problem(out / "checkpoint-1") is None
+    )
     assert not (out / "model.safetensors").exists()  # no final save of the NaN weights
     weights = load_file(str(out / "checkpoint-1" / "model.safetensors"))
     assert all(bool(t.isfinite().all()) for t in weights.values())
@@ -57,8 +62,13 @@ def test_the_guard_checks_every_saved_step_even_between_log_steps(run_recipe, mo
 
     trainer_class = trainer_of("grpo")
     compute_loss = trainer_class._compute_loss
-    monkeypatch.setattr(trainer_class, "_compute_loss", lambda self, model, inputs: compute_loss(self, model, inputs)
-                        * (float("inf") if self.state.global_step == 1 else 1.0))
+    monkeypatch.setattr(
+        trainer_class,
+        "_compute_loss",
+        lambda self, model, inputs: (
+            compute_loss(self, model, inputs) * (float("inf") if self.state.global_step == 1 else 1.0)
+        ),
+    )
     out = tmp_path / "run"
     with pytest.raises(SystemExit):
         run_recipe(*SAVE_EVERY_STEP, "--logging_steps", "10", output_dir=out)

@@ -25,8 +25,22 @@ COMMAND_DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 PATH_DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 # Top-level folders of the repository: a mention starting with one of these is a repo path that must exist.
-REPO_DIRS = ("recipes", "rewards", "data", "rlvr", "tests", "benchmarks", "sweeps", "results", "accelerate_configs",
-             "models", "toy_rlvr", "docs", "slurm", ".ci")
+REPO_DIRS = (
+    "recipes",
+    "rewards",
+    "data",
+    "rlvr",
+    "tests",
+    "benchmarks",
+    "sweeps",
+    "results",
+    "accelerate_configs",
+    "models",
+    "toy_rlvr",
+    "docs",
+    "slurm",
+    ".ci",
+)
 PATH_RE = re.compile(r"(?<![\w./-])((?:" + "|".join(map(re.escape, REPO_DIRS)) + r")/[\w./{},<>*-]*)")
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -38,7 +52,7 @@ NOT_RUN = {
     "make test": "the test suite itself (CI runs it: .ci/run)",
     "make main": "the main job, ~3 min of training; `pytest -m slow` runs benchmarks/tiny_main_job.py",
     "python recipes/tiny/sft.py": "retrains models/tiny-speller from 20,000 rows (~500 steps); "
-                                  "tests/test_sft_main.py runs the script on sft.yaml with a 4-step budget",
+    "tests/test_sft_main.py runs the script on sft.yaml with a 4-step budget",
     "CUDA_VISIBLE_DEVICES=7 trl vllm-serve": "needs a GPU and vLLM",
     "torchrun": "two training processes; tests/test_distributed.py runs them",
     "rlvr data --config recipes/grpo.yaml --push_to_hub": "needs the Hugging Face Hub",
@@ -63,7 +77,9 @@ FAST_FLAGS = {  # appended to rlvr commands that sample: last flag wins in argpa
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
     """(language, body) of every fenced block."""
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)]
+    return [
+        (m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    ]
 
 
 def shell_commands(text: str) -> list[str]:
@@ -83,8 +99,11 @@ def expand_braces(path: str) -> list[str]:
     match = re.search(r"\{([^{}]*)\}", path)
     if not match:
         return [path]
-    return [p for choice in match.group(1).split(",")
-            for p in expand_braces(path[:match.start()] + choice + path[match.end():])]
+    return [
+        p
+        for choice in match.group(1).split(",")
+        for p in expand_braces(path[: match.start()] + choice + path[match.end() :])
+    ]
 
 
 def mentioned_paths(text: str, doc: Path) -> list[tuple[str, Path]]:
@@ -113,20 +132,30 @@ def test_extractor_finds_a_stale_path_in_a_broken_copy(tmp_path):
     readme = (REPO / "README.md").read_text()
     assert missing_paths(readme, REPO / "README.md") == []
     broken = tmp_path / "README.md"
-    broken.write_text(readme + "\nSee `rlvr/run_records.py` and [the page](docs/nope.md).\n"
-                      "```bash\npython recipes/grpo.py --config recipes/tiny/gone.yaml   # stale\n```\n")
+    broken.write_text(
+        readme + "\nSee `rlvr/run_records.py` and [the page](docs/nope.md).\n"
+        "```bash\npython recipes/grpo.py --config recipes/tiny/gone.yaml   # stale\n```\n"
+    )
     assert missing_paths(broken.read_text(), REPO / "README.md") == [
-        "docs/nope.md", "recipes/tiny/gone.yaml", "rlvr/run_records.py"]
+        "docs/nope.md",
+        "recipes/tiny/gone.yaml",
+        "rlvr/run_records.py",
+    ]
 
 
 def test_extractor_joins_continuations_drops_comments_and_expands_braces():
-    text = ("```bash\n# a comment\naccelerate launch recipes/grpo.py \\\n    --config recipes/grpo.yaml  # trailing\n\n"
-            "rlvr plan --config recipes/grpo.yaml\n```\n```yaml\nnot: a command\n```\n")
-    assert shell_commands(text) == ["accelerate launch recipes/grpo.py --config recipes/grpo.yaml",
-                                    "rlvr plan --config recipes/grpo.yaml"]
+    text = (
+        "```bash\n# a comment\naccelerate launch recipes/grpo.py \\\n    --config recipes/grpo.yaml  # trailing\n\n"
+        "rlvr plan --config recipes/grpo.yaml\n```\n```yaml\nnot: a command\n```\n"
+    )
+    assert shell_commands(text) == [
+        "accelerate launch recipes/grpo.py --config recipes/grpo.yaml",
+        "rlvr plan --config recipes/grpo.yaml",
+    ]
     assert expand_braces("recipes/tiny/{grpo,ppo}.yaml") == ["recipes/tiny/grpo.yaml", "recipes/tiny/ppo.yaml"]
     assert missing_paths("`recipes/<algorithm>.py` `sweeps/lr_{grpo,nope}.yaml`", REPO / "README.md") == [
-        "sweeps/lr_{grpo,nope}.yaml"]
+        "sweeps/lr_{grpo,nope}.yaml"
+    ]
 
 
 @pytest.mark.parametrize("doc", PATH_DOCS, ids=lambda p: str(p.relative_to(REPO)))
@@ -188,8 +217,24 @@ def scratch(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("docs-scratch")
     for name in SCRATCH_COPIES:
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    train(["--config", FAST_RECIPE, "--output_dir", str(root / MAIN_JOB_RUN), "--model_name_or_path", tiny_model_dir,
-           "--report_to", "none", "--print_rollouts", "false", "--max_steps", "1", "--save_strategy", "no"])
+    train(
+        [
+            "--config",
+            FAST_RECIPE,
+            "--output_dir",
+            str(root / MAIN_JOB_RUN),
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--report_to",
+            "none",
+            "--print_rollouts",
+            "false",
+            "--max_steps",
+            "1",
+            "--save_strategy",
+            "no",
+        ]
+    )
     return root
 
 

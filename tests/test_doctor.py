@@ -23,14 +23,28 @@ def healthy_rows(n: int = STEPS) -> list[dict]:
     rows = []
     for i in range(n):
         success = 0.2 + 0.5 * i / (n - 1)
-        rows.append({
-            "step": i + 1, "loss": 0.01, "grad_norm": 0.5 + 0.1 * (i % 3), "learning_rate": 1e-3,
-            "kl": 0.0 if i == 0 else 0.2, "entropy": 0.2, "avg_total": 1.0 + success / 2, "avg_success": success,
-            "avg_correctness": 0.6 + success / 2, "avg_format": 1.0, "zero_std_frac/total": 0.1,
-            "zero_std_frac/format": 1.0, "step/truncated": 0.0, "step/false_full_credit": 0.0,
-            "step/hollow_format": 0.0, "generated_samples": 64.0 * (i + 1), "time/generation_s": 0.3,
-            "time/total_s": 1.0,
-        })
+        rows.append(
+            {
+                "step": i + 1,
+                "loss": 0.01,
+                "grad_norm": 0.5 + 0.1 * (i % 3),
+                "learning_rate": 1e-3,
+                "kl": 0.0 if i == 0 else 0.2,
+                "entropy": 0.2,
+                "avg_total": 1.0 + success / 2,
+                "avg_success": success,
+                "avg_correctness": 0.6 + success / 2,
+                "avg_format": 1.0,
+                "zero_std_frac/total": 0.1,
+                "zero_std_frac/format": 1.0,
+                "step/truncated": 0.0,
+                "step/false_full_credit": 0.0,
+                "step/hollow_format": 0.0,
+                "generated_samples": 64.0 * (i + 1),
+                "time/generation_s": 0.3,
+                "time/total_s": 1.0,
+            }
+        )
     return rows
 
 
@@ -38,8 +52,14 @@ def write_run(folder: Path, rows: list[dict], **config) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     final = {"step": rows[-1]["step"], "train_runtime": float(len(rows))}
     (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*rows, final]))
-    settings = {"learning_rate": 1e-3, "max_completion_length": 48, "temperature": 1.0, "num_generations": 8,
-                "beta": 0.04, **config}
+    settings = {
+        "learning_rate": 1e-3,
+        "max_completion_length": 48,
+        "temperature": 1.0,
+        "num_generations": 8,
+        "beta": 0.04,
+        **config,
+    }
     (folder / "config.yaml").write_text(yaml.safe_dump(settings))
     return folder
 
@@ -61,23 +81,58 @@ def test_healthy_run_has_no_problem_and_a_compute_note(tmp_path):
 
 
 PLANTED = {  # name -> (rows, config, the problem's title, its step, a word of its remedy)
-    "truncation": (from_step(healthy_rows(), 11, **{"step/truncated": 0.9}), {}, "truncation:", 11,
-                   "mask_truncated_completions is no substitute"),  # results/ablations/truncation-masking
-    "entropy": (from_step(healthy_rows(), 16, entropy=0.01), {"temperature": 0.05}, "entropy collapse:", 16,
-                "temperature"),
-    "false full credit": (from_step(healthy_rows(), 21, **{"step/false_full_credit": 0.2}), {}, "reward hack:", 21,
-                          "capped_correctness"),
+    "truncation": (
+        from_step(healthy_rows(), 11, **{"step/truncated": 0.9}),
+        {},
+        "truncation:",
+        11,
+        "mask_truncated_completions is no substitute",
+    ),  # results/ablations/truncation-masking
+    "entropy": (
+        from_step(healthy_rows(), 16, entropy=0.01),
+        {"temperature": 0.05},
+        "entropy collapse:",
+        16,
+        "temperature",
+    ),
+    "false full credit": (
+        from_step(healthy_rows(), 21, **{"step/false_full_credit": 0.2}),
+        {},
+        "reward hack:",
+        21,
+        "capped_correctness",
+    ),
     "hollow": (from_step(healthy_rows(), 9, **{"step/hollow_format": 0.3}), {}, "step/hollow_format", 9, "gate format"),
     "nan loss": (from_step(healthy_rows(), 7, loss=None), {}, "divergence: loss is None", 7, "learning_rate"),
-    "grad spike": ([{**r, "grad_norm": 40.0} if r["step"] == 12 else r for r in healthy_rows()], {},
-                   "grad_norm spiked to 40", 12, "max_grad_norm"),
+    "grad spike": (
+        [{**r, "grad_norm": 40.0} if r["step"] == 12 else r for r in healthy_rows()],
+        {},
+        "grad_norm spiked to 40",
+        12,
+        "max_grad_norm",
+    ),
     "kl blow-up": (from_step(healthy_rows(), 18, kl=3.0), {}, "KL to the reference blew up", 18, "beta"),
-    "lr does nothing": ([{**r, "kl": 1e-7} for r in healthy_rows()], {"learning_rate": 1e-9},
-                        "learning rate does nothing", 2, "raise learning_rate"),
-    "lr too high": ([{**r, "avg_total": 1.4 if r["step"] < 15 else 0.3} for r in healthy_rows()], {},
-                    "learning rate too high", 12, "lower learning_rate"),
-    "format early": ([{**r, "avg_success": 0.1} for r in healthy_rows()], {}, "format saturated early", 1,
-                     "reward weight"),
+    "lr does nothing": (
+        [{**r, "kl": 1e-7} for r in healthy_rows()],
+        {"learning_rate": 1e-9},
+        "learning rate does nothing",
+        2,
+        "raise learning_rate",
+    ),
+    "lr too high": (
+        [{**r, "avg_total": 1.4 if r["step"] < 15 else 0.3} for r in healthy_rows()],
+        {},
+        "learning rate too high",
+        12,
+        "lower learning_rate",
+    ),
+    "format early": (
+        [{**r, "avg_success": 0.1} for r in healthy_rows()],
+        {},
+        "format saturated early",
+        1,
+        "reward weight",
+    ),
 }
 
 
@@ -90,8 +145,12 @@ def test_each_planted_problem_is_the_one_named_at_its_step(tmp_path, name):
 
 
 def test_idle_groups_name_their_side_and_the_remedy_for_it(tmp_path):
-    sides = {"zero_std_side/all_wrong": 0.7, "zero_std_side/all_correct": 0.0, "zero_std_side/all_truncated": 0.65,
-             "zero_std_side/identical": 0.0}
+    sides = {
+        "zero_std_side/all_wrong": 0.7,
+        "zero_std_side/all_correct": 0.0,
+        "zero_std_side/all_truncated": 0.65,
+        "zero_std_side/identical": 0.0,
+    }
     rows = from_step(healthy_rows(), 5, **{"zero_std_frac/total": 0.7, **sides})
     [finding] = problems(write_run(tmp_path / "truncated", rows))
     assert finding.step == 5 and "all truncated 65%" in finding.what and "max_completion_length" in finding.remedy
@@ -113,9 +172,20 @@ def trl_state(rows: list[dict], runtime: float = 10.0) -> dict:
 
 def test_plain_trl_folder_reads_the_newest_checkpoint_and_trl_keys(tmp_path):
     def row(step, clipped):
-        return {"step": step, "loss": 0.0, "grad_norm": 0.4, "reward": 0.8, "reward_std": 0.3, "entropy": 0.3,
-                "frac_reward_zero_std": 0.8, "completions/clipped_ratio": clipped, "completions/mean_length": 12.0,
-                "rewards/accuracy_reward/mean": 0.1, "learning_rate": 1e-6, "num_tokens": 1000.0 * step}
+        return {
+            "step": step,
+            "loss": 0.0,
+            "grad_norm": 0.4,
+            "reward": 0.8,
+            "reward_std": 0.3,
+            "entropy": 0.3,
+            "frac_reward_zero_std": 0.8,
+            "completions/clipped_ratio": clipped,
+            "completions/mean_length": 12.0,
+            "rewards/accuracy_reward/mean": 0.1,
+            "learning_rate": 1e-6,
+            "num_tokens": 1000.0 * step,
+        }
 
     for checkpoint, clipped in ((2, 0.0), (10, 0.95)):  # numeric order: checkpoint-10 is the newest, not -2
         folder = tmp_path / f"checkpoint-{checkpoint}"
@@ -156,16 +226,35 @@ def plain_trl(folder: Path, rows: list[dict]) -> Path:
 
 
 def test_plain_trl_constant_reward_is_named_not_a_side(tmp_path):
-    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.0, "reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0,
-             "rewards/accuracy_reward/mean": 0.0} for s in range(1, 21)]
+    rows = [
+        {
+            "step": s,
+            "loss": 0.0,
+            "grad_norm": 0.0,
+            "reward": 0.0,
+            "reward_std": 0.0,
+            "frac_reward_zero_std": 1.0,
+            "rewards/accuracy_reward/mean": 0.0,
+        }
+        for s in range(1, 21)
+    ]
     [idle] = [f for f in problems(plain_trl(tmp_path / "run", rows)) if f.what.startswith("idle groups")]
     assert "the reward is constant: reward_std 0" in idle.what and "all wrong" not in idle.what
     assert "reward functions" in idle.remedy
 
 
 def test_plain_trl_reward_up_while_correctness_falls_is_a_hack(tmp_path):
-    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.5, "reward": 0.5 + s / 20, "reward_std": 0.3,
-             "rewards/accuracy_reward/mean": 0.6 - s / 50} for s in range(1, 21)]
+    rows = [
+        {
+            "step": s,
+            "loss": 0.0,
+            "grad_norm": 0.5,
+            "reward": 0.5 + s / 20,
+            "reward_std": 0.3,
+            "rewards/accuracy_reward/mean": 0.6 - s / 50,
+        }
+        for s in range(1, 21)
+    ]
     [hack] = problems(plain_trl(tmp_path / "run", rows))
     assert hack.what.startswith("reward hack: reward rose") and "rewards/accuracy_reward/mean fell" in hack.what
     assert hack.step == 6 and "gate the other rewards" in hack.remedy  # window from step 6: 0.42 <= 0.54 - 0.1
@@ -181,9 +270,17 @@ def test_symptoms_after_a_divergence_take_its_remedy(tmp_path):
 
 def vllm_rows(ratio: float, gap: float, length: float = 100.0) -> list[dict]:
     """A healthy run as TRL logs it with use_vllm: its importance-sampling ratio and log-prob gap per token."""
-    return [{**r, "sampling/importance_sampling_ratio/mean": ratio, "sampling/importance_sampling_ratio/min": 0.0,
-             "sampling/sampling_logp_difference/mean": gap, "sampling/sampling_logp_difference/max": 0.5,
-             "completions/mean_length": length} for r in healthy_rows()]
+    return [
+        {
+            **r,
+            "sampling/importance_sampling_ratio/mean": ratio,
+            "sampling/importance_sampling_ratio/min": 0.0,
+            "sampling/sampling_logp_difference/mean": gap,
+            "sampling/sampling_logp_difference/max": 0.5,
+            "completions/mean_length": length,
+        }
+        for r in healthy_rows()
+    ]
 
 
 def test_vllm_readings(tmp_path):
@@ -198,16 +295,26 @@ def test_vllm_readings(tmp_path):
     [drift] = problems(write_run(tmp_path / "drift", vllm_rows(1.0, 0.012)))
     assert "= 1.2 nats per completion" in drift.what and "past log(3) = 1.10" in drift.what
     assert problems(write_run(tmp_path / "short", vllm_rows(1.0, 0.012, length=80.0))) == []  # 0.96 < log 3
-    trl_rows = [{"step": s, "loss": 0.0, "reward": 0.5, "sampling/importance_sampling_ratio/mean": 0.6,
-                 "clip_ratio/region_mean": 0.3 * (s % 2 == 0)} for s in range(1, 11)]  # a plain TRL folder reads alike
+    trl_rows = [
+        {
+            "step": s,
+            "loss": 0.0,
+            "reward": 0.5,
+            "sampling/importance_sampling_ratio/mean": 0.6,
+            "clip_ratio/region_mean": 0.3 * (s % 2 == 0),
+        }
+        for s in range(1, 11)
+    ]  # a plain TRL folder reads alike
     titles = [f.what.split(":")[0] for f in problems(plain_trl(tmp_path / "trl", trl_rows))]
     assert titles == ["off-policy steps", "vLLM mismatch"]
 
 
 def test_clip_fraction_on_reused_batches(tmp_path):
     """num_iterations 2: odd steps are a batch's first pass (clip 0 by construction), even steps its reuse."""
-    rows = [{**r, "clip_ratio/region_mean": 0.0 if r["step"] % 2 else (0.15 if r["step"] >= 8 else 0.05)}
-            for r in healthy_rows()]
+    rows = [
+        {**r, "clip_ratio/region_mean": 0.0 if r["step"] % 2 else (0.15 if r["step"] >= 8 else 0.05)}
+        for r in healthy_rows()
+    ]
     [clip] = problems(write_run(tmp_path / "run", rows, num_iterations=2))
     assert clip.step == 8 and "15% of tokens clipped at step 8 (12 logged step(s)" in clip.what
     assert "num_iterations 2" in clip.what and "lower learning_rate (now 0.001)" in clip.remedy
@@ -270,8 +377,10 @@ def test_a_series_never_finite_is_a_finding_for_every_check(tmp_path, check, kin
 def test_a_reward_nan_at_every_step_is_a_finding_not_a_crash(tmp_path, capsys):
     """Plain TRL keeps NaN in trainer_state.json: a reward NaN from step 1 is named as such, exit 1 (the task-vs-reward
     check used to end in an IndexError on the empty series)."""
-    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.5, "reward": float("nan"), "rewards/accuracy_reward/mean": 0.2}
-            for s in range(1, 9)]
+    rows = [
+        {"step": s, "loss": 0.0, "grad_norm": 0.5, "reward": float("nan"), "rewards/accuracy_reward/mean": 0.2}
+        for s in range(1, 9)
+    ]
     (tmp_path / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
     assert run_cli(str(tmp_path)) == 1
     out = capsys.readouterr().out
@@ -295,8 +404,9 @@ class RunsCode:
 def plain_trl_checkpoint(folder: Path) -> Path:
     """checkpoint-2/ of a plain TRL run whose reward is truncated away: a valid trainer_state.json."""
     (folder / "checkpoint-2").mkdir(parents=True)
-    rows = [{"step": s, "loss": 0.0, "grad_norm": 0.4, "reward": 0.5, "completions/clipped_ratio": 0.9}
-            for s in range(1, 3)]
+    rows = [
+        {"step": s, "loss": 0.0, "grad_norm": 0.4, "reward": 0.5, "completions/clipped_ratio": 0.9} for s in range(1, 3)
+    ]
     (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(trl_state(rows)))
     return folder / "checkpoint-2"
 
@@ -311,8 +421,10 @@ def test_a_code_running_training_args_runs_nothing_and_the_doctor_reports(tmp_pa
     out = capsys.readouterr().out.splitlines()
     assert not marker.exists()
     assert out[0].endswith("plain TRL (checkpoint-2/trainer_state.json), 2 logged steps (step 1 to 2), finished")
-    assert out[1] == (f"settings not read: {checkpoint / 'training_args.bin'} not read: Trying to load unsupported "
-                      "GLOBAL posix.system whose module posix is blocked.; the checks run without the run's settings")
+    assert out[1] == (
+        f"settings not read: {checkpoint / 'training_args.bin'} not read: Trying to load unsupported "
+        "GLOBAL posix.system whose module posix is blocked.; the checks run without the run's settings"
+    )
     assert out[2].startswith("1. [problem] step 1: truncation: 90% of completions cut off at max_completion_length ?")
 
 
@@ -322,8 +434,14 @@ def test_trls_own_training_args_are_read(tmp_path):
     from trl import GRPOConfig
 
     checkpoint = plain_trl_checkpoint(tmp_path / "run")
-    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", max_completion_length=77,
-                      lr_scheduler_type="cosine", save_strategy="steps")
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        max_completion_length=77,
+        lr_scheduler_type="cosine",
+        save_strategy="steps",
+    )
     torch.save(args, checkpoint / "training_args.bin")
     diagnosis = doctor.diagnose(tmp_path / "run")
     assert diagnosis.unread == [] and diagnosis.settings["max_completion_length"] == 77
@@ -351,9 +469,26 @@ def test_real_run_with_reused_batches_and_a_learning_rate_too_high(tmp_path):
     from rlvr.training.runner import main
 
     out = tmp_path / "run"
-    main(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(REPO / "models/tiny-speller"),
-          "--output_dir", str(out), "--max_steps", "2", "--num_iterations", "2", "--learning_rate", "3e-2",
-          "--report_to", "none", "--print_rollouts", "false"])
+    main(
+        [
+            "--config",
+            str(REPO / "recipes/tiny/grpo.yaml"),
+            "--model_name_or_path",
+            str(REPO / "models/tiny-speller"),
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--num_iterations",
+            "2",
+            "--learning_rate",
+            "3e-2",
+            "--report_to",
+            "none",
+            "--print_rollouts",
+            "false",
+        ]
+    )
     diagnosis = doctor.diagnose(out)
     [clip] = [f for f in diagnosis.problems if f.what.startswith("off-policy steps:")]
     assert clip.step == 2 and "num_iterations 2" in clip.what

@@ -7,20 +7,42 @@ import json
 from conftest import REPO
 from test_doctor import from_step, healthy_rows, write_run
 
-from rlvr.analysis.loaders import load_run
 from rlvr.analysis.before_after import load
+from rlvr.analysis.loaders import load_run
 from rlvr.analysis.report import build_report
 
 
 def evaluation(model: str, correctness: float, exact: float) -> tuple[dict, list[dict]]:
     """An evaluate summary and its rollouts: one 3-letter prompt, two samples."""
-    summary = {"model": model, "config": "recipes/tiny/grpo.yaml", "split": "test", "num_samples": 2,
-               "overall": {"prompts": 1, "exact_match": exact, "mean_correctness": correctness, "pass@2": exact,
-                           "mean_format": 1.0},
-               "by_length": {"3": {"prompts": 1, "exact_match": exact, "pass@2": exact, "mean_format": 1.0}}}
-    rollouts = [{"prompt_id": 0, "sample": i, "question": "Spell this word backward: cat", "answer": "tac",
-                 "difficulty": 3, "completion": "<think>c a t</think><answer>tac</answer>", "correctness": correctness,
-                 "format": 1.0, "success": exact, "binary": correctness} for i in range(2)]
+    summary = {
+        "model": model,
+        "config": "recipes/tiny/grpo.yaml",
+        "split": "test",
+        "num_samples": 2,
+        "overall": {
+            "prompts": 1,
+            "exact_match": exact,
+            "mean_correctness": correctness,
+            "pass@2": exact,
+            "mean_format": 1.0,
+        },
+        "by_length": {"3": {"prompts": 1, "exact_match": exact, "pass@2": exact, "mean_format": 1.0}},
+    }
+    rollouts = [
+        {
+            "prompt_id": 0,
+            "sample": i,
+            "question": "Spell this word backward: cat",
+            "answer": "tac",
+            "difficulty": 3,
+            "completion": "<think>c a t</think><answer>tac</answer>",
+            "correctness": correctness,
+            "format": 1.0,
+            "success": exact,
+            "binary": correctness,
+        }
+        for i in range(2)
+    ]
     return summary, rollouts
 
 
@@ -42,10 +64,16 @@ def test_main_job_report_shows_its_before_after_and_the_doctor(tmp_path):
     bench = tmp_path / "bench-tiny"
     run = write_run(bench / "grpo", from_step(healthy_rows(), 11, **{"step/truncated": 0.9}))
     write_evaluations(bench, "runs/bench-tiny/grpo")
-    main_job().write_comparison(bench, "recipes/tiny/grpo.yaml", {
-        "wall_s": {"total": 200.0, "grpo": 170.0}, "samples_per_s": 52.0,
-        "before": {"exact_match": 0.0, "mean_correctness": 0.5, "pass@2": 0.0, "maj@2": 0.0},
-        "after": {"exact_match": 1.0, "mean_correctness": 1.0, "pass@2": 1.0, "maj@2": 1.0}})
+    main_job().write_comparison(
+        bench,
+        "recipes/tiny/grpo.yaml",
+        {
+            "wall_s": {"total": 200.0, "grpo": 170.0},
+            "samples_per_s": 52.0,
+            "before": {"exact_match": 0.0, "mean_correctness": 0.5, "pass@2": 0.0, "maj@2": 0.0},
+            "after": {"exact_match": 1.0, "mean_correctness": 1.0, "pass@2": 1.0, "maj@2": 1.0},
+        },
+    )
 
     report = build_report(run).read_text()
     before_after = report.split("## Before / after training")[1].split("## Time accounting")[0]

@@ -56,8 +56,13 @@ def test_eval_prompt_ids_equal_the_trainers(tmp_path, tiny_model_dir, thinking):
 def test_evaluate_samples_from_the_recipes_prompt_with_its_reward_set(tmp_path, tiny_model_dir, monkeypatch):
     """Generation is replaced by a recorder: what reaches it is the templated prompt, what comes back is scored by
     every reward of the recipe (a custom one included) and derived as the trainer derives total and binary."""
-    config = recipe_file(tmp_path, tiny_model_dir, chat_template_kwargs={"enable_thinking": False},
-                         reward_funcs=["correctness", "format", "test_evaluate.brevity"], reward_weights=[1.0, 0.5, 0.25])
+    config = recipe_file(
+        tmp_path,
+        tiny_model_dir,
+        chat_template_kwargs={"enable_thinking": False},
+        reward_funcs=["correctness", "format", "test_evaluate.brevity"],
+        reward_weights=[1.0, 0.5, 0.25],
+    )
     seen = {}
 
     def fake_generate(sample, prompt_ids, per_batch, num_samples, show_progress=True):
@@ -65,8 +70,9 @@ def test_evaluate_samples_from_the_recipes_prompt_with_its_reward_set(tmp_path, 
         return [[[], [7, 8]] for _ in prompt_ids]  # an empty completion and a two-token one per prompt
 
     monkeypatch.setattr(ev, "generate", fake_generate)
-    summary = ev.evaluate(config, num_prompts=3, num_samples=2, ks=(1, 2), output=str(tmp_path / "e.json"),
-                          show_progress=False)
+    summary = ev.evaluate(
+        config, num_prompts=3, num_samples=2, ks=(1, 2), output=str(tmp_path / "e.json"), show_progress=False
+    )
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -94,8 +100,15 @@ def test_device_is_cuda_when_present_unless_the_recipe_says_cpu(monkeypatch):
 
 def test_evaluate_loads_the_recipes_dtype_on_its_device(tmp_path, tiny_model_dir):
     config = recipe_file(tmp_path, tiny_model_dir, dtype="bfloat16")
-    summary = ev.evaluate(config, num_prompts=2, num_samples=2, ks=(1, 2), max_new_tokens=4,
-                          output=str(tmp_path / "e.json"), show_progress=False)
+    summary = ev.evaluate(
+        config,
+        num_prompts=2,
+        num_samples=2,
+        ks=(1, 2),
+        max_new_tokens=4,
+        output=str(tmp_path / "e.json"),
+        show_progress=False,
+    )
     assert (summary["device"], summary["dtype"], summary["backend"]) == ("cpu", "bfloat16", "transformers")
     assert summary["prompts_per_batch"] == ev.SAMPLES_PER_BATCH // 2
 
@@ -119,15 +132,31 @@ def test_use_vllm_without_vllm_is_one_line(tmp_path, tiny_model_dir):
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
-    result = subprocess.run([sys.executable, "-m", "rlvr.analysis.evaluate", "--config", recipe_file(tmp_path, tiny_model_dir),
-                             "--use_vllm", "--num_prompts", "1"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr.analysis.evaluate",
+            "--config",
+            recipe_file(tmp_path, tiny_model_dir),
+            "--use_vllm",
+            "--num_prompts",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert result.returncode == 2
-    assert [line for line in result.stderr.splitlines() if line.startswith("error")] == ["error: --use_vllm: vLLM is not installed (pip install vllm); drop "
-                                                  "--use_vllm to sample with transformers"]
+    assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
+        ("error: --use_vllm: vLLM is not installed (pip install vllm); drop --use_vllm to sample with transformers")
+    ]
 
 
-@pytest.mark.parametrize("flag, value", [("--num_prompts", "0"), ("--num_samples", "0"), ("--max_new_tokens", "0"),
-                                         ("--temperature", "-1")])
+@pytest.mark.parametrize(
+    "flag, value", [("--num_prompts", "0"), ("--num_samples", "0"), ("--max_new_tokens", "0"), ("--temperature", "-1")]
+)
 def test_bad_numeric_flags_are_one_line(tmp_path, tiny_model_dir, flag, value):
     with pytest.raises(ConfigError, match=flag):
         ev.main(["--config", recipe_file(tmp_path, tiny_model_dir), flag, value])
@@ -149,11 +178,30 @@ def test_until_eos_keeps_what_trl_keeps():
 
 
 def test_load_in_4bit_without_cuda_stops_before_loading(tmp_path, tiny_model_dir):
-    result = subprocess.run([sys.executable, "recipes/grpo.py", "--config", recipe_file(tmp_path, tiny_model_dir),
-                             "--load_in_4bit", "true", "--use_peft", "true", "--output_dir", str(tmp_path / "r")],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "recipes/grpo.py",
+            "--config",
+            recipe_file(tmp_path, tiny_model_dir),
+            "--load_in_4bit",
+            "true",
+            "--use_peft",
+            "true",
+            "--output_dir",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].startswith("error: load_in_4bit: bitsandbytes quantization needs a CUDA GPU")
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: load_in_4bit: bitsandbytes quantization needs a CUDA GPU")
+    )
     assert len([line for line in result.stderr.splitlines() if line.startswith("error")]) == 1
     assert not (tmp_path / "r").exists()
 
@@ -206,6 +254,7 @@ def test_load_in_4bit_reaches_from_pretrained(run_recipe, monkeypatch):
 
 # --- maj@k and pass@k ----------------------------------------------------------------------------------------------
 
+
 def test_maj_at_k_and_pass_at_k_against_a_hand_count_with_ties():
     """Three prompts x 4 samples (None: no <answer>, no vote; GOD counts as god). Every k-subset of the 4, counted by
     hand; a tie gives each tied answer half.
@@ -216,12 +265,24 @@ def test_maj_at_k_and_pass_at_k_against_a_hand_count_with_ties():
     So maj@1 = 1/3 (the exact match over all 12 samples), maj@2 = (2/3 + 1/2) / 3 = 7/18, maj@4 = 1/2 (the vote of
     all 4), and for length 3 (prompts 0, 1): 1/2, 7/12, 3/4. pass@k, 2 of 4 right on prompts 0 and 1: pass@2 = 1 -
     C(2,2)/C(4,2) = 5/6 each, pass@4 = 1, so overall 1/3, 5/9, 2/3."""
-    samples = {0: ("tac", 3, ["cat", "tac", "tac", None]), 1: ("god", 3, ["GOD", "dog", "dog", "god"]),
-               2: ("olleh", 5, [None, None, "hello", "hello"])}
-    records = [{"prompt_id": p, "sample": i, "answer": answer, "difficulty": length, "correctness": 0.0,
-                "completion": "<think>x</think>" + ("" if a is None else f"<answer>{a}</answer>"),
-                "exact": a is not None and a.lower() == answer}
-               for p, (answer, length, given) in samples.items() for i, a in enumerate(given)]
+    samples = {
+        0: ("tac", 3, ["cat", "tac", "tac", None]),
+        1: ("god", 3, ["GOD", "dog", "dog", "god"]),
+        2: ("olleh", 5, [None, None, "hello", "hello"]),
+    }
+    records = [
+        {
+            "prompt_id": p,
+            "sample": i,
+            "answer": answer,
+            "difficulty": length,
+            "correctness": 0.0,
+            "completion": "<think>x</think>" + ("" if a is None else f"<answer>{a}</answer>"),
+            "exact": a is not None and a.lower() == answer,
+        }
+        for p, (answer, length, given) in samples.items()
+        for i, a in enumerate(given)
+    ]
     summary = summarize(records, 4, [1, 2, 4], components=())
     overall, three = summary["overall"], summary["by_length"]["3"]
     assert (overall["maj@1"], overall["maj@2"], overall["maj@4"]) == pytest.approx((1 / 3, 7 / 18, 1 / 2))

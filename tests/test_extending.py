@@ -34,11 +34,12 @@ def run_two_steps(tmp_path, tiny_model_dir, recipe, *extra):
 
 def test_a_dotted_path_reward_reaches_metrics_rollouts_plots_and_summary(tmp_path, tiny_model_dir, monkeypatch):
     (tmp_path / "my_rewards.py").write_text(
-        "def brevity(completions, **kwargs):\n"
-        "    return [1.0 / (1 + len(str(c))) for c in completions]\n"
+        "def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n"
     )
     monkeypatch.chdir(tmp_path)  # a dotted path resolves from the launch directory, as with TRL's script
-    recipe = recipe_file(tmp_path, "reward_funcs: [correctness, format, my_rewards.brevity]\nreward_weights: [1.0, 0.5, 0.1]\n")
+    recipe = recipe_file(
+        tmp_path, "reward_funcs: [correctness, format, my_rewards.brevity]\nreward_weights: [1.0, 0.5, 0.1]\n"
+    )
     out = run_two_steps(tmp_path, tiny_model_dir, recipe)
 
     rows = [row for row in read_jsonl(out / "metrics.jsonl") if "loss" in row]
@@ -49,8 +50,15 @@ def test_a_dotted_path_reward_reaches_metrics_rollouts_plots_and_summary(tmp_pat
     assert "avg_brevity" in reward_series(runs) and "zero_std_frac/brevity" in zero_std_series(runs)
     assert summarize(runs)[0]["final_brevity"] is not None
     assert (tmp_path / "plots" / "rewards_by_samples.png") in plot_runs(runs, tmp_path / "plots")
-    held_out = evaluate(str(out / "config.yaml"), model_path=str(out), num_prompts=2, num_samples=2, ks=(1, 2),
-                        output=str(tmp_path / "eval.json"), show_progress=False)
+    held_out = evaluate(
+        str(out / "config.yaml"),
+        model_path=str(out),
+        num_prompts=2,
+        num_samples=2,
+        ks=(1, 2),
+        output=str(tmp_path / "eval.json"),
+        show_progress=False,
+    )
     assert "mean_brevity" in held_out["overall"] and "mean_total" in held_out["overall"]
 
 
@@ -60,18 +68,35 @@ def sign_advantage(rewards, num_generations):
     return torch.sign(grouped - grouped.mean(dim=1, keepdim=True)).view(-1)
 
 
-def test_an_advantage_only_algorithm_is_a_function_a_registry_line_and_a_base_yaml(tmp_path, tiny_model_dir, monkeypatch):
+def test_an_advantage_only_algorithm_is_a_function_a_registry_line_and_a_base_yaml(
+    tmp_path, tiny_model_dir, monkeypatch
+):
     registry = dict(algorithms.ALGORITHMS)
-    registry["sign"] = algorithms.Algorithm("sign", "sign of r - mean", advantage=sign_advantage, ratio=False)  # the line
+    registry["sign"] = algorithms.Algorithm(
+        "sign", "sign of r - mean", advantage=sign_advantage, ratio=False
+    )  # the line
     monkeypatch.setattr(algorithms, "ALGORITHMS", registry)
     recipe = recipe_file(tmp_path, "algorithm: sign\n")
 
-    argv = ["--config", recipe, "--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path / "o"), *STEPS,
-            "--generation_batch_size", "8", "--per_device_train_batch_size", "8"]
+    argv = [
+        "--config",
+        recipe,
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--output_dir",
+        str(tmp_path / "o"),
+        *STEPS,
+        "--generation_batch_size",
+        "8",
+        "--per_device_train_batch_size",
+        "8",
+    ]
     _, trainer, _ = prepare(argv)  # what recipes/train.py runs: the YAML's algorithm picks the trainer
     trainer.model.train()
     scripted = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 1.0, 0.0]] * 2)  # + success
-    monkeypatch.setattr(RewardReadings, "column_values", lambda readings, index, func, kwargs: scripted[:, index].tolist())
+    monkeypatch.setattr(
+        RewardReadings, "column_values", lambda readings, index, func, kwargs: scripted[:, index].tolist()
+    )
     batch = [trainer.train_dataset[i] for i in range(2) for _ in range(4)]
     advantages = trainer._generate_and_score_completions(batch)["advantages"]
     assert advantages.tolist() == [1.0, -1.0, -1.0, 1.0] * 2  # totals 1.5, .5, .5, 1 around a mean of .875
@@ -103,8 +128,15 @@ def test_a_per_step_metric_is_one_decorated_function(tmp_path, tiny_model_dir, m
     runs = load_runs([out])
     assert "step/tied_groups" in step_metric_series(runs)
     assert (tmp_path / "plots" / "step_metrics_by_step.png") in plot_runs(runs, tmp_path / "plots")
-    held_out = evaluate(FAST_RECIPE, model_path=str(out), num_prompts=2, num_samples=2, ks=(1, 2),
-                        output=str(tmp_path / "eval.json"), show_progress=False)
+    held_out = evaluate(
+        FAST_RECIPE,
+        model_path=str(out),
+        num_prompts=2,
+        num_samples=2,
+        ks=(1, 2),
+        output=str(tmp_path / "eval.json"),
+        show_progress=False,
+    )
     assert "step/tied_groups" in held_out["step_metrics"]
 
 
@@ -128,6 +160,10 @@ def test_base_yaml_inherits_merges_mappings_and_refuses_cycles(tmp_path):
 
 def test_every_algorithm_script_is_two_lines_over_the_runner():
     for name in algorithms.ALGORITHMS:
-        code = [line for line in (REPO / "recipes" / f"{name}.py").read_text().split('"""')[-1].splitlines() if line.strip()]
-        assert code == ["from rlvr.training.runner import run", 'if __name__ == "__main__":', f'    run("{name}")'], name
+        code = [
+            line for line in (REPO / "recipes" / f"{name}.py").read_text().split('"""')[-1].splitlines() if line.strip()
+        ]
+        assert code == ["from rlvr.training.runner import run", 'if __name__ == "__main__":', f'    run("{name}")'], (
+            name
+        )
     assert Path(REPO / "recipes" / "train.py").is_file()

@@ -25,7 +25,7 @@ import torch
 from conftest import FAST_RECIPE, REPO
 from safetensors.torch import save_file
 
-DRIVER = '''
+DRIVER = """
 import os, signal, sys
 from transformers import Trainer
 from rlvr.metrics import callbacks
@@ -51,7 +51,7 @@ if kind == "rollouts":  # the rollouts of this step written, then half of one mo
     callbacks.RolloutLogCallback.on_rewards = _on_rewards
 sys.argv = ["recipes/grpo.py", *sys.argv[1:]]
 run("grpo")
-'''
+"""
 
 
 def rows(path: Path) -> list[dict]:
@@ -60,19 +60,42 @@ def rows(path: Path) -> list[dict]:
 
 def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
-    argv = [sys.executable, "-c", DRIVER, "--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir,
-            "--output_dir", str(out), "--max_steps", "4", "--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "2",
-            "--print_rollouts", "false", "--resume_from_checkpoint", "true"]
+    argv = [
+        sys.executable,
+        "-c",
+        DRIVER,
+        "--config",
+        FAST_RECIPE,
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "4",
+        "--max_completion_length",
+        "16",
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        "2",
+        "--print_rollouts",
+        "false",
+        "--resume_from_checkpoint",
+        "true",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def launch(fault: str) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, cwd=REPO, env={**env, "FAULT": fault}, capture_output=True, text=True,
-                              timeout=300, check=False)
+        return subprocess.run(
+            argv, cwd=REPO, env={**env, "FAULT": fault}, capture_output=True, text=True, timeout=300, check=False
+        )
 
     first = launch("save:4")
     assert first.returncode == -9, first.stderr[-2000:]
     assert "no complete checkpoint" in first.stdout
-    assert (out / "checkpoint-4" / "model.safetensors").exists() and not (out / "checkpoint-4" / "trainer_state.json").exists()
+    assert (out / "checkpoint-4" / "model.safetensors").exists() and not (
+        out / "checkpoint-4" / "trainer_state.json"
+    ).exists()
     assert [r["step"] for r in rows(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3, 4]
 
     second = launch("rollouts:2")
@@ -112,8 +135,21 @@ def test_a_reward_failing_mid_run_is_named_with_its_step_and_leaves_the_checkpoi
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "run"
     with pytest.raises(RewardFunctionError) as err:  # the probe (step 0) passes; step 2's scoring fails
-        run_recipe("--max_steps", "3", "--save_strategy", "steps", "--save_steps", "1",
-                   "--reward_funcs", "correctness", "late_rewards.late", "--reward_weights", "1", "1", output_dir=out)
+        run_recipe(
+            "--max_steps",
+            "3",
+            "--save_strategy",
+            "steps",
+            "--save_steps",
+            "1",
+            "--reward_funcs",
+            "correctness",
+            "late_rewards.late",
+            "--reward_weights",
+            "1",
+            "1",
+            output_dir=out,
+        )
     assert str(err.value).startswith("reward_funcs: late raised ZeroDivisionError: late failure at step 1;")
     record = json.loads((out / "reward_error.json").read_text())
     assert record["function"] == "late" and record["step"] == 1 and record["completion"] is not None
@@ -152,10 +188,12 @@ def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(
     assert "no complete checkpoint" in capsys.readouterr().out
     weights = tmp_path / "whole.safetensors"  # weights whole as far as the weights check reads (header and bytes)
     save_file({"w": torch.zeros(4)}, str(weights))
-    for step, files in ((2, {"trainer_state.json": '{"global_step": 2}', "model.safetensors": weights}),
-                        (4, {"trainer_state.json": '{"global_st', "model.safetensors": weights}),
-                        (6, {"model.safetensors": weights}),
-                        (8, {"trainer_state.json": '{"global_step": 8}'})):
+    for step, files in (
+        (2, {"trainer_state.json": '{"global_step": 2}', "model.safetensors": weights}),
+        (4, {"trainer_state.json": '{"global_st', "model.safetensors": weights}),
+        (6, {"model.safetensors": weights}),
+        (8, {"trainer_state.json": '{"global_step": 8}'}),
+    ):
         (tmp_path / f"checkpoint-{step}").mkdir()
         for name, text in files.items():
             target = tmp_path / f"checkpoint-{step}" / name
@@ -163,8 +201,10 @@ def test_resume_says_when_there_is_nothing_to_resume_and_which_folders_are_torn(
     checkpoint, torn = last_complete_checkpoint(tmp_path)
     assert checkpoint == str(tmp_path / "checkpoint-2")
     assert [(Path(p).name, why) for p, why in torn] == [
-        ("checkpoint-8", "no model weights"), ("checkpoint-6", "no trainer_state.json"),
-        ("checkpoint-4", "unreadable trainer_state.json")]
+        ("checkpoint-8", "no model weights"),
+        ("checkpoint-6", "no trainer_state.json"),
+        ("checkpoint-4", "unreadable trainer_state.json"),
+    ]
     assert resume_checkpoint(True, str(tmp_path)) == str(tmp_path / "checkpoint-2")
     assert capsys.readouterr().out.count("skipping incomplete") == 3
 
@@ -176,4 +216,6 @@ def test_a_fresh_run_moves_old_records_aside(tmp_path):
     old = tmp_path / "rollouts.jsonl"
     old.write_text('{"step": 0}\n')
     assert "aside" in start_record(old, 0, ROLLOUTS)
-    assert not old.exists() and [p.read_text() for p in tmp_path.glob("previous-runs/*/rollouts.jsonl")] == ['{"step": 0}\n']
+    assert not old.exists() and [p.read_text() for p in tmp_path.glob("previous-runs/*/rollouts.jsonl")] == [
+        '{"step": 0}\n'
+    ]

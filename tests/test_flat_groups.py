@@ -89,8 +89,11 @@ def test_the_1_1667_total_is_flat_and_every_estimator_gives_exactly_zero(G):
     flat = total_of(2 / 3, rows=G)
     mixed = torch.cat([total_of(1.0), total_of(0.0, rows=G - 1)])
     total = torch.cat([flat, mixed])
-    components = {"total": total, "success": torch.cat([torch.ones(G), torch.tensor([1.0] + [0.0] * (G - 1))]),
-                  "binary": torch.cat([torch.ones(G), torch.tensor([1.0] + [0.0] * (G - 1))])}
+    components = {
+        "total": total,
+        "success": torch.cat([torch.ones(G), torch.tensor([1.0] + [0.0] * (G - 1))]),
+        "binary": torch.cat([torch.ones(G), torch.tensor([1.0] + [0.0] * (G - 1))]),
+    }
     assert flat_groups(total, G).tolist() == [True, False]
     for name, algorithm in ALGORITHMS.items():
         if algorithm.advantage is None or not algorithm.group_baseline:
@@ -121,11 +124,22 @@ def test_reinforce_keeps_its_raw_reward_on_a_flat_group():
 def test_trls_own_advantage_is_exactly_zero_on_a_flat_group(algorithm, tiny_model_dir, tmp_path, monkeypatch):
     """GRPO and Dr. GRPO train on TRL's advantage; the trainer zeroes its flat groups after TRL computes it."""
     flags = {"grpo": ["--scale_rewards", "group"], "drgrpo": ["--scale_rewards", "none", "--loss_type", "dr_grpo"]}
-    trainer = build(tiny_model_dir, tmp_path, algorithm, *flags[algorithm], "--generation_batch_size", "16",
-                    "--per_device_train_batch_size", "16", "--num_generations", "8")
+    trainer = build(
+        tiny_model_dir,
+        tmp_path,
+        algorithm,
+        *flags[algorithm],
+        "--generation_batch_size",
+        "16",
+        "--per_device_train_batch_size",
+        "16",
+        "--num_generations",
+        "8",
+    )
     columns = {"correctness": [2 / 3] * 8 + [1.0, 0.0] * 4, "format": [1.0] * 16}
-    scripted_rewards(monkeypatch, [[columns.get(name, [1.0] * 16)[i] for name in trainer.reward_func_names]
-                                   for i in range(16)])
+    scripted_rewards(
+        monkeypatch, [[columns.get(name, [1.0] * 16)[i] for name in trainer.reward_func_names] for i in range(16)]
+    )
     output = trainer._generate_and_score_completions(prompts(trainer, 2, 8))
     assert output["advantages"][:8].tolist() == [0.0] * 8
     assert output["advantages"][8:].abs().min() > 0.1

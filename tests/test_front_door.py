@@ -38,7 +38,7 @@ NOT_RUN = {  # prefix -> why this test cannot run it here
     "accelerate launch --config_file accelerate_configs/single_gpu.yaml": "needs a CUDA GPU and Qwen3 from the Hub",
     "rlvr evaluate --model runs/grpo-qwen3": "needs a trained Qwen3 run (GPU)",
     "PYTHONPATH=my_project": "README's Extending example: tests/test_readme_extending.py writes its two files and "
-                             "runs it in this same newcomer's shell",
+    "runs it in this same newcomer's shell",
     "rlvr sweep sweeps/group_size.yaml --max_steps": "trains every setting of the sweep (minutes)",
     "rlvr sweep sweeps/group_size.yaml\n": "the full ablation (an hour)",
     "rlvr sweep sweeps/reference.yaml --only": "trains and evaluates runs (minutes)",
@@ -58,7 +58,7 @@ def without_comment(line: str) -> str:
     """The line as typed, up to its comment (a `#` that starts a word outside quotes), trailing blanks dropped."""
     words = shlex.split(line, comments=True)
     for match in re.finditer(r"(?:^|\s)#", line):
-        head = line[:match.start()]
+        head = line[: match.start()]
         try:
             if shlex.split(head) == words:
                 return head.strip()
@@ -110,8 +110,10 @@ def how_to_run(command: str) -> tuple[str | None, str]:
 
 
 def test_extractor_takes_every_command_after_activation_and_the_next_step_pages():
-    text = ("```bash\nmake main\n```\n```bash\n. .venv/bin/activate   # enter\nrlvr doctor runs/x \\\n  --thresholds\n"
-            "```\n\nNext steps: [d](docs/doctor.md)\n\n```bash\nrlvr new-command --flag 1\n```\n")
+    text = (
+        "```bash\nmake main\n```\n```bash\n. .venv/bin/activate   # enter\nrlvr doctor runs/x \\\n  --thresholds\n"
+        "```\n\nNext steps: [d](docs/doctor.md)\n\n```bash\nrlvr new-command --flag 1\n```\n"
+    )
     commands = front_door_commands(text)
     assert ("README.md", "rlvr doctor runs/x --thresholds") in commands
     assert ("README.md", "rlvr new-command --flag 1") in commands  # unknown: runs as written (and would fail)
@@ -162,16 +164,24 @@ def test_every_front_door_command_runs_as_printed(newcomer):
 def test_without_the_activation_line_the_tools_are_not_found(newcomer):
     """The shell the test types into really is a newcomer's: no `rlvr` of this machine's leaks in without README's
     line (if one did, every command above would pass for the wrong reason)."""
-    done = subprocess.run(["bash", "-c", "command -v rlvr accelerate pytest || echo none"], cwd=newcomer, check=False,
-                          env={"PATH": f"{newcomer / '.newcomer-bin'}:/usr/bin:/bin"}, capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", "-c", "command -v rlvr accelerate pytest || echo none"],
+        cwd=newcomer,
+        check=False,
+        env={"PATH": f"{newcomer / '.newcomer-bin'}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
     assert done.stdout.strip() == "none", done.stdout
 
 
 # ---- the repo's own launches name the interpreter --------------------------------------------------------------
 
 # an argv list handed to subprocess/Popen (or built as `command = [...]`) whose first word is a bare tool name
-TOOL_BY_NAME = re.compile(r"""(?:(?:run|Popen|call|check_output)\(|(?:command|argv|cmd|prefix)\s*=\s*)\[\s*"""
-                          r"""["'](accelerate|torchrun|rlvr|trl|tensorboard|pytest|deepspeed)["']""")
+TOOL_BY_NAME = re.compile(
+    r"""(?:(?:run|Popen|call|check_output)\(|(?:command|argv|cmd|prefix)\s*=\s*)\[\s*"""
+    r"""["'](accelerate|torchrun|rlvr|trl|tensorboard|pytest|deepspeed)["']"""
+)
 LAUNCH_DIRS = ("rlvr", "benchmarks", "slurm", "tests", "examples", "recipes", "rewards", "data", "sweeps")
 
 
@@ -216,8 +226,21 @@ def test_main_job_marks_a_figure_outside_readmes_range():
 
 
 def test_fail_outside_range_refuses_a_command_readme_states_no_range_for(tmp_path):
-    done = subprocess.run([sys.executable, "benchmarks/tiny_main_job.py", "--fail_outside_range", "--max_steps", "2",
-                           "--output_dir", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/tiny_main_job.py",
+            "--fail_outside_range",
+            "--max_steps",
+            "2",
+            "--output_dir",
+            str(tmp_path / "out"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 2 and done.stderr.strip().startswith("error: --fail_outside_range: "), done.stderr
     assert not (tmp_path / "out").exists()

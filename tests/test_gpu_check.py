@@ -25,34 +25,50 @@ Row = gpu_check.Row
 
 
 def test_help_works_without_a_gpu():
-    result = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--help"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "benchmarks/gpu_check.py", "--help"], capture_output=True, text=True, cwd=REPO, check=False
+    )
     assert result.returncode == 0 and "--budget_gib" in result.stdout and "--dry_run" in result.stdout
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_without_cuda_it_says_so_in_one_line():
-    result = subprocess.run([sys.executable, "benchmarks/gpu_check.py"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "benchmarks/gpu_check.py"], capture_output=True, text=True, cwd=REPO, check=False
+    )
     assert result.returncode == 2
     assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
-        "error: cuda: no CUDA device here; gpu_check measures on a GPU (use --dry_run for the planned figures alone)"]
+        "error: cuda: no CUDA device here; gpu_check measures on a GPU (use --dry_run for the planned figures alone)"
+    ]
 
 
-@pytest.mark.parametrize("flags, field", [(["--steps", "0"], "--steps"), (["--tolerance", "1.5"], "--tolerance"),
-                                          (["--budget_gib", "-1"], "--budget_gib"), (["--eval_prompts", "0"], "--eval_prompts"),
-                                          (["--sections", "nope"], "--sections")])
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--steps", "0"], "--steps"),
+        (["--tolerance", "1.5"], "--tolerance"),
+        (["--budget_gib", "-1"], "--budget_gib"),
+        (["--eval_prompts", "0"], "--eval_prompts"),
+        (["--sections", "nope"], "--sections"),
+    ],
+)
 def test_bad_flags_are_one_named_line(flags, field):
     with pytest.raises(ConfigError, match=field):
         gpu_check.parse(flags)
 
 
 def test_verdict_needs_every_figure_within_tolerance_and_every_config_to_fit():
-    good = [Row("memory", "m", "train", planned=10 * GIB, measured=11 * GIB),
-            Row("fit", "c", "5 steps", planned=6 * GIB, measured=5.5 * GIB, fits=True),
-            Row("eval", "e", "eval", value=100.0)]
+    good = [
+        Row("memory", "m", "train", planned=10 * GIB, measured=11 * GIB),
+        Row("fit", "c", "5 steps", planned=6 * GIB, measured=5.5 * GIB, fits=True),
+        Row("eval", "e", "eval", value=100.0),
+    ]
     assert gpu_check.failures(good, 0.15) == []
     off = Row("memory", "m", "generate", planned=10 * GIB, measured=12 * GIB)
     assert gpu_check.failures(good + [off], 0.15) == ["memory m generate: measured/planned 1.20, outside 1 +- 0.15"]
-    missed = Row("fit", "q", "5 steps", planned=6 * GIB, measured=6.2 * GIB, fits=False, note="needs 7.2 GiB: 0.30 over")
+    missed = Row(
+        "fit", "q", "5 steps", planned=6 * GIB, measured=6.2 * GIB, fits=False, note="needs 7.2 GiB: 0.30 over"
+    )
     assert gpu_check.failures([missed], 0.15) == ["fit q 5 steps: does not fit (needs 7.2 GiB: 0.30 over)"]
     unmeasured = Row("memory", "m", "train", planned=GIB, note="OOM")
     assert gpu_check.failures([unmeasured], 0.15) == ["memory m train: not measured (OOM)"]
@@ -60,7 +76,7 @@ def test_verdict_needs_every_figure_within_tolerance_and_every_config_to_fit():
 
 def test_table_has_one_line_per_row_with_the_ratio():
     table = gpu_check.format_table([Row("memory", "Qwen3-0.6B full", "train", planned=4 * GIB, measured=4.4 * GIB)])
-    header, rule, line = table.splitlines()
+    header, _rule, line = table.splitlines()
     assert "planned GiB" in header and "4.00" in line and "4.40" in line and "1.10" in line
 
 
@@ -89,11 +105,19 @@ def metrics_rows(step_seconds, generate_every=4, samples=32, tokens=4000):
     """metrics.jsonl as the trainer writes it: the counters only in the rows of steps that generated a batch."""
     rows = []
     for i, seconds in enumerate(step_seconds):
-        row = {"loss": 0.1, "time/total_s": seconds, "time/generation_s": seconds * 0.75 if i % generate_every == 0 else 0.0,
-               "time/scoring_s": 0.0, "time/logprobs_s": 0.0, "time/optimization_s": seconds * 0.25}
+        row = {
+            "loss": 0.1,
+            "time/total_s": seconds,
+            "time/generation_s": seconds * 0.75 if i % generate_every == 0 else 0.0,
+            "time/scoring_s": 0.0,
+            "time/logprobs_s": 0.0,
+            "time/optimization_s": seconds * 0.25,
+        }
         if i % generate_every == 0:
             n = i // generate_every + 1
-            row.update(generation_step=float(n), generated_samples=float(n * samples), generated_tokens=float(n * tokens))
+            row.update(
+                generation_step=float(n), generated_samples=float(n * samples), generated_tokens=float(n * tokens)
+            )
         rows.append(row)
     return rows + [{"train_runtime": 99.0}]
 
@@ -118,11 +142,14 @@ def test_window_figures_leave_the_first_generation_cycle_out():
 def test_compare_speedups_says_whether_the_losses_match_and_the_time_ratio():
     without = {"losses": [0.5, 0.25, 0.1], "step_seconds": [9.0, 2.0, 2.0]}
     assert gpu_check.compare_speedups(without, {"losses": [0.5, 0.25, 0.1], "step_seconds": [9.0, 1.0, 1.0]}) == (
-        "identical losses; steps after the first 4.0 s without, 2.0 s with (0.50x)")
+        "identical losses; steps after the first 4.0 s without, 2.0 s with (0.50x)"
+    )
     assert gpu_check.compare_speedups(without, {"losses": [0.5, 0.2, 0.1], "step_seconds": [9.0, 2.0, 2.0]}).startswith(
-        "largest |loss difference| 5.00e-02 over 3 steps")
+        "largest |loss difference| 5.00e-02 over 3 steps"
+    )
     assert gpu_check.compare_speedups(without, {"losses": [0.5], "step_seconds": [9.0]}) == (
-        "losses not comparable (3 vs 1 steps)")
+        "losses not comparable (3 vs 1 steps)"
+    )
 
 
 def test_the_main_jobs_gpu_recipe_is_the_tiny_recipe_with_use_cpu_off(tmp_path):
@@ -130,11 +157,15 @@ def test_the_main_jobs_gpu_recipe_is_the_tiny_recipe_with_use_cpu_off(tmp_path):
 
     path = gpu_check.main_job_recipe(tmp_path)
     assert load_recipe_yaml(path) == {**load_recipe_yaml(REPO / gpu_check.MAIN_JOB_CONFIG), "use_cpu": False}
-    report = {"wall_s": {"total": 150.0, "grpo": 100.0}, "before": {"exact_match": 0.17625},
-              "after": {"exact_match": 0.6}}
+    report = {
+        "wall_s": {"total": 150.0, "grpo": 100.0},
+        "before": {"exact_match": 0.17625},
+        "after": {"exact_match": 0.6},
+    }
     assert gpu_check.main_job_note(report) == (
         "exact match 0.176 -> 0.600; GRPO 100 s of 150 s; expected before: 17.6% (README); this run 17.6%: inside; "
-        "expected after: 55%-75% (README); this run 60.0%: inside")
+        "expected after: 55%-75% (README); this run 60.0%: inside"
+    )
 
 
 def test_rows_are_saved_as_they_come(tmp_path):
@@ -161,8 +192,15 @@ def test_random_model_folder_samples_and_scores_with_a_vocabulary_beyond_the_tok
     recipe = yaml.safe_load((REPO / "tests/recipes/tiny_grpo_fast.yaml").read_text())
     recipe.update(model_name_or_path=str(model_dir), build_tiny_model=False, dtype="bfloat16")
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
-    summary = evaluate(str(tmp_path / "r.yaml"), num_prompts=2, num_samples=2, ks=(1, 2), max_new_tokens=8,
-                       output=str(tmp_path / "e.json"), show_progress=False)
+    summary = evaluate(
+        str(tmp_path / "r.yaml"),
+        num_prompts=2,
+        num_samples=2,
+        ks=(1, 2),
+        max_new_tokens=8,
+        output=str(tmp_path / "e.json"),
+        show_progress=False,
+    )
     assert summary["overall"]["samples"] == 4 and summary["dtype"] == "bfloat16"
 
 
@@ -257,13 +295,26 @@ def test_the_page_tables_come_from_the_json_and_mark_the_gpu(tmp_path, capsys):
     gpu_report = importlib.util.module_from_spec(report_spec)
     report_spec.loader.exec_module(gpu_report)
     window = gpu_check.window_figures(metrics_rows([9.0, 1.0, 1.0, 1.0, 4.0, 1.0, 1.0, 2.0]))
-    rows = [Row("fit", "grpo_qwen3_0.6b_full", "8 GRPO steps <= 6.9 GiB", planned=5.87 * GIB, measured=5.6 * GIB,
-                fits=True, value=window["samples_per_s"], figures={"window": window, "write_s": 3.0, "seconds": 60.0}),
-            Row("fit", "grpo_qwen3_4b_qlora", "3 GRPO steps <= 6.9 GiB", planned=6.08 * GIB, note=gpu_check.OUT_OF_TIME),
-            Row("main", "tiny main job", "before -> after", note="exact match 0.176 -> 0.600")]
+    rows = [
+        Row(
+            "fit",
+            "grpo_qwen3_0.6b_full",
+            "8 GRPO steps <= 6.9 GiB",
+            planned=5.87 * GIB,
+            measured=5.6 * GIB,
+            fits=True,
+            value=window["samples_per_s"],
+            figures={"window": window, "write_s": 3.0, "seconds": 60.0},
+        ),
+        Row("fit", "grpo_qwen3_4b_qlora", "3 GRPO steps <= 6.9 GiB", planned=6.08 * GIB, note=gpu_check.OUT_OF_TIME),
+        Row("main", "tiny main job", "before -> after", note="exact match 0.176 -> 0.600"),
+    ]
     gpu_check.save_rows(rows, tmp_path, {"device": "NVIDIA H200", "argv": ["--sections", "fit"], "elapsed_s": 400})
     text = gpu_report.main([str(tmp_path / "gpu_check.json")])
-    assert "| `grpo_qwen3_0.6b_full` | 8 GRPO steps <= 6.9 GiB | 5.87 | 5.60 | yes | 4.00 | 500 / 1333 | 38% / 0% / 0% / 25% | 3.0 + 60.0 |" in text
+    assert (
+        "| `grpo_qwen3_0.6b_full` | 8 GRPO steps <= 6.9 GiB | 5.87 | 5.60 | yes | 4.00 | 500 / 1333 | 38% / 0% / 0% / 25% | 3.0 + 60.0 |"
+        in text
+    )
     assert "| main | tiny main job | before -> after | exact match 0.176 -> 0.600 |" in text
     assert "- `recipes/grpo_qwen3_0.6b_full.yaml`: 6.37 / 5.60 (H200)" in text
     assert "- `recipes/grpo_qwen3_4b_qlora.yaml`: 6.58 / not measured" in text

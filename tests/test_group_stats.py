@@ -8,7 +8,9 @@ WEIGHTS = torch.tensor([1.0, 0.5])
 
 
 def test_zero_std_fraction_on_known_groups():
-    rewards = torch.tensor([1.0, 1.0, 1.0, 0.0, 0.5, 0.0, 0.2, 0.2, 0.2, 0.0, 0.0, 0.0])  # G = 3: groups 0, 2, 3 are flat
+    rewards = torch.tensor(
+        [1.0, 1.0, 1.0, 0.0, 0.5, 0.0, 0.2, 0.2, 0.2, 0.0, 0.0, 0.0]
+    )  # G = 3: groups 0, 2, 3 are flat
     assert zero_std_fraction(rewards, 3) == pytest.approx(3 / 4)
     assert zero_std_fraction(rewards, 2) == pytest.approx(3 / 6)  # pairs (1,1) (.2,.2) (0,0)
     assert zero_std_fraction(torch.tensor([0.3, 0.7]), 1) == 1.0  # one rollout per prompt: no contrast by construction

@@ -69,8 +69,19 @@ def test_resume_appends_without_duplicating_or_losing_rows(run_recipe, tmp_path)
     # row 3, not repeat it.
     shutil.rmtree(out / "checkpoint-3")
     # Extending max_steps stretches the lr schedule: a change to what is optimised, so it takes the explicit flag.
-    run_recipe("--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2", "--resume_from_checkpoint", "true",
-               "--allow_recipe_change", "true", output_dir=out)
+    run_recipe(
+        "--max_steps",
+        "4",
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        "2",
+        "--resume_from_checkpoint",
+        "true",
+        "--allow_recipe_change",
+        "true",
+        output_dir=out,
+    )
     rows = train_rows(out / "metrics.jsonl")
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
     assert [row["generation_step"] for row in rows] == [1, 2, 3, 4]  # the ledger came back from the checkpoint
@@ -80,9 +91,26 @@ def test_resume_appends_without_duplicating_or_losing_rows(run_recipe, tmp_path)
 def test_accelerate_launch_entry_point(tmp_path):
     out = tmp_path / "launched"
     result = subprocess.run(
-        [*tools.command("accelerate launch"), "--num_processes", "1", "--cpu", "recipes/grpo.py", "--config", TINY_RECIPE,
-         "--output_dir", str(out), "--max_steps", "4", "--report_to", "none"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        [
+            *tools.command("accelerate launch"),
+            "--num_processes",
+            "1",
+            "--cpu",
+            "recipes/grpo.py",
+            "--config",
+            TINY_RECIPE,
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "4",
+            "--report_to",
+            "none",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = train_rows(out / "metrics.jsonl")
@@ -96,7 +124,10 @@ def test_accelerate_launch_entry_point(tmp_path):
         (["--reward_funcs", "correctness", "bogus"], "reward_funcs[1]"),
         (["--reward_weights", "1.0"], "reward_weights"),
         (["--generation_batch_size", "18", "--per_device_train_batch_size", "18"], "generation_batch_size"),
-        (["--data", '{"specs": [{"name": "spell_backward", "config": {"min_word_len": 8, "max_word_len": 3}}]}'], "data.specs[0].config"),
+        (
+            ["--data", '{"specs": [{"name": "spell_backward", "config": {"min_word_len": 8, "max_word_len": 3}}]}'],
+            "data.specs[0].config",
+        ),
         (["--data", '{"specs": [{"name": "spel_backward"}]}'], "data.specs[0].name"),
         (["--overlong_max_length", "999", "--overlong_cache_length", "10"], "overlong_max_length"),
         (["--learning_rate", "fast"], "learning_rate"),
@@ -105,8 +136,17 @@ def test_accelerate_launch_entry_point(tmp_path):
 )
 def test_bad_input_names_the_field_before_any_model_loads(overrides, field, tmp_path):
     missing_model = str(tmp_path / "no-model-here")  # loading a model would fail differently
-    argv = ["--config", FAST_RECIPE, "--model_name_or_path", missing_model, "--build_tiny_model", "false",
-            "--output_dir", str(tmp_path / "o"), *overrides]
+    argv = [
+        "--config",
+        FAST_RECIPE,
+        "--model_name_or_path",
+        missing_model,
+        "--build_tiny_model",
+        "false",
+        "--output_dir",
+        str(tmp_path / "o"),
+        *overrides,
+    ]
     with pytest.raises(ConfigError) as err:
         main(argv)
     assert err.value.field == field and "\n" not in str(err.value)
@@ -116,14 +156,25 @@ def test_bad_input_names_the_field_before_any_model_loads(overrides, field, tmp_
 def test_malformed_yaml_key_exits_with_one_line(tmp_path):
     config = tmp_path / "typo.yaml"
     config.write_text(Path(FAST_RECIPE).read_text() + "learnin_rate: 0.1\n")
-    result = subprocess.run([sys.executable, "recipes/grpo.py", "--config", str(config)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "recipes/grpo.py", "--config", str(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1] == f"error: learnin_rate: unknown config field in {config}; did you mean 'learning_rate'?"
+    assert (
+        result.stderr.strip().splitlines()[-1]
+        == f"error: learnin_rate: unknown config field in {config}; did you mean 'learning_rate'?"
+    )
     assert "Traceback" not in result.stderr
 
 
-RL_RECIPES = sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml")
-                    if not p.name.startswith("sft"))  # sft*.yaml: recipes/tiny/sft.py's, not RL recipes
+RL_RECIPES = sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml") if not p.name.startswith("sft")
+)  # sft*.yaml: recipes/tiny/sft.py's, not RL recipes
 
 
 def test_every_rl_recipe_is_covered():
@@ -144,7 +195,7 @@ def test_every_recipe_yaml_validates_without_loading_a_model(recipe, capsys):
 
 @pytest.mark.parametrize("recipe", sorted(r for r in RL_RECIPES if r.startswith("recipes/tiny/")))
 def test_tiny_variant_of_each_algorithm_runs_two_steps(recipe, run_recipe):
-    trainer, out = run_recipe("--max_steps", "2", recipe=str(REPO / recipe))
+    _trainer, out = run_recipe("--max_steps", "2", recipe=str(REPO / recipe))
     rows = train_rows(Path(out) / "metrics.jsonl")
     assert [row["step"] for row in rows] == [1, 2]
     assert all(key in rows[0] for key in REQUIRED_KEYS)

@@ -29,8 +29,11 @@ def said(answer: str, word: str) -> str:
 
 
 # prompt by prompt, G = 2: sun right + wrong, star right + right, moon right + wrong: 4 of 6 exact, 3 of 4 at 4 letters
-COMPLETIONS = [[said("nus", "sun"), said("nsu", "sun")], [said("rats", "star")] * 2,
-               [said("noom", "moon"), said("nomo", "moon")]]
+COMPLETIONS = [
+    [said("nus", "sun"), said("nsu", "sun")],
+    [said("rats", "star")] * 2,
+    [said("noom", "moon"), said("nomo", "moon")],
+]
 
 
 def eval_batch(prompts: list[int], mode: str = "eval") -> RewardBatch:
@@ -38,8 +41,17 @@ def eval_batch(prompts: list[int], mode: str = "eval") -> RewardBatch:
     rows = [{"question": WORDS[p][0], "answer": WORDS[p][1], "difficulty": WORDS[p][2]} for p in prompts for _ in "ab"]
     texts = [text for p in prompts for text in COMPLETIONS[p]]
     scores = torch.tensor([f(texts, answer=[r["answer"] for r in rows]) for f in rewards.funcs], dtype=torch.float32).T
-    return RewardBatch(scores, list(rewards.names), torch.tensor(rewards.weights), 2, texts, rows, [30] * len(texts),
-                       [False] * len(texts), mode=mode)
+    return RewardBatch(
+        scores,
+        list(rewards.names),
+        torch.tensor(rewards.weights),
+        2,
+        texts,
+        rows,
+        [30] * len(texts),
+        [False] * len(texts),
+        mode=mode,
+    )
 
 
 def test_the_figures_are_rlvr_evaluates_over_the_whole_evaluation_hand_counted():
@@ -62,6 +74,7 @@ def test_the_console_line_of_an_evaluation_row_shows_held_out_exact_match():
 
 
 # ---- the doctor: proxy vs truth ------------------------------------------------------------------------------------
+
 
 def with_held_out(rows: list[dict], exact) -> list[dict]:
     """Every fifth step evaluated: held-out exact match `exact(step)`."""
@@ -94,8 +107,18 @@ def test_the_doctor_reads_a_plain_trl_runs_evaluation_rows(tmp_path):
 
 # ---- real runs ------------------------------------------------------------------------------------------------------
 
-EVAL = ["--eval_strategy", "steps", "--eval_steps", "2", "--eval_prompts", "4", "--num_generations_eval", "2",
-        "--per_device_eval_batch_size", "8"]
+EVAL = [
+    "--eval_strategy",
+    "steps",
+    "--eval_steps",
+    "2",
+    "--eval_prompts",
+    "4",
+    "--num_generations_eval",
+    "2",
+    "--per_device_eval_batch_size",
+    "8",
+]
 
 
 def test_a_run_that_evaluates_writes_the_figures_and_trains_exactly_as_without(run_recipe, tmp_path):
@@ -104,21 +127,42 @@ def test_a_run_that_evaluates_writes_the_figures_and_trains_exactly_as_without(r
     rows = read_jsonl(f"{evaluated}/metrics.jsonl")
     evaluations = [row for row in rows if "eval_loss" in row]
     assert [row["step"] for row in evaluations] == [2, 4]
-    assert all({"eval_exact_match", "eval_pass@1", "eval_mean_correctness", "eval_runtime"} <= set(row)
-               for row in evaluations)
-    training = lambda rs: [{k: v for k, v in r.items() if not is_timing(k)}  # noqa: E731
-                           for r in rs if "loss" in r]
+    assert all(
+        {"eval_exact_match", "eval_pass@1", "eval_mean_correctness", "eval_runtime"} <= set(row) for row in evaluations
+    )
+    training = lambda rs: [{k: v for k, v in r.items() if not is_timing(k)} for r in rs if "loss" in r]
     assert training(rows) == training(read_jsonl(f"{plain}/metrics.jsonl"))  # a forked RNG: the same samples
     assert [row.get("eval_exact_match") for row in load_run(evaluated).rows] == [
-        None, evaluations[0]["eval_exact_match"], None, evaluations[1]["eval_exact_match"]]  # joined to their step
+        None,
+        evaluations[0]["eval_exact_match"],
+        None,
+        evaluations[1]["eval_exact_match"],
+    ]  # joined to their step
 
 
 def test_with_readings_a_plain_trl_trainer_gets_the_same_figures(tmp_path):
     out = tmp_path / "plain"
-    trainer = load_example().main(["--output_dir", str(out), "--gradient_accumulation_steps", "2", "--max_steps", "2",
-                                   "--max_completion_length", "40", "--eval_strategy", "steps", "--eval_steps", "2",
-                                   "--per_device_eval_batch_size", "8", "--num_completions_to_print", "0"],
-                                  model=str(REPO / "models" / "tiny-speller"))
+    trainer = load_example().main(
+        [
+            "--output_dir",
+            str(out),
+            "--gradient_accumulation_steps",
+            "2",
+            "--max_steps",
+            "2",
+            "--max_completion_length",
+            "40",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "2",
+            "--per_device_eval_batch_size",
+            "8",
+            "--num_completions_to_print",
+            "0",
+        ],
+        model=str(REPO / "models" / "tiny-speller"),
+    )
     [evaluation] = [row for row in trainer.state.log_history if "eval_loss" in row]
     assert 0 <= evaluation["eval_exact_match"] == evaluation["eval_pass@1"] <= 1
     assert {key for key in evaluation if key.startswith("eval_exact_match/")}  # the 8 words span lengths

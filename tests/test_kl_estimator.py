@@ -49,7 +49,9 @@ def policy_logps(trainer, batch):
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     with torch.no_grad():
-        return trainer._get_per_token_logps_and_entropies(trainer.model, ids, attention, batch["completion_ids"].shape[1])[0]
+        return trainer._get_per_token_logps_and_entropies(
+            trainer.model, ids, attention, batch["completion_ids"].shape[1]
+        )[0]
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +84,15 @@ def test_aggregation_and_ratio_match_trls_kl_term_for_every_loss_type(trainer, b
     logp, mask = policy_logps(trainer, batch), batch["completion_mask"]
     k3 = per_token_kl(logp, batch["ref_per_token_logps"], "k3") * importance_weight(trainer, logp, batch, mask)
     every = bias_correction and level == "token"  # TRL's defaults: every aggregation; the other ratios on two
-    for loss_type in ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "sapo", "cispo", "vespo") if every else ("grpo", "dapo"):
+    for loss_type in (
+        ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "sapo", "cispo", "vespo") if every else ("grpo", "dapo")
+    ):
         trainer.loss_type = loss_type
         expected = (BETA * aggregate_like_trl(trainer, k3, mask, batch)).item()
         assert abs(expected) > 1e-4, loss_type  # the perturbed log-probs make the term visible
-        assert (loss_at(trainer, batch) - loss_at(trainer, batch, beta=0.0)).item() == pytest.approx(expected, rel=1e-4), loss_type
+        assert (loss_at(trainer, batch) - loss_at(trainer, batch, beta=0.0)).item() == pytest.approx(
+            expected, rel=1e-4
+        ), loss_type
 
 
 @pytest.mark.parametrize("estimator", ["k1", "k2"])
@@ -102,7 +108,9 @@ def test_k1_k2_move_the_loss_by_the_expected_amount_and_are_logged(trainer, batc
     else:
         expected = difference.sum() / batch["num_items_in_batch"]
     k3_loss = loss_at(trainer, batch, estimator="k3")
-    assert (loss_at(trainer, batch, estimator=estimator) - k3_loss).item() == pytest.approx(BETA * expected.item(), rel=1e-4)
+    assert (loss_at(trainer, batch, estimator=estimator) - k3_loss).item() == pytest.approx(
+        BETA * expected.item(), rel=1e-4
+    )
     logged = (per_token_kl(logp, ref, estimator) * ratio * mask).sum() / mask.sum()
     assert trainer._metrics["train"]["kl"][-1] == pytest.approx(logged.item(), rel=1e-5)
 
@@ -135,8 +143,10 @@ def test_k2_gradient_equals_the_hand_written_loss(trainer, batch):
     assert len(ours) == len(hand) > 0
     assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(ours, hand))
     trainer.args.kl_estimator = "k3"  # and k3's gradient differs: the option reaches the update
-    assert any(not torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(ours, gradients(
-        trainer, lambda: trainer._compute_loss(trainer.model, batch))))
+    assert any(
+        not torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+        for a, b in zip(ours, gradients(trainer, lambda: trainer._compute_loss(trainer.model, batch)))
+    )
 
 
 def test_rloo_without_ratio_gets_the_estimator_too(tiny_model_dir, tmp_path, batch):

@@ -33,12 +33,18 @@ OURS = {name: (lambda logp, ref, name=name: per_token_kl(logp, ref, name)) for n
 RLHF_BOOK = {"kl1": lambda logp, ref: -(logp - ref), "kl3": lambda logp, ref: torch.expm1(logp - ref) - (logp - ref)}
 
 
-@pytest.mark.parametrize("term, ratio, divergence", [
-    (OURS["k1"], True, REVERSE_KL), (OURS["k3"], True, REVERSE_KL),  # TRL's default: both follow KL(pi || ref)
-    (OURS["k1"], False, ZERO), (OURS["k2"], False, REVERSE_KL), (OURS["k3"], False, FORWARD_KL),
-    (RLHF_BOOK["kl1"], False, ZERO),  # rlhf-book puts no ratio on its KL term
-    (RLHF_BOOK["kl3"], False, HALF_CHI2),
-])
+@pytest.mark.parametrize(
+    "term, ratio, divergence",
+    [
+        (OURS["k1"], True, REVERSE_KL),
+        (OURS["k3"], True, REVERSE_KL),  # TRL's default: both follow KL(pi || ref)
+        (OURS["k1"], False, ZERO),
+        (OURS["k2"], False, REVERSE_KL),
+        (OURS["k3"], False, FORWARD_KL),
+        (RLHF_BOOK["kl1"], False, ZERO),  # rlhf-book puts no ratio on its KL term
+        (RLHF_BOOK["kl3"], False, HALF_CHI2),
+    ],
+)
 def test_each_estimators_expected_gradient_is_the_stated_divergences(term, ratio, divergence):
     torch.manual_seed(0)
     theta, ref_logits = torch.randn(7), torch.randn(7)

@@ -25,8 +25,9 @@ from conftest import read_jsonl
 from rlvr.inputs import ConfigError
 from rlvr.runs import tracking
 
-needs_tensorboard = pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
-                                       reason="tensorboard is the `live` extra (pip install -e '.[live]')")
+needs_tensorboard = pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None, reason="tensorboard is the `live` extra (pip install -e '.[live]')"
+)
 
 CURVES = ("zero_std_frac/total", "zero_std_frac/correctness", "avg_correctness", "avg_format")
 VIEWER_START_S = 120  # how long to wait for TensorBoard to load the event files (a wait, not a measurement)
@@ -47,8 +48,11 @@ def get_json(url: str):
 def viewer(logdir: Path, tag: str):
     """TensorBoard on 127.0.0.1 as a user starts it, yielding its address once it serves `tag`."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host",
-                                "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     address = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + VIEWER_START_S
@@ -76,8 +80,9 @@ def tensorboard_run(run_recipe, monkeypatch) -> tuple[Path, list[dict]]:
 
 def test_report_to_tensorboard_without_it_installed_is_one_line_of_bad_input(monkeypatch):
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name: None if name == "tensorboard" else real_find_spec(name))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "tensorboard" else real_find_spec(name)
+    )
     with pytest.raises(ConfigError, match="tensorboard is not installed") as err:
         tracking.configure_trackers(["tensorboard"], "runs/x")
     assert err.value.field == "report_to"

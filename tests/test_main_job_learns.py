@@ -33,8 +33,9 @@ MIN_GAIN = 0.07  # exact-match points (as a fraction) the 30 steps must add
 
 def held_out(model: str, output) -> dict:
     """The main job's held-out evaluation (benchmarks/tiny_main_job.py's): every test word, 8 samples, seed 0."""
-    return evaluate(TINY_RECIPE, model_path=model, num_samples=SAMPLES, ks=(1, SAMPLES), output=str(output),
-                    show_progress=False)["overall"]
+    return evaluate(
+        TINY_RECIPE, model_path=model, num_samples=SAMPLES, ks=(1, SAMPLES), output=str(output), show_progress=False
+    )["overall"]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,20 @@ def test_a_short_run_of_the_main_recipe_raises_held_out_exact_match(before, tmp_
     out = tmp_path / "grpo"
     threads = torch.get_num_threads()
     try:  # the run applies the recipe's cpu_threads to this process
-        trainer = main(["--config", TINY_RECIPE, "--output_dir", str(out), "--max_steps", str(LEARN_STEPS),
-                        "--model_name_or_path", SPELLER, "--print_rollouts", "false"])
+        trainer = main(
+            [
+                "--config",
+                TINY_RECIPE,
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                str(LEARN_STEPS),
+                "--model_name_or_path",
+                SPELLER,
+                "--print_rollouts",
+                "false",
+            ]
+        )
     finally:
         torch.set_num_threads(threads)
     assert trainer.state.global_step == LEARN_STEPS
@@ -73,8 +86,8 @@ def test_readmes_main_job_table_states_the_ranges_the_main_job_checks():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     table = (REPO / "README.md").read_text().split("<!-- main-job-table -->")[1].split("<!-- /main-job-table -->")[0]
-    before = re.search(r"^\| before [^|]*\| (\d+\.\d)% \((\d+) of 1,600\)", table, re.M)
-    after = re.search(r"^\| after 140 GRPO steps \| (\d+)-(\d+)% ", table, re.M)
+    before = re.search(r"^\| before [^|]*\| (\d+\.\d)% \((\d+) of 1,600\)", table, re.MULTILINE)
+    after = re.search(r"^\| after 140 GRPO steps \| (\d+)-(\d+)% ", table, re.MULTILINE)
     assert before and after, table
     assert module.EXPECTED["before"] == (BEFORE_EXACT_SAMPLES / 1600,) * 2 == (int(before[2]) / 1600,) * 2
     assert f"{100 * module.EXPECTED['before'][0]:.1f}" == before[1]

@@ -59,8 +59,17 @@ def offline(monkeypatch):
 
 
 def workload(**changes) -> Workload:
-    base = Workload(shape=TINY, weight_bytes=2, act_bytes=2, micro_batch=2, prompt_tokens=30, completion_tokens=20,
-                    generation_sequences=8, num_generations=4, gradient_checkpointing=True)
+    base = Workload(
+        shape=TINY,
+        weight_bytes=2,
+        act_bytes=2,
+        micro_batch=2,
+        prompt_tokens=30,
+        completion_tokens=20,
+        generation_sequences=8,
+        num_generations=4,
+        gradient_checkpointing=True,
+    )
     return replace(base, **changes)
 
 
@@ -68,7 +77,14 @@ def workload(**changes) -> Workload:
 
 
 def test_tiny_shape_by_hand():
-    assert (TINY.hidden, TINY.layers, TINY.q_dim, TINY.kv_dim, TINY.intermediate, TINY.vocab) == (64, 2, 64, 32, 192, 263)
+    assert (TINY.hidden, TINY.layers, TINY.q_dim, TINY.kv_dim, TINY.intermediate, TINY.vocab) == (
+        64,
+        2,
+        64,
+        32,
+        192,
+        263,
+    )
     # per layer: q 64*64 + k 64*32 + v 64*32 + o 64*64 + 3 MLP 64*192 = 49152; q/k norms 2*16; 2 norms 2*64
     # model: 2 * 49312 + embedding 263*64 + final norm 64 (LM head tied)
     assert parameter_count(TINY) == 2 * (49152 + 32 + 128) + 263 * 64 + 64 == 115520
@@ -124,9 +140,16 @@ def test_parameter_count_matches_transformers(name):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     s = KNOWN_SHAPES[name]
-    config = Qwen3Config(hidden_size=s.hidden, num_hidden_layers=s.layers, num_attention_heads=s.heads,
-                         num_key_value_heads=s.kv_heads, head_dim=s.head_dim, intermediate_size=s.intermediate,
-                         vocab_size=s.vocab, tie_word_embeddings=s.tie_word_embeddings)
+    config = Qwen3Config(
+        hidden_size=s.hidden,
+        num_hidden_layers=s.layers,
+        num_attention_heads=s.heads,
+        num_key_value_heads=s.kv_heads,
+        head_dim=s.head_dim,
+        intermediate_size=s.intermediate,
+        vocab_size=s.vocab,
+        tie_word_embeddings=s.tie_word_embeddings,
+    )
     with torch.device("meta"):
         model = Qwen3ForCausalLM(config)
     assert parameter_count(s) == sum(p.numel() for p in model.parameters())
@@ -153,12 +176,14 @@ def _saved_bytes_per_token(model, inner, batch, seq, autocast=False):
     mask = torch.ones(batch, seq, dtype=torch.long)
     mask[1, :20] = 0  # left padding, as TRL's batches have
     position_ids = torch.arange(seq).expand(batch, seq)
-    causal = create_causal_mask(config=inner.config, inputs_embeds=x, attention_mask=mask, cache=None,
-                                position_ids=position_ids)
+    causal = create_causal_mask(
+        config=inner.config, inputs_embeds=x, attention_mask=mask, cache=None, position_ids=position_ids
+    )
     cast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
     with cast, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        inner.layers[0](x, attention_mask=causal, position_embeddings=inner.rotary_emb(x, position_ids),
-                        position_ids=position_ids)
+        inner.layers[0](
+            x, attention_mask=causal, position_embeddings=inner.rotary_emb(x, position_ids), position_ids=position_ids
+        )
     return sum(saved.values()) / (batch * seq)
 
 
@@ -169,8 +194,16 @@ def test_layer_activations_match_what_autograd_keeps():
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
-    config = Qwen3Config(hidden_size=256, intermediate_size=768, num_hidden_layers=1, num_attention_heads=4,
-                         num_key_value_heads=2, head_dim=64, vocab_size=300, attn_implementation="sdpa")
+    config = Qwen3Config(
+        hidden_size=256,
+        intermediate_size=768,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        vocab_size=300,
+        attn_implementation="sdpa",
+    )
     shape = shape_from_config("probe", config.to_dict())
     model = Qwen3ForCausalLM(config).to(torch.bfloat16).train()
     full = _saved_bytes_per_token(model, model.model, 2, 128)
@@ -243,7 +276,9 @@ def test_remedies_follow_the_order_and_never_cut_g():
     assert fixes[0][1].shape.name == "Qwen/Qwen3-0.6B"
     assert all(changed.num_generations == w.num_generations for _, changed in fixes)
     prompts = next(changed for text, changed in fixes if "prompts per step" in text)
-    assert prompts.generation_sequences % w.num_generations == 0 and prompts.generation_sequences < w.generation_sequences
+    assert (
+        prompts.generation_sequences % w.num_generations == 0 and prompts.generation_sequences < w.generation_sequences
+    )
     assert all(plan_memory(changed).peak <= plan_memory(w).peak for _, changed in fixes)
 
 
@@ -264,12 +299,15 @@ def test_unknown_model_names_the_field():
 # --- The CLI and the shipped configs ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("config, fits", [
-    ("recipes/grpo_qwen3_0.6b_full.yaml", True),
-    ("recipes/grpo_qwen3_1.7b_lora.yaml", True),
-    ("recipes/grpo_qwen3_4b_qlora.yaml", True),
-    ("recipes/grpo.yaml", False),
-])
+@pytest.mark.parametrize(
+    "config, fits",
+    [
+        ("recipes/grpo_qwen3_0.6b_full.yaml", True),
+        ("recipes/grpo_qwen3_1.7b_lora.yaml", True),
+        ("recipes/grpo_qwen3_4b_qlora.yaml", True),
+        ("recipes/grpo.yaml", False),
+    ],
+)
 def test_configs_against_the_free_memory_of_the_homework_card(config, fits, capsys):
     plan = main(["--config", str(REPO / config), "--free_gib", "6.9"])
     out = capsys.readouterr().out
@@ -279,14 +317,32 @@ def test_configs_against_the_free_memory_of_the_homework_card(config, fits, caps
         assert "remedies" in out and "5. LoRA" in out
 
 
-@pytest.mark.parametrize("config, differences", [
-    ("recipes/grpo_qwen3_0.6b_full.yaml", {"model_name_or_path", "output_dir"}),
-    ("recipes/grpo_qwen3_1.7b_lora.yaml", {"output_dir", "learning_rate", "use_peft", "lora_r", "lora_alpha",
-                                           "lora_dropout", "lora_target_modules"}),
-    ("recipes/grpo_qwen3_4b_qlora.yaml", {"model_name_or_path", "output_dir", "learning_rate", "use_peft", "lora_r",
-                                          "lora_alpha", "lora_dropout", "lora_target_modules", "load_in_4bit",
-                                          "bnb_4bit_quant_type", "use_bnb_nested_quant"}),
-])
+@pytest.mark.parametrize(
+    "config, differences",
+    [
+        ("recipes/grpo_qwen3_0.6b_full.yaml", {"model_name_or_path", "output_dir"}),
+        (
+            "recipes/grpo_qwen3_1.7b_lora.yaml",
+            {"output_dir", "learning_rate", "use_peft", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"},
+        ),
+        (
+            "recipes/grpo_qwen3_4b_qlora.yaml",
+            {
+                "model_name_or_path",
+                "output_dir",
+                "learning_rate",
+                "use_peft",
+                "lora_r",
+                "lora_alpha",
+                "lora_dropout",
+                "lora_target_modules",
+                "load_in_4bit",
+                "bnb_4bit_quant_type",
+                "use_bnb_nested_quant",
+            },
+        ),
+    ],
+)
 def test_configs_mirror_the_grpo_recipe(config, differences):
     from rlvr.inputs import load_recipe_yaml
 
@@ -295,8 +351,16 @@ def test_configs_mirror_the_grpo_recipe(config, differences):
 
 
 def test_ppo_recipe_plans_the_critic(tmp_path, capsys):
-    plan = main(["--config", str(REPO / "recipes/tiny/ppo.yaml"), "--model_name_or_path", str(tmp_path / "m"),
-                 "--build_tiny_model", "true"])
+    plan = main(
+        [
+            "--config",
+            str(REPO / "recipes/tiny/ppo.yaml"),
+            "--model_name_or_path",
+            str(tmp_path / "m"),
+            "--build_tiny_model",
+            "true",
+        ]
+    )
     assert plan.workload.ppo and "value model" in {p.name for p in plan.parts}
     assert "PPO" in capsys.readouterr().out
 
@@ -309,8 +373,18 @@ def tiny_recipe(tmp_path_factory):
     from rlvr.training.config import load_recipe, validate
 
     path = tmp_path_factory.mktemp("tiny") / "model"  # not built: the planner uses the tiny defaults
-    return validate(load_recipe(["--config", str(REPO / "recipes/tiny/grpo.yaml"), "--model_name_or_path", str(path),
-                                 "--build_tiny_model", "true"]))
+    return validate(
+        load_recipe(
+            [
+                "--config",
+                str(REPO / "recipes/tiny/grpo.yaml"),
+                "--model_name_or_path",
+                str(path),
+                "--build_tiny_model",
+                "true",
+            ]
+        )
+    )
 
 
 def test_check_memory_budget(tiny_recipe, capsys):
@@ -350,8 +424,16 @@ def test_generation_batch_fills_the_free_memory():
     assert generation_batch_for(TINY, 100, 1e15, 2, limit=64) == 64
 
 
-@pytest.mark.parametrize("flag, value", [("--num_processes", "0"), ("--free_gib", "0"), ("--prompt_tokens", "0"),
-                                         ("--free_gib", "nan"), ("--total_gib", "-1")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--num_processes", "0"),
+        ("--free_gib", "0"),
+        ("--prompt_tokens", "0"),
+        ("--free_gib", "nan"),
+        ("--total_gib", "-1"),
+    ],
+)
 def test_planner_rejects_non_positive_numbers_in_one_line(flag, value):
     with pytest.raises(ConfigError, match=f"^{flag}: argument {flag}: must be a positive"):
         main(["--config", str(REPO / "recipes/grpo.yaml"), flag, value])

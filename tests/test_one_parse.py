@@ -54,8 +54,21 @@ def test_a_dry_run_reads_each_recipe_file_once(recipe_reads, tiny_model_dir, tmp
     from rlvr.training.runner import main
 
     child, reads = recipe_reads
-    assert main(["--config", str(child), "--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path / "o"),
-                 "--dry_run", "true"]) is None
+    assert (
+        main(
+            [
+                "--config",
+                str(child),
+                "--model_name_or_path",
+                tiny_model_dir,
+                "--output_dir",
+                str(tmp_path / "o"),
+                "--dry_run",
+                "true",
+            ]
+        )
+        is None
+    )
     assert reads == {"child.yaml": 1, pathlib.Path(FAST_RECIPE).name: 1}
 
 
@@ -73,13 +86,25 @@ def test_a_training_run_reads_each_recipe_file_once(recipe_reads, tiny_model_dir
 
 
 def test_speedups_are_parsed_once_and_kept_on_the_recipe(monkeypatch, tiny_model_dir):
-    import rlvr.training.config as config
+    from rlvr.training import config
 
     calls = []
     real = config.parse_speedups
     monkeypatch.setattr(config, "parse_speedups", lambda value: calls.append(value) or real(value))
-    recipe = config.validate(config.load_recipe(["--config", FAST_RECIPE, "--model_name_or_path", tiny_model_dir,
-                                                 "--speedups", "shared_prefix", "--dry_run", "true"]))
+    recipe = config.validate(
+        config.load_recipe(
+            [
+                "--config",
+                FAST_RECIPE,
+                "--model_name_or_path",
+                tiny_model_dir,
+                "--speedups",
+                "shared_prefix",
+                "--dry_run",
+                "true",
+            ]
+        )
+    )
     assert recipe.speedups == frozenset({"shared_prefix"}) and calls == ["shared_prefix"]
 
 
@@ -91,14 +116,20 @@ def test_a_sweep_variant_parses_from_memory(monkeypatch, tmp_path):
 
     from rlvr.training.config import load_recipe
 
-    base = yaml.safe_load(open(FAST_RECIPE))
+    base = yaml.safe_load(pathlib.Path(FAST_RECIPE).read_text())
     opened = []
 
     def watch(real):
         return lambda *args, **kwargs: opened.append(args[0]) or real(*args, **kwargs)
 
-    for owner, name in ((builtins, "open"), (io, "open"), (os, "open"), (pathlib.Path, "open"),
-                        (pathlib.Path, "read_text"), (pathlib.Path, "read_bytes")):
+    for owner, name in (
+        (builtins, "open"),
+        (io, "open"),
+        (os, "open"),
+        (pathlib.Path, "open"),
+        (pathlib.Path, "read_text"),
+        (pathlib.Path, "read_bytes"),
+    ):
         monkeypatch.setattr(owner, name, watch(getattr(owner, name)))
     loaded = load_recipe(["--dry_run", "true"], config={**base, "num_generations": 2}, source="sweep run 'x'")
     assert loaded.training.num_generations == 2 and loaded.yaml["num_generations"] == 2

@@ -16,8 +16,11 @@ def test_reward_components_run_once_per_generation_batch(run_recipe, monkeypatch
 
     # Every module of the package that holds the function (imported by name) gets the counter, so a second caller
     # anywhere in rlvr is counted too.
-    holders = [module for name, module in list(sys.modules.items())
-               if name.startswith("rlvr") and getattr(module, "reward_components", None) is original]
+    holders = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith("rlvr") and getattr(module, "reward_components", None) is original
+    ]
     assert components_module in holders
     for module in holders:
         monkeypatch.setattr(module, "reward_components", counted)

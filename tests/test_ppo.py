@@ -33,7 +33,10 @@ def test_gae_with_discount_and_lambda_one_is_discounted_return_minus_value():
 
 def test_sequence_reward_lands_on_the_last_real_token_and_whitening_ignores_padding():
     mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
-    assert sequence_reward_on_last_token(torch.tensor([2.0, -1.0]), mask).tolist() == [[0.0, 2.0, 0.0], [0.0, 0.0, -1.0]]
+    assert sequence_reward_on_last_token(torch.tensor([2.0, -1.0]), mask).tolist() == [
+        [0.0, 2.0, 0.0],
+        [0.0, 0.0, -1.0],
+    ]
     whitened = masked_whiten(torch.tensor([[1.0, 3.0, 100.0], [1.0, 3.0, 2.0]]), mask)
     assert whitened[0, 2] == 0.0 and (whitened * mask).sum().abs() < 1e-5
 
@@ -43,7 +46,14 @@ def test_two_ppo_steps_give_policy_and_critic_finite_updates(run_recipe, tiny_mo
 
     recipe = str(REPO / "recipes" / "tiny" / "ppo.yaml")
     trainer, out = run_recipe(
-        "--max_steps", "2", "--generation_batch_size", "8", "--per_device_train_batch_size", "8", "--beta", "0.05",
+        "--max_steps",
+        "2",
+        "--generation_batch_size",
+        "8",
+        "--per_device_train_batch_size",
+        "8",
+        "--beta",
+        "0.05",
         recipe=recipe,
     )
     critic_before = PPOTrainer._build_value_model(trainer, None)[0].state_dict()  # fresh init from the same weights
@@ -57,8 +67,15 @@ def test_two_ppo_steps_give_policy_and_critic_finite_updates(run_recipe, tiny_mo
     rows = [row for row in read_jsonl(f"{out}/metrics.jsonl") if "loss" in row]
     # metrics.jsonl writes a NaN or inf as null
     assert all(row[key] is not None and math.isfinite(row[key]) for row in rows for key in ("loss", "ppo/value_loss"))
-    for key in ("ppo/value_loss", "ppo/explained_variance", "ppo/value_clipfrac", "ppo/advantage_early",
-                "ppo/advantage_late", "ppo/kl_penalty", "avg_correctness"):
+    for key in (
+        "ppo/value_loss",
+        "ppo/explained_variance",
+        "ppo/value_clipfrac",
+        "ppo/advantage_early",
+        "ppo/advantage_late",
+        "ppo/kl_penalty",
+        "avg_correctness",
+    ):
         assert key in rows[0], key
     assert rows[0]["zero_std_frac/total"] == 1.0  # one rollout per prompt: no group contrast, by construction
     assert (Path(out) / "value_model" / "config.json").exists()

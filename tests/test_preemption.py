@@ -37,16 +37,33 @@ MAX_STEPS = 4
 # The step whose record triggers the signal: the run is then inside step k + 1, so it stops after k or k + 1 (both
 # < MAX_STEPS), with steps on both sides of the checkpoint. Fixed, so a failure reruns the same case.
 SIGNAL_STEP = {"one process": 2, "two processes": 1}
-COMMON = ["--config", FAST_RECIPE, "--report_to", "none", "--print_rollouts", "false", "--max_steps", str(MAX_STEPS),
-          "--max_completion_length", "16", "--seed", "42", "--resume_from_checkpoint", "true"]
-STOP_LINE = re.compile(r"^stopped by (SIG\w+|a signal on another rank) after step (\d+): checkpoint (\S+); "
-                       r"rerun the same command with --resume_from_checkpoint true$")
+COMMON = [
+    "--config",
+    FAST_RECIPE,
+    "--report_to",
+    "none",
+    "--print_rollouts",
+    "false",
+    "--max_steps",
+    str(MAX_STEPS),
+    "--max_completion_length",
+    "16",
+    "--seed",
+    "42",
+    "--resume_from_checkpoint",
+    "true",
+]
+STOP_LINE = re.compile(
+    r"^stopped by (SIG\w+|a signal on another rank) after step (\d+): checkpoint (\S+); "
+    r"rerun the same command with --resume_from_checkpoint true$"
+)
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
 
 
-
 def logged_steps(out: Path) -> list[dict]:
-    return [row for row in read_jsonl(out / "metrics.jsonl") if "loss" in row] if (out / "metrics.jsonl").exists() else []
+    return (
+        [row for row in read_jsonl(out / "metrics.jsonl") if "loss" in row] if (out / "metrics.jsonl").exists() else []
+    )
 
 
 def signal_at_step(process: subprocess.Popen, out: Path, step: int, target_pid: int | None = None) -> tuple[str, str]:
@@ -96,18 +113,38 @@ def test_sigterm_mid_run_resumes_as_if_uninterrupted(tiny_model_dir, tmp_path):
     out, reference = tmp_path / "preempted", tmp_path / "uninterrupted"
     k = SIGNAL_STEP["one process"]
 
-    first = subprocess.Popen([*command, "--output_dir", str(out)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [*command, "--output_dir", str(out)],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _, stderr = signal_at_step(first, out, k)
     step = check_stop(first.returncode, stderr, out, k)
 
-    resumed = subprocess.run([*command, "--output_dir", str(out)], cwd=REPO, env=ENV, capture_output=True, text=True,
-                             timeout=300, check=False)
+    resumed = subprocess.run(
+        [*command, "--output_dir", str(out)],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"[resume] from {out / f'checkpoint-{step}'}" in resumed.stdout
     assert load_run(out).finished
-    whole = subprocess.run([*command, "--output_dir", str(reference)], cwd=REPO, env=ENV, capture_output=True,
-                           text=True, timeout=300, check=False)
+    whole = subprocess.run(
+        [*command, "--output_dir", str(reference)],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert whole.returncode == 0, whole.stderr[-3000:]
     same_records(out, reference)
     counters = [(r["generation_step"], r["generated_samples"]) for r in logged_steps(out)]
@@ -121,8 +158,9 @@ def worker_pids(launcher_pid: int) -> dict[int, int]:
         pids = {}
         for task in Path(f"/proc/{launcher_pid}/task").iterdir():
             for pid in (task / "children").read_text().split():
-                env = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0")
-                           if "=" in item)
+                env = dict(
+                    item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item
+                )
                 if "RANK" in env:
                     pids[int(env["RANK"])] = int(pid)
         if len(pids) == 2:
@@ -134,14 +172,33 @@ def worker_pids(launcher_pid: int) -> dict[int, int]:
 @pytest.mark.serial
 def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_model_dir, tmp_path):
     """2 processes x 8 completions, one generation step per optimizer step; SIGTERM to rank 1 alone."""
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "recipes/grpo.py",
-              *COMMON, "--model_name_or_path", tiny_model_dir, "--use_cpu", "true",
-              "--per_device_train_batch_size", "8"]
+    launch = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "recipes/grpo.py",
+        *COMMON,
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--use_cpu",
+        "true",
+        "--per_device_train_batch_size",
+        "8",
+    ]
     out, reference = tmp_path / "preempted", tmp_path / "uninterrupted"
     k = SIGNAL_STEP["two processes"]
 
-    first = subprocess.Popen([*launch, "--output_dir", str(out)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [*launch, "--output_dir", str(out)],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ranks = worker_pids(first.pid)
     _, stderr = signal_at_step(first, out, k, target_pid=ranks[1])
     # rank 0 never got the signal: it stops because rank 1 did, after the same step, and prints the line
@@ -154,8 +211,15 @@ def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_
     assert [r["step"] for r in logged_steps(out)] == list(range(1, step + 1))
 
     for target in (out, reference):
-        result = subprocess.run([*launch, "--output_dir", str(target)], cwd=REPO, env=ENV, capture_output=True,
-                                text=True, timeout=300, check=False)
+        result = subprocess.run(
+            [*launch, "--output_dir", str(target)],
+            cwd=REPO,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
     same_records(out, reference)
 
@@ -170,8 +234,11 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
     from rlvr.training.stopping import PreemptionCallback
 
     callback = PreemptionCallback()
-    args, state, control = SimpleNamespace(output_dir=str(tmp_path), device="cpu"), SimpleNamespace(global_step=7), \
-        TrainerControl()
+    args, state, control = (
+        SimpleNamespace(output_dir=str(tmp_path), device="cpu"),
+        SimpleNamespace(global_step=7),
+        TrainerControl(),
+    )
     before = signal.getsignal(signal.SIGINT)
     callback.on_train_begin(args, state, control)
     try:
@@ -183,8 +250,10 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
         assert control.should_save and control.should_training_stop and callback.stop is None
         callback.on_save(args, state, control)
         assert callback.stop.status == 130
-        assert callback.stop.line == (f"stopped by SIGINT after step 7: checkpoint {tmp_path / 'checkpoint-7'}; "
-                                      "rerun the same command with --resume_from_checkpoint true")
+        assert callback.stop.line == (
+            f"stopped by SIGINT after step 7: checkpoint {tmp_path / 'checkpoint-7'}; "
+            "rerun the same command with --resume_from_checkpoint true"
+        )
     finally:
         callback.on_train_end(args, state, control)
     assert signal.getsignal(signal.SIGINT) is before
@@ -192,15 +261,18 @@ def test_sigint_sets_a_flag_the_step_end_acts_on(tmp_path):
 
 def test_a_second_signal_ends_the_process_at_once():
     """Ctrl-C twice: the first is honoured at the step end, the second takes the default action immediately."""
-    code = ("import os, signal, types\n"
-            "from rlvr.training.stopping import PreemptionCallback\n"
-            "cb = PreemptionCallback()\n"
-            "cb.on_train_begin(None, None, None)\n"
-            "os.kill(os.getpid(), signal.SIGTERM)\n"
-            "print('first signal recorded', cb.signal, flush=True)\n"
-            "os.kill(os.getpid(), signal.SIGTERM)\n"
-            "print('still running')\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=ENV, capture_output=True, text=True,
-                            timeout=120, check=False)
+    code = (
+        "import os, signal, types\n"
+        "from rlvr.training.stopping import PreemptionCallback\n"
+        "cb = PreemptionCallback()\n"
+        "cb.on_train_begin(None, None, None)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "print('first signal recorded', cb.signal, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "print('still running')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == -signal.SIGTERM, result.stderr[-2000:]
     assert result.stdout.splitlines() == [f"first signal recorded {int(signal.SIGTERM)}"]

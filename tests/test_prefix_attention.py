@@ -10,8 +10,17 @@ from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qw
 
 from rlvr.speedups import prefix_attention
 
-SMALL = dict(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=256, pad_token_id=60, eos_token_id=59)
+SMALL = {
+    "vocab_size": 61,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "pad_token_id": 60,
+    "eos_token_id": 59,
+}
 FAMILIES = {
     "qwen3": lambda: Qwen3Config(**SMALL, head_dim=8),  # q/k norms, no biases
     "qwen2": lambda: Qwen2Config(**SMALL),  # q/k/v biases, no norms
@@ -57,18 +66,19 @@ def test_restated_logits_match_the_models_own_forward(family):
     ids, mask = _left_padded(prefix_ids, rest)
     assert prefix_attention.reason_not(model) is None
     with torch.no_grad():
-        full = model(input_ids=ids, attention_mask=mask).logits[:, len(prefix_ids):]
+        full = model(input_ids=ids, attention_mask=mask).logits[:, len(prefix_ids) :]
         net = prefix_attention.Restated(model)
         width = max(len(r) for r in rest)
         lengths = torch.tensor([len(r) for r in rest])
         rest_ids = torch.zeros(len(rest), width, dtype=torch.long)
         for i, r in enumerate(rest):
-            rest_ids[i, width - len(r):] = r
+            rest_ids[i, width - len(r) :] = r
         columns = torch.arange(width)
         valid = columns[None, :] >= (width - lengths)[:, None]
         positions = (len(prefix_ids) + columns[None, :] - (width - lengths)[:, None]).clamp(min=len(prefix_ids))
-        bias = prefix_attention.attention_bias(valid[:, None, :] & (columns[None, :] <= columns[:, None])[None],
-                                               len(prefix_ids), net.heads // net.kv_heads)
+        bias = prefix_attention.attention_bias(
+            valid[:, None, :] & (columns[None, :] <= columns[:, None])[None], len(prefix_ids), net.heads // net.kv_heads
+        )
         hidden, _ = net.forward(rest_ids, net.rope(positions), net.prefix(prefix_ids), bias)
         restated = net.logits(hidden)
     # left-padded rows end with their rest of prompt, in the same last columns as the right-aligned layout
@@ -77,10 +87,10 @@ def test_restated_logits_match_the_models_own_forward(family):
 
 
 GENERATION = {
-    "plain sampling": dict(do_sample=True),
-    "temperature, top-k, top-p": dict(do_sample=True, temperature=0.7, top_k=20, top_p=0.9),
-    "min-p and repetition penalty": dict(do_sample=True, min_p=0.05, repetition_penalty=1.3),
-    "greedy": dict(do_sample=False),
+    "plain sampling": {"do_sample": True},
+    "temperature, top-k, top-p": {"do_sample": True, "temperature": 0.7, "top_k": 20, "top_p": 0.9},
+    "min-p and repetition penalty": {"do_sample": True, "min_p": 0.05, "repetition_penalty": 1.3},
+    "greedy": {"do_sample": False},
 }
 
 
@@ -98,7 +108,7 @@ def test_sampling_loop_draws_generates_tokens_with_the_same_seed(family, setting
     assert prefix_attention.reason_not(model, prefix_attention.prepared(model, config)) is None
     ids, mask = _left_padded(prefix_ids, rest)
     torch.manual_seed(3)
-    expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1]:]
+    expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1] :]
     torch.manual_seed(3)
     got = prefix_attention.sample(model, config, prefix_ids, rest, group_prompts=group_prompts)
     assert got.shape == expected.shape
@@ -114,8 +124,10 @@ def test_random_stream_after_sampling_is_generates():
     config = GenerationConfig(max_new_tokens=10, do_sample=True, pad_token_id=60, eos_token_id=[59, 7])
     ids, mask = _left_padded(prefix_ids, rest)
     after = []
-    for run in (lambda: model.generate(input_ids=ids, attention_mask=mask, generation_config=config),
-                lambda: prefix_attention.sample(model, config, prefix_ids, rest)):
+    for run in (
+        lambda: model.generate(input_ids=ids, attention_mask=mask, generation_config=config),
+        lambda: prefix_attention.sample(model, config, prefix_ids, rest),
+    ):
         torch.manual_seed(5)
         run()
         after.append(torch.rand(4))
@@ -134,7 +146,8 @@ def test_it_says_no_to_what_it_does_not_restate():
     assert "sliding" in prefix_attention.reason_not(sliding)
     torch.manual_seed(0)
     dynamic = AutoModelForCausalLM.from_config(
-        Qwen3Config(**SMALL, head_dim=8, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}))
+        Qwen3Config(**SMALL, head_dim=8, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4})
+    )
     assert "dynamic RoPE" in prefix_attention.reason_not(dynamic)  # frequencies that move with the length
     from peft import LoraConfig, get_peft_model
 
@@ -155,11 +168,22 @@ def test_evaluation_samples_the_same_completions_with_and_without_it(tiny_model_
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
-    prompts = [[{"role": "system", "content": "Spell the word backward inside <answer></answer>."},
-                {"role": "user", "content": f"Spell this word backward: {word}"}] for word in ("sun", "river", "at", "planet")]
+    prompts = [
+        [
+            {"role": "system", "content": "Spell the word backward inside <answer></answer>."},
+            {"role": "user", "content": f"Spell this word backward: {word}"},
+        ]
+        for word in ("sun", "river", "at", "planet")
+    ]
     chunk = prompt_token_ids(tokenizer, prompts, None)
-    settings = {"max_new_tokens": 16, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": None,
-                "repetition_penalty": 1.0}
+    settings = {
+        "max_new_tokens": 16,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": 0,
+        "min_p": None,
+        "repetition_penalty": 1.0,
+    }
     results = []
     for speedups in (frozenset(), frozenset({"prefix_attention"})):
         sample = hf_sampler(model, tokenizer, settings, 3, "cpu", None, speedups)
@@ -178,7 +202,7 @@ def test_without_an_eos_every_row_runs_to_max_new_tokens_as_in_generate():
     config = GenerationConfig(max_new_tokens=6, do_sample=True, pad_token_id=60, eos_token_id=None)
     ids, mask = _left_padded(prefix_ids, rest)
     torch.manual_seed(4)
-    expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1]:]
+    expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, ids.shape[1] :]
     torch.manual_seed(4)
     got = prefix_attention.sample(model, config, prefix_ids, rest)
     assert got.shape == (4, 6) and torch.equal(got, expected)

@@ -3,6 +3,7 @@ a real tiny run's records; and the two-line readings on a plain `trl.GRPOTrainer
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -32,10 +33,16 @@ def scored_batch(texts, G, truncated=None, answer="nus", task="spell_backward") 
     """A batch scored by the real reward functions, every row asking for `answer`."""
     answers = [answer] * len(texts)
     rewards = torch.tensor([correctness(texts, answers), format(texts)], dtype=torch.float32).T
-    return RewardBatch(rewards_per_func=rewards, names=["correctness", "format"], weights=torch.tensor([1.0, 0.5]),
-                       num_generations=G, completions=list(texts),
-                       rows=[{"answer": answer, "task": task} for _ in texts],
-                       completion_lengths=[len(t) for t in texts], truncated=truncated)
+    return RewardBatch(
+        rewards_per_func=rewards,
+        names=["correctness", "format"],
+        weights=torch.tensor([1.0, 0.5]),
+        num_generations=G,
+        completions=list(texts),
+        rows=[{"answer": answer, "task": task} for _ in texts],
+        completion_lengths=[len(t) for t in texts],
+        truncated=truncated,
+    )
 
 
 def test_a_completion_is_truncated_when_it_does_not_end_in_a_stop_token():
@@ -68,30 +75,39 @@ def test_zero_std_sides_on_hand_made_groups():
     ]
     batch = scored_batch([t for g, _ in groups for t in g], 2, truncated=[c for _, cut in groups for c in cut])
     assert flat_groups(batch.components()["total"], 2).tolist() == [True] * 3 + [False] + [True] * 2 + [False]
-    assert zero_std_sides(batch) == pytest.approx({
-        "zero_std_side/all_wrong": 4 / 7, "zero_std_side/all_correct": 1 / 7,
-        "zero_std_side/all_truncated": 2 / 7, "zero_std_side/identical": 3 / 7,
-    })
+    assert zero_std_sides(batch) == pytest.approx(
+        {
+            "zero_std_side/all_wrong": 4 / 7,
+            "zero_std_side/all_correct": 1 / 7,
+            "zero_std_side/all_truncated": 2 / 7,
+            "zero_std_side/identical": 3 / 7,
+        }
+    )
     readings = batch_readings(batch)  # the one dict ReadingsCallback and the plain-TRL readings log
     assert readings["zero_std_frac/total"] == pytest.approx(5 / 7) and "step/hollow_format" in readings
-    assert set(zero_std_sides(scored_batch([RIGHT] * 2, 2))) == {"zero_std_side/all_wrong",
-                                                                 "zero_std_side/all_correct",
-                                                                 "zero_std_side/identical"}  # no ids, no truncation
+    assert set(zero_std_sides(scored_batch([RIGHT] * 2, 2))) == {
+        "zero_std_side/all_wrong",
+        "zero_std_side/all_correct",
+        "zero_std_side/identical",
+    }  # no ids, no truncation
 
 
-@pytest.mark.parametrize("text, hollow", [
-    (RIGHT, False),
-    ("<think>s n u</think><answer>snu</answer>", False),  # a wrong attempt built from the word's letters relates
-    ("<think>SUN</think><answer>nus</answer>", False),
-    ("<think></think><answer>nus</answer>", True),  # empty think
-    ("<think> \n </think><answer>nus</answer>", True),  # whitespace think
-    ("<think>s u n</think><answer>  </answer>", True),  # empty answer
-    ("</answer></think><think><answer>", True),  # the four tags, nothing between them
-    ("<think>let me think</think><answer>nus</answer>", True),  # filler: unrelated to the word
-    ("<think>c o w -> w o c</think><answer>nus</answer>", True),  # another word's spelling
-    ("<think>123</think><answer>nus</answer>", True),  # no letters at all
-    ("<think></think><answer>nus", False),  # not full format: the format reward does not pay it in full
-])
+@pytest.mark.parametrize(
+    "text, hollow",
+    [
+        (RIGHT, False),
+        ("<think>s n u</think><answer>snu</answer>", False),  # a wrong attempt built from the word's letters relates
+        ("<think>SUN</think><answer>nus</answer>", False),
+        ("<think></think><answer>nus</answer>", True),  # empty think
+        ("<think> \n </think><answer>nus</answer>", True),  # whitespace think
+        ("<think>s u n</think><answer>  </answer>", True),  # empty answer
+        ("</answer></think><think><answer>", True),  # the four tags, nothing between them
+        ("<think>let me think</think><answer>nus</answer>", True),  # filler: unrelated to the word
+        ("<think>c o w -> w o c</think><answer>nus</answer>", True),  # another word's spelling
+        ("<think>123</think><answer>nus</answer>", True),  # no letters at all
+        ("<think></think><answer>nus", False),  # not full format: the format reward does not pay it in full
+    ],
+)
 def test_hollow_content_for_spell_backward(text, hollow):
     assert hollow_content(text, {"answer": "nus", "task": "spell_backward"}) is hollow
 
@@ -106,6 +122,7 @@ def test_hollow_content_judges_only_emptiness_for_tasks_without_a_relatedness_ru
 
 # ---- a real run through our trainer: the new keys recounted from rollouts.jsonl -----------------------------------
 
+
 def recount_from_rollouts(rollouts: list[dict], G: int) -> dict[str, float]:
     """The new readings of one step, from its rollouts alone (rows in the logged order, G contiguous a group)."""
     cut = torch.tensor([r["truncated"] for r in rollouts])
@@ -118,8 +135,12 @@ def recount_from_rollouts(rollouts: list[dict], G: int) -> dict[str, float]:
         "zero_std_side/all_wrong": (flat & ~solved.view(-1, G).any(1)).float().mean().item(),
         "zero_std_side/all_correct": (flat & solved.view(-1, G).all(1)).float().mean().item(),
         "zero_std_side/all_truncated": (flat & cut.view(-1, G).all(1)).float().mean().item(),
-        "zero_std_side/identical": (flat & torch.tensor([len(set(texts[i:i + G])) == 1
-                                                         for i in range(0, len(texts), G)])).float().mean().item(),
+        "zero_std_side/identical": (
+            flat & torch.tensor([len(set(texts[i : i + G])) == 1 for i in range(0, len(texts), G)])
+        )
+        .float()
+        .mean()
+        .item(),
     }
     if (~solved).any():
         out["step/truncated_wrong"] = cut[~solved].float().mean().item()
@@ -160,7 +181,7 @@ def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
 
     assert smoothed([2.0] * 4) == pytest.approx([2.0] * 4)  # debiased: no pull toward 0 at the start
     step = smoothed([0.0] * 3 + [1.0] * 7)
-    assert step[:3] == [0.0] * 3 and all(a < b < 1.0 for a, b in zip(step[3:], step[4:]))
+    assert step[:3] == [0.0] * 3 and all(a < b < 1.0 for a, b in itertools.pairwise(step))
     assert step[3] == pytest.approx(0.4 / (1 - 0.6**4))  # 0.6 x 0 + 0.4 x 1, debiased at the 4th point
     rows = [{"step": i, "avg_penalty": 0.0, "zero_std_frac/penalty": 1.0, "zero_std_frac/total": 0.5} for i in range(6)]
     keys = ["avg_penalty", "zero_std_frac/penalty", "zero_std_frac/total"]
@@ -171,18 +192,30 @@ def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
 
 # ---- the readings on a plain trl.GRPOTrainer ---------------------------------------------------------------------
 
+
 def test_group_stats_on_a_plain_trainer_without_the_readings_stops_the_run_loudly(tiny_model_dir, tmp_path):
     from rlvr.data import DataSpec, build_dataset
     from trl import GRPOConfig, GRPOTrainer
 
     from rlvr.metrics.readings import ReadingsCallback
 
-    data = build_dataset(DataSpec.from_dict({"size": 20, "test_size": 2, "system_prompt": "tiny",
-                                             "specs": [{"name": "spell_backward"}]}))["train"]
-    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_steps=1, num_generations=2,
-                      per_device_train_batch_size=4, max_completion_length=8, report_to="none", save_strategy="no")
-    trainer = GRPOTrainer(model=tiny_model_dir, reward_funcs=[format], args=args, train_dataset=data,
-                          callbacks=[ReadingsCallback()])
+    data = build_dataset(
+        DataSpec.from_dict({"size": 20, "test_size": 2, "system_prompt": "tiny", "specs": [{"name": "spell_backward"}]})
+    )["train"]
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        max_steps=1,
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_completion_length=8,
+        report_to="none",
+        save_strategy="no",
+    )
+    trainer = GRPOTrainer(
+        model=tiny_model_dir, reward_funcs=[format], args=args, train_dataset=data, callbacks=[ReadingsCallback()]
+    )
     with pytest.raises(RuntimeError, match="with_readings"):
         trainer.train()
 
@@ -202,7 +235,7 @@ def recount_from_completions(output_dir: Path, G: int, weights=(1.0, 0.5)) -> di
         components = reward_components(rewards, ["correctness", "format"], torch.tensor(weights))
         texts = [completion_text(list(c) if not isinstance(c, str) else c) for c in table["completion"]]
         flat = flat_groups(components["total"], G)
-        identical = torch.tensor([len(set(texts[i:i + G])) == 1 for i in range(0, len(texts), G)])
+        identical = torch.tensor([len(set(texts[i : i + G])) == 1 for i in range(0, len(texts), G)])
         recount = {f"zero_std_frac/{name}": zero_std_fraction(values, G) for name, values in components.items()}
         recount["avg_total"] = components["total"].mean().item()
         recount["zero_std_side/identical"] = (flat & identical).float().mean().item()
@@ -211,7 +244,9 @@ def recount_from_completions(output_dir: Path, G: int, weights=(1.0, 0.5)) -> di
 
 
 def check_plain_run(output_dir: Path, G: int, steps: int) -> list[dict]:
-    history = [row for row in json.loads((output_dir / "trainer_state.json").read_text())["log_history"] if "loss" in row]
+    history = [
+        row for row in json.loads((output_dir / "trainer_state.json").read_text())["log_history"] if "loss" in row
+    ]
     recounts = recount_from_completions(output_dir, G)
     assert [row["step"] for row in history] == list(range(1, steps + 1)) == sorted(recounts)
     for row in history:
@@ -221,14 +256,26 @@ def check_plain_run(output_dir: Path, G: int, steps: int) -> list[dict]:
             else:
                 assert row[key] == pytest.approx(value, rel=1e-6), (row["step"], key)
         assert row["step/truncated"] == pytest.approx(row["completions/clipped_ratio"], abs=1e-6)
-        assert {"step/false_full_credit", "step/hollow_format", "zero_std_side/all_wrong",
-                "zero_std_side/all_truncated"} <= set(row)
+        assert {
+            "step/false_full_credit",
+            "step/hollow_format",
+            "zero_std_side/all_wrong",
+            "zero_std_side/all_truncated",
+        } <= set(row)
     return history
 
 
 EXAMPLE = REPO / "examples" / "plain_trl_grpo.py"
-EXAMPLE_FLAGS = ["--max_steps", "2", "--max_completion_length", "24", "--scale_rewards", "batch",
-                 "--num_completions_to_print", "0"]
+EXAMPLE_FLAGS = [
+    "--max_steps",
+    "2",
+    "--max_completion_length",
+    "24",
+    "--scale_rewards",
+    "batch",
+    "--num_completions_to_print",
+    "0",
+]
 
 
 def load_example():
@@ -244,8 +291,10 @@ def test_the_plain_trl_example_logs_zero_std_fractions_equal_to_a_recount(tmp_pa
     """One process, 12 completions a step in two micro-batches, `scale_rewards: batch` (where TRL's own
     `frac_reward_zero_std` is all-or-nothing): the readings stay per group and match the completions TRL logged."""
     out = tmp_path / "plain"
-    trainer = load_example().main(["--output_dir", str(out), "--gradient_accumulation_steps", "2", *EXAMPLE_FLAGS],
-                                  model=str(REPO / "models" / "tiny-speller"))
+    trainer = load_example().main(
+        ["--output_dir", str(out), "--gradient_accumulation_steps", "2", *EXAMPLE_FLAGS],
+        model=str(REPO / "models" / "tiny-speller"),
+    )
     assert type(trainer).__module__.startswith("trl.")  # TRL's trainer, not ours
     history = check_plain_run(out, G=4, steps=2)
     assert all(row["frac_reward_zero_std"] in (0.0, 1.0) for row in history)  # TRL's, under scale_rewards: batch
@@ -255,10 +304,25 @@ def test_the_plain_trl_example_logs_zero_std_fractions_equal_to_a_recount(tmp_pa
 def test_the_plain_trl_example_across_two_processes(tmp_path):
     """torchrun with 2 processes of 6 rows: the second prompt group straddles the ranks and is judged whole."""
     out = tmp_path / "plain-2"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
-           "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE),
-           "--output_dir", str(out), *EXAMPLE_FLAGS]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+        "PYTHONPATH": str(REPO),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(EXAMPLE),
+        "--output_dir",
+        str(out),
+        *EXAMPLE_FLAGS,
+    ]
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     check_plain_run(out, G=4, steps=2)
@@ -269,21 +333,35 @@ def test_evaluation_reports_the_watches_by_word_length():
     from rlvr.metrics.scoring import summarize
 
     def record(prompt_id, length, text, answer, cut):
-        return {"prompt_id": prompt_id, "difficulty": length, "completion": text, "answer": answer,
-                "task": "spell_backward", "truncated": cut, "completion_tokens": len(text),
-                "exact": text.endswith(f"<answer>{answer}</answer>"), "correctness": correctness([text], [answer])[0],
-                "format": format([text])[0]}
+        return {
+            "prompt_id": prompt_id,
+            "difficulty": length,
+            "completion": text,
+            "answer": answer,
+            "task": "spell_backward",
+            "truncated": cut,
+            "completion_tokens": len(text),
+            "exact": text.endswith(f"<answer>{answer}</answer>"),
+            "correctness": correctness([text], [answer])[0],
+            "format": format([text])[0],
+        }
 
     three = [record(0, 3, RIGHT, "nus", False), record(0, 3, "<think>s u n ->", "nus", True)]
-    four = [record(1, 4, "<think></think><answer>drow</answer>", "drow", False),
-            record(1, 4, "<think>w o r d ->", "drow", True)]
+    four = [
+        record(1, 4, "<think></think><answer>drow</answer>", "drow", False),
+        record(1, 4, "<think>w o r d ->", "drow", True),
+    ]
     summary = summarize(three + four, 2, [1], components=("correctness", "format"))
     assert summary["by_length"]["3"]["truncated"] == 0.5 and summary["by_length"]["3"]["truncated_wrong"] == 1.0
     assert summary["by_length"]["3"]["hollow_format"] == 0.0 and summary["by_length"]["4"]["hollow_format"] == 0.5
     assert summary["by_length"]["4"]["truncated_wrong"] == 1.0  # the hollow one has the exact answer: right
     assert summary["overall"]["truncated"] == 0.5 and summary["overall"]["false_full_credit"] == 0.0
-    assert format_table(summary).splitlines()[0].split()[-4:] == ["false_full_credit", "truncated", "truncated_wrong",
-                                                                  "hollow_format"]
+    assert format_table(summary).splitlines()[0].split()[-4:] == [
+        "false_full_credit",
+        "truncated",
+        "truncated_wrong",
+        "hollow_format",
+    ]
 
 
 def test_the_zero_std_figures_all_wrong_panels_agree_where_the_old_definitions_differed(tmp_path):
@@ -296,18 +374,24 @@ def test_the_zero_std_figures_all_wrong_panels_agree_where_the_old_definitions_d
     texts = [near, near, RIGHT, RIGHT, wrong, wrong]
     answers = ["nus"] * len(texts)
     rewards = torch.tensor([correctness(texts, answers), format(texts), success(texts, answers)]).T
-    batch = RewardBatch(rewards_per_func=rewards, names=["correctness", "format", "success"],  # as a run measures
-                        weights=torch.tensor([1.0, 0.5, 0.0]), num_generations=2, completions=texts,
-                        rows=[{"answer": "nus", "task": "spell_backward"} for _ in texts],
-                        completion_lengths=[len(t) for t in texts])
+    batch = RewardBatch(
+        rewards_per_func=rewards,
+        names=["correctness", "format", "success"],  # as a run measures
+        weights=torch.tensor([1.0, 0.5, 0.0]),
+        num_generations=2,
+        completions=texts,
+        rows=[{"answer": "nus", "task": "spell_backward"} for _ in texts],
+        completion_lengths=[len(t) for t in texts],
+    )
     correctness_of = batch.components()["correctness"].tolist()
     assert 0 < correctness_of[0] < 1 and correctness_of[4] == 0  # where the old definitions split
     assert flat_groups(batch.components()["total"], 2).all()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     state = SimpleNamespace(is_world_process_zero=True, global_step=0)
-    RolloutLogCallback(print_rollouts=False).on_rewards(SimpleNamespace(output_dir=str(run_dir)), state, None,
-                                                       batch=batch)
+    RolloutLogCallback(print_rollouts=False).on_rewards(
+        SimpleNamespace(output_dir=str(run_dir)), state, None, batch=batch
+    )
     row = {"step": 1, GENERATED_SAMPLES: batch.size, LOSS: 0.0, **batch_readings(batch)}
     (run_dir / layout.METRICS).write_text(json.dumps(row) + "\n")
     run = load_run(run_dir)

@@ -20,14 +20,16 @@ def extending_section() -> str:
 
 def blocks(section: str) -> dict[str, str]:
     """language -> body of each fenced block of the section."""
-    return {m.group(1): m.group(2) for m in re.finditer(r"^```(\w+)\n(.*?)^```", section, flags=re.S | re.M)}
+    return {
+        m.group(1): m.group(2) for m in re.finditer(r"^```(\w+)\n(.*?)^```", section, flags=re.DOTALL | re.MULTILINE)
+    }
 
 
 def test_readme_extending_example_runs_as_written(tmp_path):
     found = blocks(extending_section())
     assert {"python", "yaml", "bash"} <= set(found)
     for language in ("python", "yaml"):  # each file block names its path on its first line
-        first, body = found[language].split("\n", 1)
+        first, _body = found[language].split("\n", 1)
         target = tmp_path / first.lstrip("# ").strip()
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(found[language])

@@ -24,9 +24,10 @@ def test_logged_zero_std_fractions_equal_a_recount_from_the_rollouts(run_recipe)
         step_rollouts = [r for r in rollouts if r["step"] == row["step"]]
         assert len(step_rollouts) == 16
         for key in [k for k in row if k.startswith(ZERO_STD_PREFIX)]:
-            component = key[len(ZERO_STD_PREFIX):]
-            values = torch.tensor([float("nan") if r[component] is None else r[component] for r in step_rollouts],
-                                  dtype=torch.float32)
+            component = key[len(ZERO_STD_PREFIX) :]
+            values = torch.tensor(
+                [float("nan") if r[component] is None else r[component] for r in step_rollouts], dtype=torch.float32
+            )
             assert row[key] == pytest.approx(zero_std_fraction(values, G), abs=1e-9), (row["step"], key)
             checked += 1
     assert checked >= 3 * 6  # correctness, format, success, binary, total, penalty at every step

@@ -71,11 +71,18 @@ def test_correctness_parity_on_random_completions():
 def test_partial_credit_and_other_tasks():
     assert correctness(["<answer>nux</answer>"], answer=["nus"], metadata=[META]) == [pytest.approx(2 / 3)]
     arithmetic = json.dumps({"source_dataset": "basic_arithmetic"})
-    assert correctness(["<answer>12</answer>", "<answer>13</answer>"], answer=["12", "12"], metadata=[arithmetic] * 2) == [1.0, 0.0]
+    assert correctness(
+        ["<answer>12</answer>", "<answer>13</answer>"], answer=["12", "12"], metadata=[arithmetic] * 2
+    ) == [1.0, 0.0]
 
 
 def test_format_counts_each_tag():
-    assert format(["<think>a</think><answer>b</answer>", "<think>a</think>", "<answer>b", "plain"]) == [1.0, 0.5, 0.25, 0.0]
+    assert format(["<think>a</think><answer>b</answer>", "<think>a</think>", "<answer>b", "plain"]) == [
+        1.0,
+        0.5,
+        0.25,
+        0.0,
+    ]
 
 
 def test_binary_needs_full_format():
@@ -108,7 +115,8 @@ def test_qwen3_response_parser_output_keeps_the_tags():
 
 
 @pytest.mark.parametrize(
-    "completion", [None, 42, {"content": None}, [None], [{"role": "assistant"}], [{"content": 3}], b"bytes", float("nan")]
+    "completion",
+    [None, 42, {"content": None}, [None], [{"role": "assistant"}], [{"content": 3}], b"bytes", float("nan")],
 )
 def test_rewards_never_raise(completion):
     for fn in (correctness, binary, success, capped_correctness):

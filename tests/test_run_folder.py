@@ -31,8 +31,20 @@ from rlvr.runs import layout
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.runs.resume import checkpoint_run_id, read_run_json
 
-STEPS = ["--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", "1", "--print_rollouts", "false",
-         "--report_to", "none", "--config", FAST_RECIPE]
+STEPS = [
+    "--max_completion_length",
+    "16",
+    "--save_strategy",
+    "steps",
+    "--save_steps",
+    "1",
+    "--print_rollouts",
+    "false",
+    "--report_to",
+    "none",
+    "--config",
+    FAST_RECIPE,
+]
 
 
 def train(out: Path, model: str, *extra: str) -> tuple[int, str, str]:
@@ -63,8 +75,14 @@ def two_runs(tiny_model_dir, tmp_path_factory):
     a_files = sorted(p.name for p in out.iterdir())
     status, b_out, err = train(out, tiny_model_dir, "--seed", "2", "--max_steps", "2")
     assert status == 0, err[-3000:]
-    return {"out": out, "a_id": a_id, "a_files": a_files, "b_id": read_run_json(out)["run_id"], "b_stdout": b_out,
-            "model": tiny_model_dir}
+    return {
+        "out": out,
+        "a_id": a_id,
+        "a_files": a_files,
+        "b_id": read_run_json(out)["run_id"],
+        "b_stdout": b_out,
+        "model": tiny_model_dir,
+    }
 
 
 def copy_of(two_runs, tmp_path) -> Path:
@@ -77,8 +95,10 @@ def test_a_fresh_run_into_a_used_folder_moves_every_file_of_the_earlier_run_asid
     out, a_id, b_id = two_runs["out"], two_runs["a_id"], two_runs["b_id"]
     assert a_id != b_id
     archive = out / layout.PREVIOUS_RUNS / a_id
-    assert f"held an earlier run ({a_id}: checkpoint-1, checkpoint-2, the final model, records): moved to {archive}/" \
+    assert (
+        f"held an earlier run ({a_id}: checkpoint-1, checkpoint-2, the final model, records): moved to {archive}/"
         in two_runs["b_stdout"]
+    )
     # everything A wrote is in the archive, and A's records are A's (seed 1, 2 steps), untouched
     assert sorted(p.name for p in archive.iterdir()) == [name for name in two_runs["a_files"] if name != layout.LOCK]
     assert read_run_json(archive)["run_id"] == a_id
@@ -97,26 +117,38 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
     # A's checkpoint put back (what the folder held before runs had ids): newer than B's, and refused
     shutil.copytree(out / layout.PREVIOUS_RUNS / a_id / "checkpoint-2", out / "checkpoint-5")
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    status, _, err = train(out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true")
-    assert status == 2 and error_lines(err) == [(
-        f"error: resume_from_checkpoint: {out / 'checkpoint-5'} belongs to run {a_id}, not to run {b_id} that {out} "
-        "holds: resume a run in its own output_dir, or start this one fresh with --resume_from_checkpoint false")]
+    status, _, err = train(
+        out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"
+    )
+    assert status == 2 and error_lines(err) == [
+        (
+            f"error: resume_from_checkpoint: {out / 'checkpoint-5'} belongs to run {a_id}, not to run {b_id} that {out} "
+            "holds: resume a run in its own output_dir, or start this one fresh with --resume_from_checkpoint false"
+        )
+    ]
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing written, nothing moved
     shutil.rmtree(out / "checkpoint-5")
     # B's checkpoint at max_steps: the run is finished, and resuming it is refused (the Trainer would train step 3)
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    status, _, err = train(out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true")
-    assert status == 2 and error_lines(err) == [(
-        f"error: max_steps: {out / 'checkpoint-2'} is at step 2, and max_steps is 2: the run is finished; to train "
-        "further raise max_steps (--allow_recipe_change true), or use another output_dir")]
+    status, _, err = train(
+        out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"
+    )
+    assert status == 2 and error_lines(err) == [
+        (
+            f"error: max_steps: {out / 'checkpoint-2'} is at step 2, and max_steps is 2: the run is finished; to train "
+            "further raise max_steps (--allow_recipe_change true), or use another output_dir"
+        )
+    ]
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
     shutil.rmtree(out / "checkpoint-2")  # as if B had been stopped after step 1
 
     # the same recipe resumes B's own checkpoint; a lock file left by a killed run is taken over, and said so
-    (out / layout.LOCK).write_text(json.dumps({"host": socket.gethostname(), "pid": 999_999_999, "run_id": b_id,
-                                               "since": "earlier"}) + "\n")
-    status, stdout, err = train(out, two_runs["model"], "--seed", "2", "--max_steps", "2",
-                                "--resume_from_checkpoint", "true")
+    (out / layout.LOCK).write_text(
+        json.dumps({"host": socket.gethostname(), "pid": 999_999_999, "run_id": b_id, "since": "earlier"}) + "\n"
+    )
+    status, stdout, err = train(
+        out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"
+    )
     assert status == 0, err[-3000:]
     assert f"[resume] from {out / 'checkpoint-1'} (run {b_id})" in stdout
     assert f"[run] took over a stale lock in {out} (host {socket.gethostname()} pid 999999999" in stdout
@@ -134,10 +166,12 @@ def test_a_changed_resume_is_refused_and_allowed_with_the_flag_recorded(two_runs
 
     status, _, err = train(out, model, *resume, "--learning_rate", "0.01")
     assert status == 2 and len(error_lines(err)) == 1, err[-3000:]
-    assert error_lines(err)[0].startswith(f"error: learning_rate: the run in {out} trained with 0.001 "
-                                          f"({out / 'config.yaml'}), this resume asks 0.01: that changes what is "
-                                          "optimised; use another output_dir for a new run, or pass "
-                                          "--allow_recipe_change true")
+    assert error_lines(err)[0].startswith(
+        f"error: learning_rate: the run in {out} trained with 0.001 "
+        f"({out / 'config.yaml'}), this resume asks 0.01: that changes what is "
+        "optimised; use another output_dir for a new run, or pass "
+        "--allow_recipe_change true"
+    )
     status, _, err = train(out, model, *resume, "--num_generations", "8")
     assert status == 2 and error_lines(err)[0].startswith("error: num_generations: the run in"), err[-3000:]
 
@@ -148,20 +182,37 @@ def test_a_changed_resume_is_refused_and_allowed_with_the_flag_recorded(two_runs
     assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
     # half the micro-batch with twice the accumulation (the same optimizer step) is memory only: allowed, noted
-    status, stdout, err = train(out, model, *resume, "--per_device_train_batch_size", "8",
-                                "--gradient_accumulation_steps", "2")
+    status, stdout, err = train(
+        out, model, *resume, "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2"
+    )
     assert status == 0, err[-3000:]
-    assert ("[resume] changed, memory or speed only: per_device_train_batch_size 16 -> 8; "
-            "gradient_accumulation_steps 1 -> 2") in stdout
+    assert (
+        "[resume] changed, memory or speed only: per_device_train_batch_size 16 -> 8; "
+        "gradient_accumulation_steps 1 -> 2"
+    ) in stdout
 
     # with the flag, the run continues (one more step at the new learning rate) and run.json records the change
-    status, stdout, err = train(out, model, "--seed", "2", "--max_steps", "3", "--resume_from_checkpoint", "true",
-                                "--learning_rate", "0.01", "--allow_recipe_change", "true")
+    status, stdout, err = train(
+        out,
+        model,
+        "--seed",
+        "2",
+        "--max_steps",
+        "3",
+        "--resume_from_checkpoint",
+        "true",
+        "--learning_rate",
+        "0.01",
+        "--allow_recipe_change",
+        "true",
+    )
     assert status == 0, err[-3000:]
     assert "[resume] recipe changed at step 2 (--allow_recipe_change true; recorded in" in stdout
     run = read_run_json(out)
-    assert run["run_id"] == b_id and run["resumes"][-1]["recipe_changes"] == {"learning_rate": [0.001, 0.01],
-                                                                               "max_steps": [2, 3]}
+    assert run["run_id"] == b_id and run["resumes"][-1]["recipe_changes"] == {
+        "learning_rate": [0.001, 0.01],
+        "max_steps": [2, 3],
+    }
     assert [r["step"] for r in read_jsonl(out / layout.METRICS) if "loss" in r] == [1, 2, 3]
     assert {checkpoint_run_id(out / f"checkpoint-{s}") for s in (1, 2, 3)} == {b_id}
 
@@ -184,12 +235,40 @@ def test_a_hanging_reward_holds_the_lock_then_stops_at_its_time_limit(tiny_model
 
     (tmp_path / "sleepy_rewards.py").write_text(SLEEPY)
     out, marker = tmp_path / "run", tmp_path / "sleeping"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]), "SLEEPY_MARKER": str(marker),
-           "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]),
+        "SLEEPY_MARKER": str(marker),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+    }
     first = subprocess.Popen(
-        [sys.executable, "recipes/grpo.py", *STEPS, "--model_name_or_path", tiny_model_dir, "--output_dir", str(out),
-         "--max_steps", "3", "--reward_funcs", "correctness", "sleepy_rewards.sleepy", "--reward_weights", "1", "1",
-         "--reward_time_limit", "6"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "recipes/grpo.py",
+            *STEPS,
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "3",
+            "--reward_funcs",
+            "correctness",
+            "sleepy_rewards.sleepy",
+            "--reward_weights",
+            "1",
+            "1",
+            "--reward_time_limit",
+            "6",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists():
@@ -198,15 +277,19 @@ def test_a_hanging_reward_holds_the_lock_then_stops_at_its_time_limit(tiny_model
             time.sleep(0.05)
         status, _, err = train(out, tiny_model_dir, "--max_steps", "3")
         assert status == 2 and error_lines(err) == [line for line in err.splitlines() if line.strip()], err[-3000:]
-        assert error_lines(err)[0].startswith(f"error: output_dir: {out} is in use by another run (host "
-                                              f"{socket.gethostname()} pid {first.pid}, run ")
+        assert error_lines(err)[0].startswith(
+            f"error: output_dir: {out} is in use by another run (host {socket.gethostname()} pid {first.pid}, run "
+        )
         _, stderr = first.communicate(timeout=300)
     finally:
         first.kill()
     assert first.returncode == 2, stderr[-3000:]
-    assert "Traceback" not in stderr and [line for line in stderr.splitlines() if line.startswith("error:")] == [(
-        f"error: reward_funcs: sleepy did not return within reward_time_limit 6 s at step 1; the call is described in "
-        f"{out / 'reward_error.json'} (the last checkpoint is untouched)")], stderr[-3000:]
+    assert "Traceback" not in stderr and [line for line in stderr.splitlines() if line.startswith("error:")] == [
+        (
+            f"error: reward_funcs: sleepy did not return within reward_time_limit 6 s at step 1; the call is described in "
+            f"{out / 'reward_error.json'} (the last checkpoint is untouched)"
+        )
+    ], stderr[-3000:]
     assert checkpoint_problem(out / "checkpoint-1") is None and not (out / "checkpoint-2").exists()
     assert json.loads((out / "reward_error.json").read_text())["function"] == "sleepy"
     assert not (out / layout.LOCK).exists()  # the lock went with the run

@@ -18,13 +18,20 @@ STEPS, PROBE_EVERY = 4, 2
 def tiny_budget(tmp_path):
     """sft.yaml as committed (model shape, stop rule, learning rate, prompt) with the size fields cut down."""
     child = tmp_path / "sft_tiny.yaml"
-    child.write_text(yaml.safe_dump({
-        "base": str(REPO / "recipes" / "tiny" / "sft.yaml"),
-        "output_dir": str(tmp_path / "speller"),
-        "heldout_recipe": str(REPO / "recipes" / "tiny" / "grpo.yaml"),
-        "data": {"size": 400, "test_size": 16},
-        "max_steps": STEPS, "probe_steps": PROBE_EVERY, "probe_samples": 1, "logging_steps": 1,
-    }))
+    child.write_text(
+        yaml.safe_dump(
+            {
+                "base": str(REPO / "recipes" / "tiny" / "sft.yaml"),
+                "output_dir": str(tmp_path / "speller"),
+                "heldout_recipe": str(REPO / "recipes" / "tiny" / "grpo.yaml"),
+                "data": {"size": 400, "test_size": 16},
+                "max_steps": STEPS,
+                "probe_steps": PROBE_EVERY,
+                "probe_samples": 1,
+                "logging_steps": 1,
+            }
+        )
+    )
     return child, tmp_path / "speller"
 
 
@@ -45,12 +52,15 @@ def test_sft_script_writes_the_configured_speller_and_probes_on_schedule(tiny_bu
     shape = yaml.safe_load((REPO / "recipes" / "tiny" / "sft.yaml").read_text())["model_shape"]
     model = AutoModelForCausalLM.from_pretrained(out)
     assert {key: getattr(model.config, key) for key in shape if key != "seed"} == {
-        key: value for key, value in shape.items() if key != "seed"}
+        key: value for key, value in shape.items() if key != "seed"
+    }
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert all(len(tokenizer.encode(tag, add_special_tokens=False)) == 1 for tag in TAG_TOKENS)
     # a probe every PROBE_EVERY steps (a random start spells nothing exactly, so the 0.2 target never stops it)
     probes = [line for line in printed.splitlines() if line.startswith("[sft] step ")]
-    assert [line.split(":")[0] for line in probes] == [f"[sft] step {s}" for s in range(PROBE_EVERY, STEPS + 1, PROBE_EVERY)]
+    assert [line.split(":")[0] for line in probes] == [
+        f"[sft] step {s}" for s in range(PROBE_EVERY, STEPS + 1, PROBE_EVERY)
+    ]
     assert f"[sft] checkpoint written to {out}" in printed
     card = (out / "README.md").read_text()
     assert card.startswith("# tiny-speller") and f"({STEPS} steps; last probe exact match" in card

@@ -24,9 +24,9 @@ RECIPE = "recipes/grpo.yaml"
 
 def flags(argv: list[str]) -> dict:
     """accelerate's flags before the script: {'--num_machines': '2', ...}."""
-    head = argv[:argv.index(render.SCRIPT)]
+    head = argv[: argv.index(render.SCRIPT)]
     launcher = tools.command("accelerate launch")
-    assert head[:len(launcher)] == launcher  # this interpreter's accelerate, not one found on the node's PATH
+    assert head[: len(launcher)] == launcher  # this interpreter's accelerate, not one found on the node's PATH
     return {head[i]: head[i + 1] for i in range(len(launcher), len(head) - 1, 2)}
 
 
@@ -45,15 +45,25 @@ def test_n_nodes_each_run_accelerate_with_its_rank_and_the_first_host_as_main():
     for rank, (command, host) in enumerate(zip(commands, ["node-a", "node-b", "node-c"])):
         assert command["host"] == host
         assert flags(command["argv"]) == {
-            "--config_file": "accelerate_configs/zero2.yaml", "--num_machines": "3", "--num_processes": "24",
-            "--machine_rank": str(rank), "--main_process_ip": "node-a", "--main_process_port": "29500"}
+            "--config_file": "accelerate_configs/zero2.yaml",
+            "--num_machines": "3",
+            "--num_processes": "24",
+            "--machine_rank": str(rank),
+            "--main_process_ip": "node-a",
+            "--main_process_port": "29500",
+        }
         assert command["argv"][-2:] == ["--config", RECIPE] and "--use_vllm" not in command["argv"]
 
 
 def test_vllm_takes_the_last_node_and_the_others_train_against_it():
     commands = run_plan(["node-a", "node-b", "node-c"], vllm=True, extra=["--learning_rate", "1e-6"])
     serve, *train = commands
-    assert serve["host"] == "node-c" and serve["argv"][:6] == [*tools.command("trl"), "vllm-serve", "--model", "Qwen/Qwen3-1.7B"]
+    assert serve["host"] == "node-c" and serve["argv"][:6] == [
+        *tools.command("trl"),
+        "vllm-serve",
+        "--model",
+        "Qwen/Qwen3-1.7B",
+    ]
     assert [c["host"] for c in train] == ["node-a", "node-b"]
     for rank, command in enumerate(train):
         f = flags(command["argv"])
@@ -90,25 +100,41 @@ def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):
     """The sbatch script end to end: `scontrol` names two hosts, `srun` records the command it was given."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fakes = {"scontrol": 'printf "gpu-1\\ngpu-2\\n"',
-             # one file per call: the node launches run concurrently, and two long echos into one file interleave
-             "srun": f'echo "$@" > "$(mktemp -p {shlex.quote(str(tmp_path))} srun.XXXXXX)"'}
+    fakes = {
+        "scontrol": 'printf "gpu-1\\ngpu-2\\n"',
+        # one file per call: the node launches run concurrently, and two long echos into one file interleave
+        "srun": f'echo "$@" > "$(mktemp -p {shlex.quote(str(tmp_path))} srun.XXXXXX)"',
+    }
     for name, body in fakes.items():
         (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_dir / name).chmod(stat.S_IRWXU)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "gpu-[1-2]",
-           "SLURM_JOB_ID": "42", "SLURM_SUBMIT_DIR": str(REPO), "RLVR_LOG_DIR": str(tmp_path / "logs"),
-           "PYTHONPATH": str(REPO), "RLVR_PYTHON": sys.executable}
-    done = subprocess.run(["bash", "slurm/train.slurm", RECIPE, "accelerate_configs/zero3.yaml", "--gpus_per_node", "4"],
-                          cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SLURM_JOB_NODELIST": "gpu-[1-2]",
+        "SLURM_JOB_ID": "42",
+        "SLURM_SUBMIT_DIR": str(REPO),
+        "RLVR_LOG_DIR": str(tmp_path / "logs"),
+        "PYTHONPATH": str(REPO),
+        "RLVR_PYTHON": sys.executable,
+    }
+    done = subprocess.run(
+        ["bash", "slurm/train.slurm", RECIPE, "accelerate_configs/zero3.yaml", "--gpus_per_node", "4"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     ran = sorted((path.read_text().strip() for path in tmp_path.glob("srun.*")), key=lambda line: "gpu-2" in line)
     assert len(ran) == 2 and "--nodelist=gpu-1" in ran[0] and "--nodelist=gpu-2" in ran[1]
     assert "--config_file accelerate_configs/zero3.yaml --num_machines 2 --num_processes 8 --machine_rank 1" in ran[1]
     assert shlex.quote(sys.executable) in (tmp_path / "logs" / "launch-42.sh").read_text()  # the environment, named
     env["RLVR_PYTHON"] = str(tmp_path / "no-such-python")
-    done = subprocess.run(["bash", "slurm/train.slurm", RECIPE], cwd=REPO, env=env, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        ["bash", "slurm/train.slurm", RECIPE], cwd=REPO, env=env, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 2 and done.stderr.startswith("error: RLVR_PYTHON: "), done.stderr
 
 
@@ -119,9 +145,11 @@ def fake_slurm(tmp_path, monkeypatch) -> Path:
     state.mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fakes = {"sbatch": f'cd {shlex.quote(str(state))}; n=$(( $(cat count 2>/dev/null || echo 99) + 1 )); echo $n > count\n'
-                       'echo "$@" > sbatch-$n.args; cp "${@: -1}" sbatch-$n.sh; echo "$n;cluster"',
-             "squeue": f'cat {shlex.quote(str(state / "squeue"))} 2>/dev/null; true'}
+    fakes = {
+        "sbatch": f"cd {shlex.quote(str(state))}; n=$(( $(cat count 2>/dev/null || echo 99) + 1 )); echo $n > count\n"
+        'echo "$@" > sbatch-$n.args; cp "${@: -1}" sbatch-$n.sh; echo "$n;cluster"',
+        "squeue": f"cat {shlex.quote(str(state / 'squeue'))} 2>/dev/null; true",
+    }
     for name, body in fakes.items():
         (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_dir / name).chmod(stat.S_IRWXU)
@@ -131,7 +159,13 @@ def fake_slurm(tmp_path, monkeypatch) -> Path:
 
 def run_task(script, index: int, job: str, env: dict | None = None) -> int:
     """Array task `index` as Slurm runs it: the script under bash with the array variables set."""
-    env = {**os.environ, "SLURM_ARRAY_TASK_ID": str(index), "SLURM_ARRAY_JOB_ID": job, "PYTHONPATH": str(REPO), **(env or {})}
+    env = {
+        **os.environ,
+        "SLURM_ARRAY_TASK_ID": str(index),
+        "SLURM_ARRAY_JOB_ID": job,
+        "PYTHONPATH": str(REPO),
+        **(env or {}),
+    }
     return subprocess.run(["bash", str(script)], env=env, cwd=REPO, check=False).returncode
 
 
@@ -140,8 +174,18 @@ def sweep_spec(tmp_path, **fields) -> str:
     from conftest import FAST_RECIPE
 
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({"name": "demo", "base": FAST_RECIPE, "vary": {"seed": [1, 2]}, "labels": ["a", "b"],
-                                    "fixed": {"max_steps": 1, "print_rollouts": False}, **fields}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "demo",
+                "base": FAST_RECIPE,
+                "vary": {"seed": [1, 2]},
+                "labels": ["a", "b"],
+                "fixed": {"max_steps": 1, "print_rollouts": False},
+                **fields,
+            }
+        )
+    )
     return str(path)
 
 
@@ -154,19 +198,26 @@ def test_sweep_dry_run_prints_valid_sbatch_scripts_and_submits_nothing(tmp_path,
     spec = sweep_spec(tmp_path, base="recipes/grpo.yaml")
     main([spec, "--launcher", "slurm", "--dry_run", "--out", str(tmp_path / "out"), "--sbatch=partition=gpu"])
     said = capsys.readouterr().out
-    array = said.split("[sweep] slurm array script (", 1)[1].split("):\n", 1)[1].split("[sweep] slurm report script", 1)[0]
+    array = (
+        said.split("[sweep] slurm array script (", 1)[1].split("):\n", 1)[1].split("[sweep] slurm report script", 1)[0]
+    )
     report = said.split("[sweep] slurm report script (", 1)[1].split("):\n", 1)[1]
     for script in (array, report):
         assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
         assert "#SBATCH --gres=gpu:1" in script and "#SBATCH --time=02:00:00" in script  # the recipe's GPU, the file
     assert "#SBATCH --array=0-1" in array and "sbatch --parsable --partition=gpu <script>" in said
     for index, variant in enumerate(plan(load_spec(spec), tmp_path / "out", {})):
-        assert f"  {index}) RUN_DIR={variant.run_dir}; COMMAND=({shlex.join(train_command(variant, 'python'))}) ;;" in array
+        assert (
+            f"  {index}) RUN_DIR={variant.run_dir}; COMMAND=({shlex.join(train_command(variant, 'python'))}) ;;"
+            in array
+        )
     assert "--dependency=afterany:<array job id>" in said and "--report_only" in report.splitlines()[-1]
     assert not (tmp_path / "out").exists() and not (state / "count").exists()
 
 
-def test_sweep_on_slurm_resubmits_a_failed_task_and_its_last_job_writes_the_report(tmp_path, tiny_model_dir, monkeypatch):
+def test_sweep_on_slurm_resubmits_a_failed_task_and_its_last_job_writes_the_report(
+    tmp_path, tiny_model_dir, monkeypatch
+):
     """One array for the pending runs, a report job after it (afterany). Task 1 fails (its node's Python exits at
     start); a rerun leaves a task Slurm still lists alone, then submits only the failed run; the last report job
     compares both runs."""
@@ -196,8 +247,12 @@ def test_sweep_on_slurm_resubmits_a_failed_task_and_its_last_job_writes_the_repo
     assert "#SBATCH --array=0-0" in array.read_text() and "/demo/b/recipe.yaml" in array.read_text()
     assert (state / "sbatch-103.args").read_text().split()[:-1] == ["--parsable", "--dependency=afterany:102"]
     assert run_task(array, 0, "102") == 0
-    assert subprocess.run(["bash", str(report)], env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
-                          check=False).returncode == 0
+    assert (
+        subprocess.run(
+            ["bash", str(report)], env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, check=False
+        ).returncode
+        == 0
+    )
     with (out / "demo" / "summary.csv").open() as f:
         assert [row["run"] for row in csv.DictReader(f)] == ["a", "b"]
     assert "Runs left out" not in (out / "demo" / "report.md").read_text()

@@ -23,23 +23,36 @@ def test_speedups_field_parses_all_none_and_lists():
 
 
 def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
-    argv = ["--config", FAST_RECIPE, "--model_name_or_path", str(tmp_path / "none"), "--build_tiny_model", "false",
-            "--output_dir", str(tmp_path / "o"), "--speedups", "warp_drive"]
+    argv = [
+        "--config",
+        FAST_RECIPE,
+        "--model_name_or_path",
+        str(tmp_path / "none"),
+        "--build_tiny_model",
+        "false",
+        "--output_dir",
+        str(tmp_path / "o"),
+        "--speedups",
+        "warp_drive",
+    ]
     with pytest.raises(ConfigError) as err:
         main(argv)
     assert err.value.field == "speedups" and "warp_drive" in str(err.value)
 
 
-@pytest.mark.parametrize("value, cores, environ, expected", [
-    ("auto", {0, 1}, {}, 2),                                     # plain python on a 2-core machine: both cores
-    ("auto", {0, 1}, {"OMP_NUM_THREADS": "1"}, 2),               # accelerate's export does not decide
-    ("auto", {0, 1, 2, 3}, {"LOCAL_WORLD_SIZE": "2"}, 2),        # 2 processes share 4 cores
-    ("auto", {0, 1}, {"LOCAL_WORLD_SIZE": "4"}, 1),              # never below one
-    ("auto", {0, 1, 2, 3, 4, 5}, {"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 2),
-    ("auto", {3}, {}, 1),                                        # taskset/cgroup limits count, not the machine's cores
-    ("1", {0, 1}, {}, 1),                                        # the crowded-machine switch
-    ("3", {0, 1}, {"LOCAL_WORLD_SIZE": "2"}, 3),                 # an explicit count is taken as given
-])
+@pytest.mark.parametrize(
+    "value, cores, environ, expected",
+    [
+        ("auto", {0, 1}, {}, 2),  # plain python on a 2-core machine: both cores
+        ("auto", {0, 1}, {"OMP_NUM_THREADS": "1"}, 2),  # accelerate's export does not decide
+        ("auto", {0, 1, 2, 3}, {"LOCAL_WORLD_SIZE": "2"}, 2),  # 2 processes share 4 cores
+        ("auto", {0, 1}, {"LOCAL_WORLD_SIZE": "4"}, 1),  # never below one
+        ("auto", {0, 1, 2, 3, 4, 5}, {"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 2),
+        ("auto", {3}, {}, 1),  # taskset/cgroup limits count, not the machine's cores
+        ("1", {0, 1}, {}, 1),  # the crowded-machine switch
+        ("3", {0, 1}, {"LOCAL_WORLD_SIZE": "2"}, 3),  # an explicit count is taken as given
+    ],
+)
 def test_cpu_threads_follow_affinity_and_local_processes(monkeypatch, value, cores, environ, expected):
     for name in ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"):
         monkeypatch.delenv(name, raising=False)
@@ -52,29 +65,32 @@ def test_cpu_threads_follow_affinity_and_local_processes(monkeypatch, value, cor
     try:
         torch.set_num_threads(7 if expected != 7 else 5)
         assert apply_cpu_threads(value, use_cpu=False) is None and torch.get_num_threads() != expected  # GPU: untouched
-        quiet = lambda threads: (0.5e-3, 1e-3)  # noqa: E731  more threads pay off
+        quiet = lambda threads: (0.5e-3, 1e-3)
         assert apply_cpu_threads(value, use_cpu=True, probe=quiet) == expected == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("value, timings, crowded", [
-    ("auto", (0.6e-3, 1.2e-3), False),  # quiet: two threads halve the probe
-    ("auto", (3.1e-3, 1.2e-3), True),   # crowded: the second thread waits at the barrier
-    ("auto", (1.2e-3, 1.2e-3), False),  # no gain but no loss: noise on a quiet machine
-    ("auto", (1.8e-3, 1.2e-3), True),   # 1.5x slower: crowded
-    ("2", (3.1e-3, 1.2e-3), False),     # an explicit count is never probed
-])
-def test_auto_keeps_its_count_whatever_the_load_and_says_when_the_cores_are_busy(monkeypatch, value, timings,
-                                                                                 crowded):
+@pytest.mark.parametrize(
+    "value, timings, crowded",
+    [
+        ("auto", (0.6e-3, 1.2e-3), False),  # quiet: two threads halve the probe
+        ("auto", (3.1e-3, 1.2e-3), True),  # crowded: the second thread waits at the barrier
+        ("auto", (1.2e-3, 1.2e-3), False),  # no gain but no loss: noise on a quiet machine
+        ("auto", (1.8e-3, 1.2e-3), True),  # 1.5x slower: crowded
+        ("2", (3.1e-3, 1.2e-3), False),  # an explicit count is never probed
+    ],
+)
+def test_auto_keeps_its_count_whatever_the_load_and_says_when_the_cores_are_busy(monkeypatch, value, timings, crowded):
     """The count follows the cores, never the load (a count can change float results, so a busy machine at launch
     must not give another run); the line names the crowding and the fix."""
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     probed, lines, before = [], [], torch.get_num_threads()
     try:
-        got = apply_cpu_threads(value, use_cpu=True, echo=lines.append,
-                                probe=lambda threads: probed.append(threads) or timings)
+        got = apply_cpu_threads(
+            value, use_cpu=True, echo=lines.append, probe=lambda threads: probed.append(threads) or timings
+        )
         assert got == 2 == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
@@ -107,8 +123,18 @@ def test_local_processes_ignores_junk():
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "", "99999999999"])
 def test_bad_cpu_threads_is_one_line_before_any_model_loads(tmp_path, value):
-    argv = ["--config", FAST_RECIPE, "--model_name_or_path", str(tmp_path / "none"), "--build_tiny_model", "false",
-            "--output_dir", str(tmp_path / "o"), "--cpu_threads", value]
+    argv = [
+        "--config",
+        FAST_RECIPE,
+        "--model_name_or_path",
+        str(tmp_path / "none"),
+        "--build_tiny_model",
+        "false",
+        "--output_dir",
+        str(tmp_path / "o"),
+        "--cpu_threads",
+        value,
+    ]
     with pytest.raises(ConfigError) as err:
         main(argv)
     assert err.value.field == "cpu_threads"
@@ -124,7 +150,7 @@ def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, mo
     seen = []
     try:
         torch.set_num_threads(1)
-        trainer, _ = run_recipe("--max_steps", "1", "--cpu_threads", "auto")
+        _trainer, _ = run_recipe("--max_steps", "1", "--cpu_threads", "auto")
         seen.append(torch.get_num_threads())
     finally:
         torch.set_num_threads(before)
@@ -170,8 +196,9 @@ def _batch(trainer, num_rows=8, completion=12, seed=0, group=1):
     return ids, mask
 
 
-@pytest.mark.parametrize("speedup, group", [("shared_prefix", 1), ("group_prompts", 3), ("group_prompts", 4),
-                                            ("group_prompts", 1)])
+@pytest.mark.parametrize(
+    "speedup, group", [("shared_prefix", 1), ("group_prompts", 3), ("group_prompts", 4), ("group_prompts", 1)]
+)
 def test_shared_prefix_gives_trls_logps_entropies_and_gradients(run_recipe, speedup, group):
     """Prefix once (shared_prefix), and each distinct prompt once (group_prompts: groups of 4 rows as TRL lays them
     out; groups of 3 and a last group of 2; no repeated prompt, which takes shared_prefix's layout): TRL's log-probs,
@@ -183,7 +210,9 @@ def test_shared_prefix_gives_trls_logps_entropies_and_gradients(run_recipe, spee
         trainer.speedups = speedups
         calls = trainer._shared_prefix_calls
         trainer.model.zero_grad()
-        logps, entropies, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, 12, compute_entropy=True)
+        logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+            trainer.model, ids, mask, 12, compute_entropy=True
+        )
         (logps * mask[:, -12:]).sum().backward()
         grads = torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None])
         results[speedups] = (logps.detach(), entropies.detach(), grads)
@@ -268,8 +297,10 @@ def test_group_layout_gives_the_same_gradient_bits_on_every_call():
     from transformers import AutoModelForCausalLM
 
     if not indexing_backward_races():
-        pytest.skip("two threads never ran at once here: indexing's backward gave the same bits 50 times, so this "
-                    "machine cannot show the race the check guards against")
+        pytest.skip(
+            "two threads never ran at once here: indexing's backward gave the same bits 50 times, so this "
+            "machine cannot show the race the check guards against"
+        )
 
     from rlvr.speedups.shared_prefix import shared_prefix_logps
 
@@ -277,8 +308,10 @@ def test_group_layout_gives_the_same_gradient_bits_on_every_call():
     gen = torch.Generator().manual_seed(0)
     prefix, completion = torch.randint(0, 256, (100,), generator=gen), 30
     order = torch.arange(8).repeat_interleave(8)[torch.randperm(64, generator=gen)]
-    prompts = [torch.cat([prefix, torch.randint(0, 256, (16 + g % 4,), generator=torch.Generator().manual_seed(g))])
-               for g in order.tolist()]
+    prompts = [
+        torch.cat([prefix, torch.randint(0, 256, (16 + g % 4,), generator=torch.Generator().manual_seed(g))])
+        for g in order.tolist()
+    ]
     width = max(map(len, prompts))
     ids = torch.full((64, width + completion), 257)
     mask = torch.zeros_like(ids)
@@ -321,12 +354,25 @@ def test_runs_with_and_without_speedups_sample_the_same_and_score_the_same_loss(
 @pytest.mark.parametrize("speedup, group", [("shared_prefix", 1), ("group_prompts", 4)])
 def test_shared_prefix_gives_the_critics_values_and_gradients(run_recipe, speedup, group):
     """PPO's critic on the shared-prefix path: the same values and value-head/body gradients as its full pass."""
-    trainer, _ = run_recipe("--max_steps", "1", "--num_generations", "1", "--generation_batch_size", "8",
-                            "--per_device_train_batch_size", "8", algorithm="ppo")
+    trainer, _ = run_recipe(
+        "--max_steps",
+        "1",
+        "--num_generations",
+        "1",
+        "--generation_batch_size",
+        "8",
+        "--per_device_train_batch_size",
+        "8",
+        algorithm="ppo",
+    )
     ids, mask = _batch(trainer, group=group)
     width = ids.shape[1] - 12
-    inputs = {"prompt_ids": ids[:, :width], "prompt_mask": mask[:, :width],
-              "completion_ids": ids[:, width:], "completion_mask": mask[:, width:]}
+    inputs = {
+        "prompt_ids": ids[:, :width],
+        "prompt_mask": mask[:, :width],
+        "completion_ids": ids[:, width:],
+        "completion_mask": mask[:, width:],
+    }
     assert not any(m.p for m in trainer.value_model.modules() if isinstance(m, torch.nn.Dropout))  # disable_dropout
     results = {}
     for speedups in (frozenset(), frozenset({speedup})):
@@ -362,7 +408,14 @@ def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_for
     spec = importlib.util.spec_from_file_location("speed_benchmark", REPO / "benchmarks" / "speed.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    shape = {"samples": 4, "shared_prefix": 10, "matmul_params": 1000, "attention_width": 0, "params": 1200, "beta": 0.0}
+    shape = {
+        "samples": 4,
+        "shared_prefix": 10,
+        "matmul_params": 1000,
+        "attention_width": 0,
+        "params": 1200,
+        "beta": 0.0,
+    }
     flops = bench.step_flops(shape, tokens=4 * 30, completion_tokens=4 * 20, old_policy=False)
     assert flops["generation"] == (4 * 30 - 3 * 10) * 2 * 1000  # 90 distinct tokens, 2 FLOPs per weight
     assert flops["policy_fwd_bwd"] == 3 * flops["generation"] and flops["reference"] == flops["old_policy"] == 0
@@ -370,16 +423,34 @@ def test_speed_benchmark_counts_the_shared_prefix_once_and_backward_as_twice_for
     # 2 prompts of 15 tokens (the 10 shared + 5 of their own), 2 rows each: each prompt's own 5 tokens once
     grouped = bench.step_flops({**shape, "prompts": 2}, tokens=4 * 35, completion_tokens=4 * 20, old_policy=False)
     assert grouped["generation"] == (4 * 35 - 3 * 10 - 2 * 5) * 2 * 1000
-    result = {"per_step": {"time/generation_s": 1.0, "time/optimization_s": 0.5, "time/optimizer_s": 0.1,
-                           "time/total_s": 2.0}, "tokens_per_step": 120, "completion_tokens_per_step": 80}
+    result = {
+        "per_step": {
+            "time/generation_s": 1.0,
+            "time/optimization_s": 0.5,
+            "time/optimizer_s": 0.1,
+            "time/total_s": 2.0,
+        },
+        "tokens_per_step": 120,
+        "completion_tokens_per_step": 80,
+    }
     rows = {row[0]: row for row in bench.floor_table(shape, result, rate=1.8e5, optimizer_floor=0.05)}
     assert rows["generation"][2:] == (1.0, 1.0, 1.0)  # 180 kFLOP at 180 kFLOP/s: at the floor
     assert rows["optimizer"][2:] == (0.05, 0.1, 0.5)
     assert rows["other (scoring, bookkeeping)"][3] == pytest.approx(2.0 - 1.0 - 0.4 - 0.1)
     assert rows["step"][3] == 2.0 and "reference" not in rows
-    run = {"train_runtime": 10.0, "wall_s": 12.0, "loss": 0.1, "reward": 1.0, "samples_per_s": 5.0,
-           "outside_steps_s": 0.01, **result}
-    results = {"all": [run, {**run, "train_runtime": 14.0}], "bare": [{**run, "train_runtime": 36.0, "samples_per_s": None}]}
+    run = {
+        "train_runtime": 10.0,
+        "wall_s": 12.0,
+        "loss": 0.1,
+        "reward": 1.0,
+        "samples_per_s": 5.0,
+        "outside_steps_s": 0.01,
+        **result,
+    }
+    results = {
+        "all": [run, {**run, "train_runtime": 14.0}],
+        "bare": [{**run, "train_runtime": 36.0, "samples_per_s": None}],
+    }
     summary = bench.summarise(results, "all", lambda name, merged: name)
     assert summary["all"]["time_ratio_to_bare"] == pytest.approx(12 / 36) and summary["all"]["floor"] == "all"
     assert summary["bare"]["time_ratio_to_baseline"] == 3.0 and "floor" not in summary["bare"]

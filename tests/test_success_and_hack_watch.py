@@ -42,8 +42,13 @@ def test_the_right_word_plus_extra_characters_scores_full_credit_in_reasoning_gy
 
 
 def test_success_is_0_1_where_binary_carries_partial_credit():
-    texts = [TAGGED.format(REVERSED), TAGGED.format(REVERSED + "xyz"), TAGGED.format(REVERSED[:3] + "qqq"),
-             f"<answer>{REVERSED}</answer>", TAGGED.format(REVERSED.upper())]
+    texts = [
+        TAGGED.format(REVERSED),
+        TAGGED.format(REVERSED + "xyz"),
+        TAGGED.format(REVERSED[:3] + "qqq"),
+        f"<answer>{REVERSED}</answer>",
+        TAGGED.format(REVERSED.upper()),
+    ]
     answers, metas = [REVERSED] * len(texts), [meta(WORD)] * len(texts)
     assert success(texts, answers, metas) == [1.0, 0.0, 0.0, 0.0, 1.0]
     partial = binary(texts, answers, metas)
@@ -61,11 +66,17 @@ def test_maxrl_advantage_uses_success_not_partial_credit():
     """Group of 4 with partial credit [1, 0.5, 0.5, 0] on correctness (binary the same), one exact answer: MaxRL's
     p is the success rate 1/4, so A = (1 - 1/4) / (1/4) = 3 and -1; on binary it would have been 1 and 0 and -1."""
     assert ALGORITHMS["maxrl"].advantage_reward == "success"
-    texts = [TAGGED.format(REVERSED), TAGGED.format(REVERSED[:3] + "qqq"), TAGGED.format(REVERSED[:3] + "zzz"),
-             TAGGED.format("qqqqqq")]
+    texts = [
+        TAGGED.format(REVERSED),
+        TAGGED.format(REVERSED[:3] + "qqq"),
+        TAGGED.format(REVERSED[:3] + "zzz"),
+        TAGGED.format("qqqqqq"),
+    ]
     answers, metas = [REVERSED] * 4, [meta(WORD)] * 4
     columns = [correctness(texts, answers, metas), [1.0] * 4, success(texts, answers, metas)]
-    components = reward_components(torch.tensor(columns).T, ["correctness", "format", "success"], torch.tensor([1.0, 0.5, 0.0]))
+    components = reward_components(
+        torch.tensor(columns).T, ["correctness", "format", "success"], torch.tensor([1.0, 0.5, 0.0])
+    )
     assert components["binary"].tolist() == pytest.approx([1.0, 0.5, 0.5, 0.0])
     assert compute_advantages("maxrl", components, 4).tolist() == pytest.approx([3.0, -1.0, -1.0, -1.0])
 
@@ -74,16 +85,24 @@ def hand_batch(texts: list[str], answers: list[str], words: list[str], num_gener
     names = ["correctness", "format", "success"]
     metas = [meta(w) for w in words]
     columns = [REWARD_REGISTRY[name](completions=texts, answer=answers, metadata=metas) for name in names]
-    return RewardBatch(rewards_per_func=torch.tensor(columns, dtype=torch.float32).T, names=names,
-                       weights=torch.tensor([1.0, 0.5, 0.0]), num_generations=num_generations, completions=texts,
-                       rows=[{"answer": a} for a in answers], completion_lengths=[len(t) for t in texts])
+    return RewardBatch(
+        rewards_per_func=torch.tensor(columns, dtype=torch.float32).T,
+        names=names,
+        weights=torch.tensor([1.0, 0.5, 0.0]),
+        num_generations=num_generations,
+        completions=texts,
+        rows=[{"answer": a} for a in answers],
+        completion_lengths=[len(t) for t in texts],
+    )
 
 
 def test_false_full_credit_counts_the_hacked_completions():
-    texts = [TAGGED.format(REVERSED + "xyz"),  # wrong, full credit in float32: counted
-             TAGGED.format(REVERSED),  # exact: not counted
-             TAGGED.format("nus" + "x"),  # 3 letters: reasoning_gym takes 0.2 off, not full: not counted
-             TAGGED.format("qq")]
+    texts = [
+        TAGGED.format(REVERSED + "xyz"),  # wrong, full credit in float32: counted
+        TAGGED.format(REVERSED),  # exact: not counted
+        TAGGED.format("nus" + "x"),  # 3 letters: reasoning_gym takes 0.2 off, not full: not counted
+        TAGGED.format("qq"),
+    ]
     batch = hand_batch(texts, [REVERSED, REVERSED, "nus", "nus"], [WORD, WORD, "sun", "sun"], 2)
     metrics = compute_step_metrics(batch)
     assert metrics["step/false_full_credit"] == 0.25
@@ -92,15 +111,49 @@ def test_false_full_credit_counts_the_hacked_completions():
 
 def test_evaluation_reports_false_full_credit_by_word_length():
     records = [
-        {"prompt_id": 0, "difficulty": 6, "correctness": 1.0, "format": 1.0, "success": 0.0, "binary": 1.0, "exact": False},
-        {"prompt_id": 0, "difficulty": 6, "correctness": 1.0, "format": 1.0, "success": 1.0, "binary": 1.0, "exact": True},
-        {"prompt_id": 1, "difficulty": 3, "correctness": 0.8, "format": 1.0, "success": 0.0, "binary": 0.8, "exact": False},
-        {"prompt_id": 1, "difficulty": 3, "correctness": 1.0, "format": 1.0, "success": 1.0, "binary": 1.0, "exact": True},
+        {
+            "prompt_id": 0,
+            "difficulty": 6,
+            "correctness": 1.0,
+            "format": 1.0,
+            "success": 0.0,
+            "binary": 1.0,
+            "exact": False,
+        },
+        {
+            "prompt_id": 0,
+            "difficulty": 6,
+            "correctness": 1.0,
+            "format": 1.0,
+            "success": 1.0,
+            "binary": 1.0,
+            "exact": True,
+        },
+        {
+            "prompt_id": 1,
+            "difficulty": 3,
+            "correctness": 0.8,
+            "format": 1.0,
+            "success": 0.0,
+            "binary": 0.8,
+            "exact": False,
+        },
+        {
+            "prompt_id": 1,
+            "difficulty": 3,
+            "correctness": 1.0,
+            "format": 1.0,
+            "success": 1.0,
+            "binary": 1.0,
+            "exact": True,
+        },
     ]
     for record, text in zip(records, ("stilts", "stlits", "nus", "nus")):  # what maj@k reads
         record.update(answer=record["difficulty"] == 6 and "stlits" or "nus", completion=f"<answer>{text}</answer>")
     summary = summarize(records, 2, [1])
-    assert summary["by_length"]["6"]["false_full_credit"] == 0.5 and summary["by_length"]["3"]["false_full_credit"] == 0.0
+    assert (
+        summary["by_length"]["6"]["false_full_credit"] == 0.5 and summary["by_length"]["3"]["false_full_credit"] == 0.0
+    )
     assert summary["overall"]["false_full_credit"] == 0.25 and summary["overall"]["exact_match"] == 0.5
     assert summary["overall"]["mean_success"] == 0.5 and "false_full_credit" in format_table(summary)
 
@@ -125,9 +178,14 @@ def test_hack_watch_recipes_and_sweep_plan_equal_samples(tmp_path):
     from rlvr.analysis.sweep import run_sweep
     from rlvr.inputs import load_recipe_yaml
 
-    plain, capped = (load_recipe_yaml(REPO / "recipes" / "tiny" / f"{name}.yaml") for name in ("hack_watch", "hack_watch_capped"))
+    plain, capped = (
+        load_recipe_yaml(REPO / "recipes" / "tiny" / f"{name}.yaml") for name in ("hack_watch", "hack_watch_capped")
+    )
     assert plain["data"]["specs"][0]["config"] == {"min_word_len": 3, "max_word_len": 10}
-    assert plain["reward_funcs"] == ["correctness", "format"] and capped["reward_funcs"] == ["capped_correctness", "format"]
+    assert plain["reward_funcs"] == ["correctness", "format"] and capped["reward_funcs"] == [
+        "capped_correctness",
+        "format",
+    ]
     differing = {key for key in {**plain, **capped} if plain.get(key) != capped.get(key)}
     assert differing == {"reward_funcs", "output_dir"}
     tokenizer = AutoTokenizer.from_pretrained(REPO / plain["model_name_or_path"])

@@ -25,17 +25,24 @@ def write_spec(tmp_path, **fields) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("fields", "field", "message"), [
-    ({"varry": {"temperature": [1.0]}}, "varry", "did you mean 'vary'"),
-    ({}, "vary", "exactly one field"),
-    ({"vary": {"temperature": [0.5], "top_p": [0.9]}}, "vary", "exactly one field"),
-    ({"vary": {"temperature": []}}, "vary.temperature", "non-empty list"),
-    ({"vary": {"temperature": [1.0]}, "base": "nope.yaml"}, "base", "no such recipe file"),
-    ({"vary": {"recipe": [FAST_RECIPE, "nope.yaml"]}, "base": None}, "vary.recipe", "no such recipe file"),
-    ({"vary": {"temperature": [1.0]}, "labels": ["a", "b"]}, "labels", "one label per value"),
-    ({"vary": {"temperature": [1.0]}, "fixed": {"temperature": 0.5}}, "fixed.temperature", "is the varied field"),
-    ({"vary": {"temperature": [1.0]}, "samples_budget": 64, "fixed": {"max_steps": 2}}, "samples_budget", "not both"),
-])
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"varry": {"temperature": [1.0]}}, "varry", "did you mean 'vary'"),
+        ({}, "vary", "exactly one field"),
+        ({"vary": {"temperature": [0.5], "top_p": [0.9]}}, "vary", "exactly one field"),
+        ({"vary": {"temperature": []}}, "vary.temperature", "non-empty list"),
+        ({"vary": {"temperature": [1.0]}, "base": "nope.yaml"}, "base", "no such recipe file"),
+        ({"vary": {"recipe": [FAST_RECIPE, "nope.yaml"]}, "base": None}, "vary.recipe", "no such recipe file"),
+        ({"vary": {"temperature": [1.0]}, "labels": ["a", "b"]}, "labels", "one label per value"),
+        ({"vary": {"temperature": [1.0]}, "fixed": {"temperature": 0.5}}, "fixed.temperature", "is the varied field"),
+        (
+            {"vary": {"temperature": [1.0]}, "samples_budget": 64, "fixed": {"max_steps": 2}},
+            "samples_budget",
+            "not both",
+        ),
+    ],
+)
 def test_bad_spec_fields_are_named(tmp_path, fields, field, message):
     with pytest.raises(ConfigError, match=message) as err:
         load_spec(write_spec(tmp_path, **fields))
@@ -43,8 +50,11 @@ def test_bad_spec_fields_are_named(tmp_path, fields, field, message):
 
 
 def test_plan_layers_base_fixed_cli_and_varied_value(tmp_path):
-    spec = load_spec(write_spec(tmp_path, vary={"data.specs.0.config.max_word_len": [4, 5]},
-                                fixed={"max_steps": 7, "temperature": 0.7}))
+    spec = load_spec(
+        write_spec(
+            tmp_path, vary={"data.specs.0.config.max_word_len": [4, 5]}, fixed={"max_steps": 7, "temperature": 0.7}
+        )
+    )
     variants = plan(spec, tmp_path / "out", {"temperature": 0.9, "data.size": 300})
     assert [v.label for v in variants] == ["max_word_len-4", "max_word_len-5"]
     assert [v.config["data"]["specs"][0]["config"]["max_word_len"] for v in variants] == [4, 5]
@@ -60,7 +70,9 @@ def test_plan_layers_base_fixed_cli_and_varied_value(tmp_path):
 
 
 def test_recipe_variants_are_labelled_by_file_and_launch_their_own_script(tmp_path):
-    spec = load_spec(write_spec(tmp_path, base=None, vary={"recipe": ["recipes/tiny/rloo.yaml", "recipes/tiny/dapo.yaml"]}))
+    spec = load_spec(
+        write_spec(tmp_path, base=None, vary={"recipe": ["recipes/tiny/rloo.yaml", "recipes/tiny/dapo.yaml"]})
+    )
     variants = plan(spec, tmp_path, {})
     assert [v.label for v in variants] == ["rloo", "dapo"]
     assert [v.script for v in variants] == ["recipes/rloo.py", "recipes/dapo.py"]
@@ -69,7 +81,10 @@ def test_recipe_variants_are_labelled_by_file_and_launch_their_own_script(tmp_pa
 
 def test_cli_overrides_parse_as_yaml_values():
     assert parse_overrides(["--max_steps", "2", "--build_tiny_model=true", "--temperature", "0.7"]) == {
-        "max_steps": 2, "build_tiny_model": True, "temperature": 0.7}
+        "max_steps": 2,
+        "build_tiny_model": True,
+        "temperature": 0.7,
+    }
     with pytest.raises(ConfigError, match="needs a value"):
         parse_overrides(["--max_steps"])
 
@@ -80,16 +95,24 @@ def test_a_bad_recipe_field_fails_before_any_training(tmp_path):
         run_sweep(spec, tmp_path / "out")
     assert err.value.field == "temprature"
     assert not (tmp_path / "out").exists()
-    result = subprocess.run([sys.executable, "-m", "rlvr.analysis.sweep", write_spec(tmp_path, vary={"temperature": [1]},
-                                                                            varry=1)],
-                            check=False, cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "rlvr.analysis.sweep", write_spec(tmp_path, vary={"temperature": [1]}, varry=1)],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == "error: varry: unknown sweep spec field; did you mean 'vary'?"
 
 
 def test_samples_budget_sets_max_steps_per_run(tmp_path):
-    spec = write_spec(tmp_path, vary={"num_generations": [2, 4]}, samples_budget=40,
-                      fixed={"generation_batch_size": 8, "per_device_train_batch_size": 8})
+    spec = write_spec(
+        tmp_path,
+        vary={"num_generations": [2, 4]},
+        samples_budget=40,
+        fixed={"generation_batch_size": 8, "per_device_train_batch_size": 8},
+    )
     result = run_sweep(spec, tmp_path / "out", {"model_name_or_path": str(tmp_path / "m")}, dry_run=True)
     assert result["status"] == {"num_generations-2": "planned", "num_generations-4": "planned"}
     # 40 samples at 8 per generation step -> 5 steps; a CLI --max_steps wins over the budget
@@ -97,11 +120,17 @@ def test_samples_budget_sets_max_steps_per_run(tmp_path):
     from rlvr.analysis.sweep_spec import validate_variant
 
     validate_variant(run, load_spec(spec), cli_max_steps=False)
-    assert run.config["max_steps"] == 5 and "max_generated_samples" not in run.config  # fixed-size steps: max_steps is exact
+    assert (
+        run.config["max_steps"] == 5 and "max_generated_samples" not in run.config
+    )  # fixed-size steps: max_steps is exact
 
     # DAPO's resampling makes samples per step vary: the budget also stops the run on samples
-    dapo = write_spec(tmp_path, vary={"algorithm": ["dapo"]}, samples_budget=40,
-                      fixed={"generation_batch_size": 8, "per_device_train_batch_size": 8})
+    dapo = write_spec(
+        tmp_path,
+        vary={"algorithm": ["dapo"]},
+        samples_budget=40,
+        fixed={"generation_batch_size": 8, "per_device_train_batch_size": 8},
+    )
     run = plan(load_spec(dapo), tmp_path / "out", {})[0]
     validate_variant(run, load_spec(dapo), cli_max_steps=False)
     assert (run.config["max_steps"], run.config["max_generated_samples"]) == (5, 40)
@@ -137,9 +166,14 @@ def test_two_variants_two_steps_in_process_then_skipped_on_rerun(tmp_path, tiny_
 def test_seeds_only_and_held_out_evaluation(tmp_path, tiny_model_dir):
     """Each value trains once per seed (<label>-s<seed>), --only picks a setting, and `evaluate:` scores the base
     model once and every finished run on the held-out split; the report averages the seeds of each setting."""
-    spec = write_spec(tmp_path, vary={"temperature": [0.7, 1.0]}, labels=["cold", "hot"], seeds=[1, 2],
-                      fixed={"max_steps": 1, "print_rollouts": False},
-                      evaluate={"num_samples": 2, "k": [1, 2], "num_prompts": 3})
+    spec = write_spec(
+        tmp_path,
+        vary={"temperature": [0.7, 1.0]},
+        labels=["cold", "hot"],
+        seeds=[1, 2],
+        fixed={"max_steps": 1, "print_rollouts": False},
+        evaluate={"num_samples": 2, "k": [1, 2], "num_prompts": 3},
+    )
     overrides = {"model_name_or_path": tiny_model_dir}
     result = run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1, only=["hot"])
     assert result["status"] == {"hot-s1": "done", "hot-s2": "done"}
@@ -165,8 +199,11 @@ def train_first_sweep(tmp_path, tiny_model_dir) -> tuple[dict, dict]:
     overrides = {"model_name_or_path": tiny_model_dir}
     fixed = {"max_steps": 1, "print_rollouts": False}
     first = tmp_path / "first.yaml"
-    first.write_text(yaml.safe_dump({"name": "first", "base": FAST_RECIPE, "vary": {"temperature": [1.0]},
-                                     "labels": ["t1"], "fixed": fixed}))
+    first.write_text(
+        yaml.safe_dump(
+            {"name": "first", "base": FAST_RECIPE, "vary": {"temperature": [1.0]}, "labels": ["t1"], "fixed": fixed}
+        )
+    )
     assert run_sweep(str(first), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"t1": "done"}
     return overrides, fixed
 
@@ -176,8 +213,17 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     (same parsed recipe, same evaluation), so it links to it, and its report counts it like its own."""
     overrides, fixed = train_first_sweep(tmp_path, tiny_model_dir)
     second = tmp_path / "second.yaml"
-    second.write_text(yaml.safe_dump({"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0, 0.9]},
-                                      "labels": ["p1", "p09"], "fixed": fixed}))
+    second.write_text(
+        yaml.safe_dump(
+            {
+                "name": "second",
+                "base": FAST_RECIPE,
+                "vary": {"top_p": [1.0, 0.9]},
+                "labels": ["p1", "p09"],
+                "fixed": fixed,
+            }
+        )
+    )
     result = run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess", last_k=1)
     assert result["status"] == {"p1": "shared", "p09": "done"}
     linked = tmp_path / "out" / "second" / "p1"
@@ -185,13 +231,25 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     with (tmp_path / "out" / "second" / "summary.csv").open() as f:
         assert [row["run"] for row in csv.DictReader(f)] == ["p1", "p09"]
     assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {
-        "p1": "skipped", "p09": "skipped"}
+        "p1": "skipped",
+        "p09": "skipped",
+    }
 
     # Evaluated another way (its own held-out set, say), the training is still shared, and the evaluation is its own:
     # a folder of links to the run's files beside a real eval/.
     third = tmp_path / "third.yaml"
-    third.write_text(yaml.safe_dump({"name": "third", "base": FAST_RECIPE, "vary": {"top_p": [1.0]}, "labels": ["p1"],
-                                     "fixed": fixed, "evaluate": {"num_samples": 2, "k": [1], "num_prompts": 3}}))
+    third.write_text(
+        yaml.safe_dump(
+            {
+                "name": "third",
+                "base": FAST_RECIPE,
+                "vary": {"top_p": [1.0]},
+                "labels": ["p1"],
+                "fixed": fixed,
+                "evaluate": {"num_samples": 2, "k": [1], "num_prompts": 3},
+            }
+        )
+    )
     assert run_sweep(str(third), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "shared"}
     folder = tmp_path / "out" / "third" / "p1"
     assert not folder.is_symlink() and (folder / "metrics.jsonl").is_symlink() and (folder / "recipe.yaml").is_symlink()
@@ -200,7 +258,9 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     assert run_sweep(str(third), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "skipped"}
     variant = plan(load_spec(str(third)), tmp_path / "elsewhere", {**overrides, **fixed})[0]
     assert find_shared_run(variant, load_spec(str(third)), tmp_path / "out") == (  # never from a linked folder
-        tmp_path / "out" / "first" / "t1", False)
+        tmp_path / "out" / "first" / "t1",
+        False,
+    )
 
     # The source deleted: a dry run only reports it pending (and touches nothing); a real run trains it afresh.
     import shutil
@@ -224,7 +284,9 @@ def test_evaluation_left_to_the_run_equals_the_runs_own_temperature(tmp_path):
     at 1.0 is the same evaluation: T1.0 shares the reference GRPO run."""
     recipe = yaml.safe_load(Path(FAST_RECIPE).read_text())  # temperature 1.0
     own = load_spec(write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1]}))
-    fixed = load_spec(write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1], "temperature": 1.0}))
+    fixed = load_spec(
+        write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1], "temperature": 1.0})
+    )
     hot = load_spec(write_spec(tmp_path, vary={"seed": [1]}, evaluate={"num_samples": 2, "k": [1], "temperature": 1.4}))
     assert evaluation_of(own, recipe) == evaluation_of(fixed, recipe) != evaluation_of(hot, recipe)
     assert evaluation_of(own, {**recipe, "temperature": 0.6}) != evaluation_of(fixed, {**recipe, "temperature": 0.6})
@@ -235,8 +297,19 @@ def test_recipe_sweep_in_subprocesses_writes_logs_and_report(tmp_path, tiny_mode
     rloo = tmp_path / "rloo_fast.yaml"
     rloo.write_text(f"base: {FAST_RECIPE}\nalgorithm: rloo\n")
     spec = write_spec(tmp_path, base=None, vary={"recipe": [FAST_RECIPE, str(rloo)]}, labels=["grpo", "rloo"])
-    main([spec, "--out", str(tmp_path / "out"), "--max_steps", "2", "--model_name_or_path", tiny_model_dir,
-          "--print_rollouts", "false"])
+    main(
+        [
+            spec,
+            "--out",
+            str(tmp_path / "out"),
+            "--max_steps",
+            "2",
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--print_rollouts",
+            "false",
+        ]
+    )
     sweep = tmp_path / "out" / "demo"
     for label in ("grpo", "rloo"):
         assert "train_runtime" in (sweep / label / "metrics.jsonl").read_text()
@@ -254,26 +327,38 @@ def test_the_curriculum_sweep_plans_four_settings_at_the_main_jobs_budget_on_one
     monkeypatch.chdir(REPO)
     spec = load_spec("sweeps/curriculum.yaml")
     variants = plan(spec, tmp_path / "out", {})
-    assert [v.label for v in variants] == [f"{setting}-s{seed}" for setting in
-                                           ("fixed3-6", "fixed3-11", "threshold", "informative") for seed in (1, 2, 3)]
+    assert [v.label for v in variants] == [
+        f"{setting}-s{seed}" for setting in ("fixed3-6", "fixed3-11", "threshold", "informative") for seed in (1, 2, 3)
+    ]
     questions = {}
     for variant in variants[::3]:  # one seed per setting: the seeds differ only in `seed`
         validate_variant(variant, spec, cli_max_steps=False)
         assert variant.config["max_steps"] == 140 and variant.config["model_name_or_path"] == "models/tiny-speller"
-        recipe = validate(load_recipe(["--config", str(eval_recipe(variant.config, spec, tmp_path / f"{variant.label}.yaml"))]))
+        recipe = validate(
+            load_recipe(["--config", str(eval_recipe(variant.config, spec, tmp_path / f"{variant.label}.yaml"))])
+        )
         questions[variant.label] = recipe.dataset["test"]["question"]
         assert not set(recipe.dataset["train"]["question"]) & set(questions[variant.label])  # never trained on
     assert len({tuple(q) for q in questions.values()}) == 1 and len(questions["threshold-s1"]) == 320
     assert [variant.config.get("curriculum", {}).get("policy") for variant in variants[::3]] == [
-        None, None, "threshold", "informative"]
+        None,
+        None,
+        "threshold",
+        "informative",
+    ]
 
 
 def test_every_steps_evaluates_the_checkpoints_before_the_end(tmp_path, tiny_model_dir):
     from rlvr.analysis.loaders import load_run
 
-    spec = write_spec(tmp_path, vary={"temperature": [1.0]}, labels=["t"], seeds=[1],
-                      fixed={"max_steps": 3, "print_rollouts": False},
-                      evaluate={"num_samples": 2, "k": [1], "num_prompts": 2, "every_steps": 2})
+    spec = write_spec(
+        tmp_path,
+        vary={"temperature": [1.0]},
+        labels=["t"],
+        seeds=[1],
+        fixed={"max_steps": 3, "print_rollouts": False},
+        evaluate={"num_samples": 2, "k": [1], "num_prompts": 2, "every_steps": 2},
+    )
     run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, launcher="inprocess", last_k=1)
     run = tmp_path / "out" / "demo" / "t-s1"
     assert yaml.safe_load((run / "recipe.yaml").read_text())["save_steps"] == 2
@@ -292,13 +377,18 @@ def test_the_same_recipe_trained_by_other_code_is_trained_afresh(tmp_path, tiny_
     code = json.loads(record.read_text())
     record.write_text(json.dumps({"trained_by": {**code["trained_by"], "sources": "0" * 16}}))
     second = tmp_path / "second.yaml"
-    second.write_text(yaml.safe_dump({"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0]},
-                                      "labels": ["p1"], "fixed": fixed}))
+    second.write_text(
+        yaml.safe_dump(
+            {"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0]}, "labels": ["p1"], "fixed": fixed}
+        )
+    )
     capsys.readouterr()
     assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "done"}
     said = capsys.readouterr().out
-    assert (f"[sweep] p1: not sharing {tmp_path / 'out' / 'first' / 't1'}: other code trained it (the training "
-            "sources); training it afresh") in said
+    assert (
+        f"[sweep] p1: not sharing {tmp_path / 'out' / 'first' / 't1'}: other code trained it (the training "
+        "sources); training it afresh"
+    ) in said
     trained = tmp_path / "out" / "second" / "p1"
     assert not trained.is_symlink() and json.loads((trained / "code.json").read_text()) == code
 
@@ -324,8 +414,9 @@ def test_jobs_pin_each_run_to_its_own_cores_and_a_failed_run_keeps_the_rest(tmp_
         return [sys.executable, "-c", AFFINITY_PROBE, *command]
 
     monkeypatch.setattr(sweep, "train_command", probed)
-    spec = write_spec(tmp_path, vary={"seed": [1, 2]}, labels=["broken", "trains"],
-                      fixed={"max_steps": 1, "print_rollouts": False})
+    spec = write_spec(
+        tmp_path, vary={"seed": [1, 2]}, labels=["broken", "trains"], fixed={"max_steps": 1, "print_rollouts": False}
+    )
     result = run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2, last_k=1)
     assert result["status"] == {"broken": "failed", "trains": "done"}
     sweep_dir = tmp_path / "out" / "demo"
@@ -340,7 +431,10 @@ def test_jobs_pin_each_run_to_its_own_cores_and_a_failed_run_keeps_the_rest(tmp_
     with (sweep_dir / "summary.csv").open() as f:
         assert [row["run"] for row in csv.DictReader(f)] == ["trains"]
     report = Path(result["report"]).read_text()
-    assert f"- **broken**: not trained, failed in this sweep (exit 3); log `{sweep_dir / 'broken' / 'train.log'}`" in report
+    assert (
+        f"- **broken**: not trained, failed in this sweep (exit 3); log `{sweep_dir / 'broken' / 'train.log'}`"
+        in report
+    )
 
 
 def test_jobs_need_a_process_per_run_and_enough_cores(tmp_path):
@@ -357,8 +451,12 @@ def test_jobs_need_a_process_per_run_and_enough_cores(tmp_path):
 
 
 def test_a_run_killed_mid_way_resumes_from_its_checkpoint_when_the_sweep_reruns(tmp_path, tiny_model_dir, capsys):
-    spec = write_spec(tmp_path, vary={"seed": [1]}, labels=["r"],
-                      fixed={"max_steps": 2, "print_rollouts": False, "save_strategy": "steps", "save_steps": 1})
+    spec = write_spec(
+        tmp_path,
+        vary={"seed": [1]},
+        labels=["r"],
+        fixed={"max_steps": 2, "print_rollouts": False, "save_strategy": "steps", "save_steps": 1},
+    )
     overrides = {"model_name_or_path": tiny_model_dir}
     run_sweep(spec, tmp_path / "out", overrides, launcher="inprocess", last_k=1)
     run = tmp_path / "out" / "demo" / "r"
@@ -390,8 +488,9 @@ sys.exit(143 if got else 0)
 
 @pytest.mark.serial  # two runs side by side, each pinned to its own core: all of them, not a pytest worker's share
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two runs side by side need two cores")
-def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_path, tiny_model_dir, monkeypatch,
-                                                                           capsys):
+def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(
+    tmp_path, tiny_model_dir, monkeypatch, capsys
+):
     """SIGTERM to the sweep (as Ctrl-C): each run side by side gets exactly one SIGTERM, the signal on which a run
     checkpoints and stops (a second one would stop it without a checkpoint), and the sweep waits for them, then ends
     with one line and exit status 143 (no traceback)."""
@@ -400,8 +499,16 @@ def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_
 
     from rlvr.analysis import sweep
 
-    monkeypatch.setattr(sweep, "train_command", lambda variant, launcher, cpu_threads=None: [
-        sys.executable, "-c", PATIENT_RUN, str(variant.run_dir / "started")])
+    monkeypatch.setattr(
+        sweep,
+        "train_command",
+        lambda variant, launcher, cpu_threads=None: [
+            sys.executable,
+            "-c",
+            PATIENT_RUN,
+            str(variant.run_dir / "started"),
+        ],
+    )
     spec = write_spec(tmp_path, vary={"seed": [1, 2]}, labels=["a", "b"])
     started = [tmp_path / "out" / "demo" / label / "started" for label in ("a", "b")]
 
@@ -415,8 +522,9 @@ def test_stopping_a_jobs_sweep_sends_each_running_run_one_sigterm_and_waits(tmp_
     with pytest.raises(SystemExit) as stopped:
         run_sweep(spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir}, jobs=2)
     assert stopped.value.code == 143
-    assert capsys.readouterr().err.splitlines() == [("stopped by SIGTERM: 2 running run(s) checkpointed and stopped; "
-                                                      "rerun the same command to resume them")]
+    assert capsys.readouterr().err.splitlines() == [
+        ("stopped by SIGTERM: 2 running run(s) checkpointed and stopped; rerun the same command to resume them")
+    ]
     for label in ("a", "b"):
         assert "SIGTERM x 1" in (tmp_path / "out" / "demo" / label / "train.log").read_text()
     assert signal.getsignal(signal.SIGTERM) is before  # the sweep's own handler is gone again

@@ -60,12 +60,17 @@ def test_sft_target_is_the_rewarded_format_with_a_letter_by_letter_think():
     from rlvr.rewards.functions import binary, format
 
     assert spelled_completion("nus") == "<think>s u n -> n u s</think><answer>nus</answer>"
-    row = {"prompt": [{"role": "user", "content": "Spell this word backward (example: sun -> nus): was"}],
-           "question": "Spell this word backward (example: sun -> nus): was", "answer": "saw",
-           "metadata": json.dumps({"source_dataset": "spell_backward", "word": "was"})}
+    row = {
+        "prompt": [{"role": "user", "content": "Spell this word backward (example: sun -> nus): was"}],
+        "question": "Spell this word backward (example: sun -> nus): was",
+        "answer": "saw",
+        "metadata": json.dumps({"source_dataset": "spell_backward", "word": "was"}),
+    }
     sft_row = to_sft_row(row)
     assert sft_row["prompt"] == row["prompt"]
-    assert sft_row["completion"] == [{"role": "assistant", "content": "<think>w a s -> s a w</think><answer>saw</answer>"}]
+    assert sft_row["completion"] == [
+        {"role": "assistant", "content": "<think>w a s -> s a w</think><answer>saw</answer>"}
+    ]
     completion = [sft_row["completion"]]
     assert format(completion) == [1.0]
     assert binary(completion, [row["answer"]], [row["metadata"]]) == [1.0]
@@ -85,12 +90,13 @@ def test_sft_rows_use_the_grpo_prompt_as_a_chat_prefix_and_drop_held_out_words()
     prompt_text = tokenizer.apply_chat_template(sft[0]["prompt"], tokenize=False, add_generation_prompt=True)
     full_text = tokenizer.apply_chat_template(sft[0]["prompt"] + sft[0]["completion"], tokenize=False)
     assert full_text.startswith(prompt_text)  # SFT trains on exactly the context GRPO samples from
-    assert full_text[len(prompt_text):].startswith("<think>s u n -> n u s</think><answer>nus</answer><|im_end|>")
+    assert full_text[len(prompt_text) :].startswith("<think>s u n -> n u s</think><answer>nus</answer><|im_end|>")
 
 
 def test_evaluate_writes_the_summary_with_a_by_length_breakdown(tmp_path):
-    summary = evaluate(RECIPE, model_path=str(SPELLER), num_prompts=6, num_samples=2, ks=(1, 2),
-                       output=str(tmp_path / "eval.json"))
+    summary = evaluate(
+        RECIPE, model_path=str(SPELLER), num_prompts=6, num_samples=2, ks=(1, 2), output=str(tmp_path / "eval.json")
+    )
     saved = json.loads((tmp_path / "eval.json").read_text())
     assert saved["num_samples"] == 2 and saved["k"] == [1, 2]
     assert saved["sampling"]["temperature"] == 1.0  # taken from the recipe
@@ -107,13 +113,20 @@ def test_evaluate_writes_the_summary_with_a_by_length_breakdown(tmp_path):
 
 def test_evaluate_rejects_k_above_the_sample_count(tmp_path):
     with pytest.raises(ConfigError, match=r"^--k: "):
-        evaluate(RECIPE, model_path=str(SPELLER), num_prompts=1, num_samples=2, ks=(1, 4), output=str(tmp_path / "e.json"))
+        evaluate(
+            RECIPE, model_path=str(SPELLER), num_prompts=1, num_samples=2, ks=(1, 4), output=str(tmp_path / "e.json")
+        )
 
 
 def test_evaluate_cli_names_a_missing_model(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "rlvr.analysis.evaluate", "--config", RECIPE, "--model", str(tmp_path / "nothing")],
-        check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=120,
+        check=False,
+        cwd=REPO_ROOT,
+        env=OFFLINE,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: --model: no model at")
@@ -185,7 +198,12 @@ def test_main_job_raises_held_out_exact_match_by_40_points_into_readmes_range(tm
     fast check of the same recipe (30 steps, +7 points) is tests/test_main_job_learns.py."""
     result = subprocess.run(
         [sys.executable, "benchmarks/tiny_main_job.py", "--output_dir", str(tmp_path), "--launcher", "python"],
-        check=False, cwd=REPO_ROOT, env=OFFLINE, capture_output=True, text=True, timeout=1800,
+        check=False,
+        cwd=REPO_ROOT,
+        env=OFFLINE,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "benchmark.json").read_text())
@@ -199,20 +217,38 @@ def test_main_job_raises_held_out_exact_match_by_40_points_into_readmes_range(tm
 
 
 PROBE_WORDS = ("cat", "dog", "sun", "tree")
-PROBE_ROWS = [{"prompt": [{"role": "user", "content": f"Spell this word backward (e.g. sun -> nus): {word}"}],
-               "answer": word[::-1], "question": word, "metadata": "{}", "difficulty": len(word)} for word in PROBE_WORDS]
+PROBE_ROWS = [
+    {
+        "prompt": [{"role": "user", "content": f"Spell this word backward (e.g. sun -> nus): {word}"}],
+        "answer": word[::-1],
+        "question": word,
+        "metadata": "{}",
+        "difficulty": len(word),
+    }
+    for word in PROBE_WORDS
+]
 
 
 def scripted_sampler(tokenizer, exact_per_prompt: int):
     """Stands in for `hf_sampler`: of each probe word's samples, the first `exact_per_prompt` answer it exactly and
     the rest wrongly (the probe samples all its words in one chunk, in row order)."""
+
     def make(model, tokenizer_, settings, num_samples, device, *args, **kwargs):
         def sample(chunk):
             assert len(chunk) == len(PROBE_ROWS)
-            return [[tokenizer.encode(f"<think>x</think><answer>{row['answer'] if i < exact_per_prompt else 'zz'}"
-                                      f"</answer>", add_special_tokens=False) for i in range(num_samples)]
-                    for row in PROBE_ROWS]
+            return [
+                [
+                    tokenizer.encode(
+                        f"<think>x</think><answer>{row['answer'] if i < exact_per_prompt else 'zz'}</answer>",
+                        add_special_tokens=False,
+                    )
+                    for i in range(num_samples)
+                ]
+                for row in PROBE_ROWS
+            ]
+
         return sample
+
     return make
 
 
@@ -221,7 +257,7 @@ def test_sft_probe_stops_at_the_first_probe_that_reaches_its_target(monkeypatch,
     """`ExactMatchStop` (the SFT warm start's stop rule) with sampling scripted to 2 exact answers of 4 per word:
     it probes only every `every` steps, scores the probe at exactly 0.5 with the evaluator's scorer, and stops
     training when the probe reaches its target (0.5 >= 0.5), not when it falls short (0.5 < 0.51)."""
-    import rlvr.recipes.tiny.sft as sft
+    from rlvr.recipes.tiny import sft
     from rlvr.recipes.tiny.sft import ExactMatchStop, heldout
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState
 

@@ -114,7 +114,11 @@ def test_same_seed_same_numbers_other_seed_other_numbers(task):
 
 def test_main_entry_runs():
     out = subprocess.run(
-        [sys.executable, "-m", "toy_rlvr"], check=False, cwd=REPO_ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "toy_rlvr"],
+        check=False,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
         timeout=900,  # a hang guard for CI, not a speed check
     )
     assert out.returncode == 0, out.stderr

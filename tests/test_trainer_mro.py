@@ -55,22 +55,34 @@ def test_a_reordered_trainer_would_fail():
 
 def private_overrides(trainer: type) -> set[tuple[str, str]]:
     """(class, method) for every TRL/Trainer-private method (one leading underscore) a class of ours defines."""
-    return {(c.__name__, name) for c in trainer.__mro__ if c.__module__.startswith("rlvr.")
-            for name, value in vars(c).items()
-            if callable(value) and name.startswith("_") and not name.startswith("__") and hasattr(GRPOTrainer, name)}
+    return {
+        (c.__name__, name)
+        for c in trainer.__mro__
+        if c.__module__.startswith("rlvr.")
+        for name, value in vars(c).items()
+        if callable(value) and name.startswith("_") and not name.startswith("__") and hasattr(GRPOTrainer, name)
+    }
 
 
 def every_trainer() -> list[type]:
     """Each algorithm's trainer as a recipe can get it: plain, with a curriculum, with speed-ups, with both."""
     speedups = frozenset({"shared_prefix"})
-    return [layered for name in ALGORITHMS for plain in [trainer_class(name)]
-            for layered in (plain, with_curriculum(plain), with_speedups(plain, speedups),
-                            with_speedups(with_curriculum(plain), speedups))]
+    return [
+        layered
+        for name in ALGORITHMS
+        for plain in [trainer_class(name)]
+        for layered in (
+            plain,
+            with_curriculum(plain),
+            with_speedups(plain, speedups),
+            with_speedups(with_curriculum(plain), speedups),
+        )
+    ]
 
 
 def test_private_overrides_lists_exactly_the_private_methods_overridden():
     found = set().union(*(private_overrides(trainer) for trainer in every_trainer()))
-    assert found == set(PRIVATE_OVERRIDES), (found ^ set(PRIVATE_OVERRIDES))
+    assert found == set(PRIVATE_OVERRIDES), found ^ set(PRIVATE_OVERRIDES)
     assert all(reason.strip() for reason in PRIVATE_OVERRIDES.values())
 
 
@@ -79,8 +91,12 @@ def test_the_core_trainer_overrides_fewer_private_methods_than_before():
     rlvr/metrics/readings.py), `_generate_single_turn` (the speed-ups) and `_get_train_sampler` (the curriculum):
     the last two belong to the layers a recipe opts into."""
     core = {method for _, method in private_overrides(RLVRTrainer)}
-    assert core == {"_generate", "_generate_and_score_completions", "_get_per_token_logps_and_entropies",
-                    "_compute_loss"}
+    assert core == {
+        "_generate",
+        "_generate_and_score_completions",
+        "_get_per_token_logps_and_entropies",
+        "_compute_loss",
+    }
 
 
 def test_opt_in_layers_sit_right_above_trl_below_every_mixin():
@@ -94,13 +110,21 @@ def test_opt_in_layers_sit_right_above_trl_below_every_mixin():
 def recipe_trainer(monkeypatch, path: str) -> type:
     """The trainer class `recipes/grpo.py --config path` would build (the model is not needed to tell)."""
     monkeypatch.setattr(config, "check_model_reachable", lambda *args, **kwargs: None)
-    recipe = config.validate(config.load_recipe(["--config", path, "--bf16", "false", "--use_cpu", "true",
-                                                 "--dry_run", "true"]))
+    recipe = config.validate(
+        config.load_recipe(["--config", path, "--bf16", "false", "--use_cpu", "true", "--dry_run", "true"])
+    )
     return trainer_for(recipe)
 
 
-@pytest.mark.parametrize("path", ["recipes/grpo.yaml", "recipes/grpo_qwen3_0.6b_full.yaml",
-                                  "recipes/grpo_qwen3_1.7b_lora.yaml", "recipes/grpo_qwen3_4b_qlora.yaml"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "recipes/grpo.yaml",
+        "recipes/grpo_qwen3_0.6b_full.yaml",
+        "recipes/grpo_qwen3_1.7b_lora.yaml",
+        "recipes/grpo_qwen3_4b_qlora.yaml",
+    ],
+)
 def test_gpu_recipes_get_a_trainer_without_speedups(monkeypatch, path):
     assert recipe_trainer(monkeypatch, path) is RLVRTrainer
     assert not issubclass(recipe_trainer(monkeypatch, path), (SharedPrefixTrainer, CurriculumSamplerTrainer))

@@ -25,10 +25,24 @@ METHODS = {
     "_generate_and_score_completions": ["self", "inputs"],  # Timing, Algorithm, DAPO, PPO: advantages
     "_compute_loss": ["self", "model", "inputs"],  # Algorithm (no ratio), KLEstimator, PPO (value loss)
     "_generate": ["self", "prompts"],  # time accounting
-    "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",
-                              "has_tool_images"],  # shared-prefix generation
-    "_get_per_token_logps_and_entropies": ["self", "model", "input_ids", "attention_mask", "logits_to_keep",
-                                           "batch_size", "compute_entropy", "compute_aux_loss"],  # prefix, KL
+    "_generate_single_turn": [
+        "self",
+        "prompt_ids",
+        "images",
+        "multimodal_fields",
+        "num_generations",
+        "has_tool_images",
+    ],  # shared-prefix generation
+    "_get_per_token_logps_and_entropies": [
+        "self",
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+        "compute_entropy",
+        "compute_aux_loss",
+    ],  # prefix, KL
     "_load_optimizer_and_scheduler": ["self", "checkpoint"],  # PPO's critic optimizer
     "training_step": ["self", "model", "inputs", "num_items_in_batch"],
     "log": ["self", "logs", "start_time"],
@@ -41,19 +55,47 @@ METHODS = {
 
 # attributes GRPOTrainer (or transformers' Trainer) sets, which the mixins read
 ATTRIBUTES = (
-    "_metrics", "_tokenizer", "reward_func_names", "reward_weights", "num_generations", "num_generations_eval",
-    "tools", "beta", "loss_type", "temperature", "max_completion_length", "use_vllm",
-    "use_transformers_continuous_batching", "pad_to_multiple_of", "generation_kwargs", "generation_config",
-    "eos_token_ids", "model_wrapped", "callback_handler", "accelerator", "lr_scheduler",
-    "current_gradient_accumulation_steps", "is_deepspeed_enabled", "is_fsdp_enabled", "processing_class",
+    "_metrics",
+    "_tokenizer",
+    "reward_func_names",
+    "reward_weights",
+    "num_generations",
+    "num_generations_eval",
+    "tools",
+    "beta",
+    "loss_type",
+    "temperature",
+    "max_completion_length",
+    "use_vllm",
+    "use_transformers_continuous_batching",
+    "pad_to_multiple_of",
+    "generation_kwargs",
+    "generation_config",
+    "eos_token_ids",
+    "model_wrapped",
+    "callback_handler",
+    "accelerator",
+    "lr_scheduler",
+    "current_gradient_accumulation_steps",
+    "is_deepspeed_enabled",
+    "is_fsdp_enabled",
+    "processing_class",
     "num_iterations",  # the curriculum sampler repeats a chunk as TRL does
     "_step",  # PPO steps its critic's optimizer when TRL's training_step completes an accumulation
-    "_logs", "log_completions",  # the completions table shows the advantages the algorithm trained with
+    "_logs",
+    "log_completions",  # the completions table shows the advantages the algorithm trained with
 )
 
 # keys of the dict `_generate_and_score_completions` returns (and `_compute_loss` reads) that the mixins use
-OUTPUT_KEYS = ("advantages", "completion_mask", "old_per_token_logps", "ref_per_token_logps", "num_items_in_batch",
-               "prompt_ids", "completion_ids")
+OUTPUT_KEYS = (
+    "advantages",
+    "completion_mask",
+    "old_per_token_logps",
+    "ref_per_token_logps",
+    "num_items_in_batch",
+    "prompt_ids",
+    "completion_ids",
+)
 
 # module-level helpers: (module, name, parameter names we pass)
 HELPERS = [
@@ -62,8 +104,11 @@ HELPERS = [
     ("trl.trainer.utils", "disable_dropout_in_model", ["model"]),
     # the batch layout reward_components, flat_groups and DAPO's resampling assume: each prompt's G rows adjacent
     ("trl.trainer.utils", "RepeatSampler", ["data_source", "mini_repeat_count", "batch_size", "repeat_count"]),
-    ("trl.models", "unwrap_model_for_generation",
-     ["model", "accelerator", "gather_deepspeed3_params", "generation_kwargs", "gradient_checkpointing_kwargs"]),
+    (
+        "trl.models",
+        "unwrap_model_for_generation",
+        ["model", "accelerator", "gather_deepspeed3_params", "generation_kwargs", "gradient_checkpointing_kwargs"],
+    ),
     ("trl.rewards", "get_soft_overlong_punishment", ["max_completion_len", "soft_punish_cache"]),
     ("trl", "get_quantization_config", ["model_args"]),
     ("trl", "get_peft_config", ["model_args"]),
@@ -96,7 +141,11 @@ def attributes_set_by(cls) -> set[str]:
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
             for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     names.add(target.attr)
         names |= {name for name, value in vars(klass).items() if isinstance(value, property)}
     return names
@@ -139,8 +188,11 @@ def test_the_contract_lists_every_trl_method_we_override_or_call_through_super()
     """The list above cannot go stale: every `super().<method>` in the trainer mixins that resolves to TRL (or
     transformers' Trainer) is in METHODS."""
     called = set()
-    for path in [*(REPO / "rlvr" / "training").glob("*.py"), *(REPO / "rlvr" / "metrics").glob("*.py"),
-                 *(REPO / "rlvr" / "speedups").glob("*.py")]:
+    for path in [
+        *(REPO / "rlvr" / "training").glob("*.py"),
+        *(REPO / "rlvr" / "metrics").glob("*.py"),
+        *(REPO / "rlvr" / "speedups").glob("*.py"),
+    ]:
         called |= set(re.findall(r"super\(\)\.(\w+)\(", path.read_text()))
     ours = {"__init__", "__post_init__", "parse_known_args"}  # constructors and argparse, not trainer internals
     trainer_methods = {name for name in called - ours if hasattr(GRPOTrainer, name)}
@@ -153,8 +205,11 @@ def test_the_contract_lists_every_trl_attribute_the_mixins_read():
     read = set()
     for path in [*(REPO / "rlvr" / "training").glob("*.py"), *(REPO / "rlvr" / "speedups").glob("*.py")]:
         read |= set(re.findall(r"self\.(\w+)", path.read_text()))
-    used = {name for name in read & trl_attributes if name not in ("args", "model", "state", "control", "optimizer",
-                                                                   "train_dataset", "ref_model")}
+    used = {
+        name
+        for name in read & trl_attributes
+        if name not in ("args", "model", "state", "control", "optimizer", "train_dataset", "ref_model")
+    }
     assert used <= set(ATTRIBUTES), f"add to ATTRIBUTES: {sorted(used - set(ATTRIBUTES))}"
 
 
@@ -180,20 +235,31 @@ def test_each_private_generation_method_takes_what_we_pass(name):
 
     method = getattr(GenerationMixin, name, None)
     assert method is not None, f"GenerationMixin.{name} is gone"
-    assert set(GENERATION_METHODS[name]) <= set(inspect.signature(method).parameters), f"{name}{inspect.signature(method)}"
+    assert set(GENERATION_METHODS[name]) <= set(inspect.signature(method).parameters), (
+        f"{name}{inspect.signature(method)}"
+    )
 
 
 def test_the_restated_forward_finds_the_modules_it_reads():
     """A qwen3 layout change (a renamed projection, a fused qkv) fails here, not as wrong logits."""
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    model = AutoModelForCausalLM.from_config(Qwen3Config(vocab_size=16, hidden_size=16, intermediate_size=16,
-                                                         num_hidden_layers=1, num_attention_heads=2,
-                                                         num_key_value_heads=1, head_dim=8))
+    model = AutoModelForCausalLM.from_config(
+        Qwen3Config(
+            vocab_size=16,
+            hidden_size=16,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=8,
+        )
+    )
     layer = model.model.layers[0]
     parts = {"model": model.model, "layer": layer, "attn": layer.self_attn, "mlp": layer.mlp}
-    missing = [f"{part}.{name}" for part, names in RESTATED_MODULES.items() for name in names
-               if not hasattr(parts[part], name)]
+    missing = [
+        f"{part}.{name}" for part, names in RESTATED_MODULES.items() for name in names if not hasattr(parts[part], name)
+    ]
     assert not missing, f"the restated forward reads {missing}"
     assert hasattr(model.model.norm, "variance_epsilon") and model.get_output_embeddings() is not None
 

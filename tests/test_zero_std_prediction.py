@@ -27,9 +27,17 @@ GROUPS = {
 
 def rollouts(groups=GROUPS):
     return [
-        {"step": step, "round": rnd, "group": group, "difficulty": difficulty, "correctness": c, "success": float(c == 1.0),
-         "completion_tokens": 5}
-        for (step, rnd, group), (difficulty, scores) in groups.items() for c in scores
+        {
+            "step": step,
+            "round": rnd,
+            "group": group,
+            "difficulty": difficulty,
+            "correctness": c,
+            "success": float(c == 1.0),
+            "completion_tokens": 5,
+        }
+        for (step, rnd, group), (difficulty, scores) in groups.items()
+        for c in scores
     ]
 
 
@@ -49,7 +57,8 @@ def test_observed_and_predicted_series_by_hand():
     assert first["zero_std_exact/predicted_self"] == pytest.approx((1 + flat4(0.5) + flat4(0.25) + 1) / 4)
     # Peers at the same difficulty, leaving the group out: 3/8, 5/8, 6/8; group 3 is alone at 5 -> all others, 7/12.
     assert first["zero_std_exact/predicted_peers"] == pytest.approx(
-        (flat4(3 / 8) + flat4(5 / 8) + flat4(6 / 8) + flat4(7 / 12)) / 4)
+        (flat4(3 / 8) + flat4(5 / 8) + flat4(6 / 8) + flat4(7 / 12)) / 4
+    )
     # Step 2 pools its two rounds: one flat group (0 exact), one with 3 exact; each is the other's peer.
     assert second["zero_std_exact/observed"] == 0.5
     assert second["zero_std_exact/predicted_self"] == pytest.approx((1 + flat4(0.75)) / 2)
@@ -89,8 +98,10 @@ def test_own_group_prediction_is_biased_upward(G):
 
 def plug_in_mean(p, samples, G):
     """E[flat(k / samples, G)] for k ~ Binomial(samples, p): what a plug-in prediction averages to."""
-    return sum(math.comb(samples, k) * p**k * (1 - p) ** (samples - k) * flat_probability(k / samples, G)
-               for k in range(samples + 1))
+    return sum(
+        math.comb(samples, k) * p**k * (1 - p) ** (samples - k) * flat_probability(k / samples, G)
+        for k in range(samples + 1)
+    )
 
 
 @pytest.mark.parametrize("num_groups", [2, 3, 4])
@@ -102,7 +113,9 @@ def test_peer_prediction_bias_is_the_pools_and_shrinks_with_it(num_groups):
     totals = dict.fromkeys(("observed", "predicted_self", "predicted_peers"), 0.0)
     for o in itertools.product([0.0, 1.0], repeat=num_groups * G):
         weight = math.prod(p if v else 1 - p for v in o)
-        (row,) = zero_std_prediction(rollouts({(1, 0, g): (3, list(o[g * G:(g + 1) * G])) for g in range(num_groups)}))
+        (row,) = zero_std_prediction(
+            rollouts({(1, 0, g): (3, list(o[g * G : (g + 1) * G])) for g in range(num_groups)})
+        )
         for key in totals:
             totals[key] += weight * row[f"zero_std_exact/{key}"]
     assert totals["observed"] == pytest.approx(flat_probability(p, G))

@@ -51,8 +51,9 @@ def build_tokenizer():
     backend = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(byte_alphabet)}, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        bos_token=None)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None
+    )
     tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
     tokenizer.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in TAG_TOKENS])
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -64,9 +65,14 @@ def build_tiny_model(output_dir: str | Path, config: TinyModelConfig | None = No
     config = config or TinyModelConfig()
     tokenizer = build_tokenizer()
     torch.manual_seed(config.seed)
-    model_config = Qwen3Config(vocab_size=len(tokenizer), **{k: v for k, v in asdict(config).items() if k != "seed"},
-                               tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
-                               pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    model_config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        **{k: v for k, v in asdict(config).items() if k != "seed"},
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
     model = Qwen3ForCausalLM(model_config)
     model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     output_dir = Path(output_dir)

@@ -40,19 +40,25 @@ class SpellerArguments:
     """What the SFT recipe adds to TRL's SFTConfig: the rows, the words to keep out, the shape, and the stop rule."""
 
     data: dict | str | None = field(
-        default=None, metadata={"help": "Data spec of the SFT rows (same form as a GRPO recipe's `data:` block); "
-                                "its test split is the probe set."},
+        default=None,
+        metadata={
+            "help": "Data spec of the SFT rows (same form as a GRPO recipe's `data:` block); "
+            "its test split is the probe set."
+        },
     )
     heldout_recipe: str = field(
         default="recipes/tiny/grpo.yaml",
-        metadata={"help": "The GRPO recipe: its test-split words are removed from the SFT rows, and the probe "
-                  "samples with its settings (temperature, max_completion_length, ...)."},
+        metadata={
+            "help": "The GRPO recipe: its test-split words are removed from the SFT rows, and the probe "
+            "samples with its settings (temperature, max_completion_length, ...)."
+        },
     )
     model_shape: dict | str | None = field(
         default=None, metadata={"help": "TinyModelConfig fields (hidden_size, num_hidden_layers, ..., seed)."}
     )
     stop_at_exact_match: float | None = field(
-        default=None, metadata={"help": "Stop at the first probe whose sampled exact match reaches this; unset = never."}
+        default=None,
+        metadata={"help": "Stop at the first probe whose sampled exact match reaches this; unset = never."},
     )
     probe_steps: int = field(default=10, metadata={"help": "Probe every this many optimizer steps."})
     probe_samples: int = field(default=4, metadata={"help": "Samples per probe word."})
@@ -127,15 +133,19 @@ def main(argv: list[str] | None = None) -> Path:
     excluded, settings = heldout(args.heldout_recipe)
     train = sft_dataset(data["train"], excluded)
     probe_rows = [row for row in data["test"] if row["question"] not in excluded]
-    print(f"[sft] {len(train)} rows ({len(data['train']) - len(train)} GRPO test words removed), "
-          f"{len(probe_rows)} probe words", flush=True)
+    print(
+        f"[sft] {len(train)} rows ({len(data['train']) - len(train)} GRPO test words removed), "
+        f"{len(probe_rows)} probe words",
+        flush=True,
+    )
 
     with tempfile.TemporaryDirectory() as init_dir:
         model = AutoModelForCausalLM.from_pretrained(build_tiny_model(init_dir, shape), dtype="float32")
     print(f"[sft] model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters", flush=True)
     tokenizer = build_tokenizer()
-    stop = ExactMatchStop(probe_rows, tokenizer, settings, args.probe_steps, args.probe_samples,
-                          args.stop_at_exact_match, training.seed)
+    stop = ExactMatchStop(
+        probe_rows, tokenizer, settings, args.probe_steps, args.probe_samples, args.stop_at_exact_match, training.seed
+    )
     trainer = SFTTrainer(model=model, args=training, train_dataset=train, processing_class=tokenizer, callbacks=[stop])
     trainer.train()
     trainer.save_model(training.output_dir)  # model, generation config and tokenizer files

@@ -16,7 +16,10 @@ def spelled_completion(answer: str) -> str:
 
 def to_sft_row(row: dict) -> dict:
     """A generator row -> TRL's conversational prompt-completion row; the prompt is the one GRPO samples from."""
-    return {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": spelled_completion(row["answer"])}]}
+    return {
+        "prompt": row["prompt"],
+        "completion": [{"role": "assistant", "content": spelled_completion(row["answer"])}],
+    }
 
 
 def sft_dataset(rows: Dataset, exclude_questions: set[str] = frozenset()) -> Dataset:

@@ -18,14 +18,18 @@ from dataclasses import dataclass
 from rlvr.analysis.loaders import Run, load_any_run
 from rlvr.analysis.summaries import last, mean, time_totals, wall_time
 from rlvr.inputs import ArgumentParser, ConfigError, cli
-from rlvr.metrics.keys import ALL_CORRECT, ALL_TRUNCATED, ALL_WRONG, GROUP_SIDES, IDENTICAL, TOTAL
 from rlvr.metrics.keys import (
+    ALL_CORRECT,
+    ALL_TRUNCATED,
+    ALL_WRONG,
     CLIP_RATIO,
     CLIPPED_RATIO,
     ENTROPY,
     EVAL_EXACT,
     GENERATED_SAMPLES,
     GRAD_NORM,
+    GROUP_SIDES,
+    IDENTICAL,
     IS_RATIO,
     KL,
     LEARNING_RATE,
@@ -35,6 +39,7 @@ from rlvr.metrics.keys import (
     REWARD,
     REWARD_STD,
     TOKEN_RATES,
+    TOTAL,
     TRL_ZERO_STD,
     reward_key,
     step_key,
@@ -52,59 +57,123 @@ class Threshold:
 
 
 THRESHOLDS = {
-    "idle_groups": Threshold(0.5, "share of prompt groups flat on the total reward: a flat group has advantage 0 and "
-                                  "adds no gradient, so above half the step pays for generation mostly in vain"),
-    "truncated": Threshold(0.2, "share of completions cut off at max_completion_length: a cut answer has no closing "
-                                "tag and scores as wrong, so above one in five the reward measures the length budget"),
-    "entropy_floor": Threshold(0.05, "mean sampling entropy, nats per token: below it nearly every token is the "
-                                     "arg-max, the G samples of a prompt come out alike and their group goes flat"),
-    "format_saturated": Threshold(0.95, "share of groups flat on format: the format reward has nothing left to "
-                                        "teach, and paying it is a constant offset"),
-    "format_std_flat": Threshold(0.01, "std of a plain TRL run's format reward over the batch below which format "
-                                       "counts as flat everywhere (TRL logs no per-group count)"),
-    "format_high": Threshold(0.9, "mean format reward (of its full 1.0) a format flat across groups must reach to "
-                                  "count as saturated: flat and low is a format the policy never finds"),
+    "idle_groups": Threshold(
+        0.5,
+        "share of prompt groups flat on the total reward: a flat group has advantage 0 and "
+        "adds no gradient, so above half the step pays for generation mostly in vain",
+    ),
+    "truncated": Threshold(
+        0.2,
+        "share of completions cut off at max_completion_length: a cut answer has no closing "
+        "tag and scores as wrong, so above one in five the reward measures the length budget",
+    ),
+    "entropy_floor": Threshold(
+        0.05,
+        "mean sampling entropy, nats per token: below it nearly every token is the "
+        "arg-max, the G samples of a prompt come out alike and their group goes flat",
+    ),
+    "format_saturated": Threshold(
+        0.95,
+        "share of groups flat on format: the format reward has nothing left to "
+        "teach, and paying it is a constant offset",
+    ),
+    "format_std_flat": Threshold(
+        0.01,
+        "std of a plain TRL run's format reward over the batch below which format "
+        "counts as flat everywhere (TRL logs no per-group count)",
+    ),
+    "format_high": Threshold(
+        0.9,
+        "mean format reward (of its full 1.0) a format flat across groups must reach to "
+        "count as saturated: flat and low is a format the policy never finds",
+    ),
     "format_early": Threshold(0.25, "fraction of the run by which format saturated, counted as early"),
-    "unsolved": Threshold(0.5, "exact success (else correctness) over the last steps below which the task counts "
-                               "as not learned"),
-    "stalled": Threshold(0.05, "rise of success (else correctness) from the first to the last window below which the "
-                               "task counts as stalled"),
-    "format_min_steps": Threshold(20, "logged steps a run needs before format saturation is judged: on fewer, "
-                                      "success has not had time to rise"),
-    "false_full_credit": Threshold(0.05, "share of completions with full correctness but a wrong answer (the "
-                                         "scorer's hole): one in twenty is a route the policy can climb"),
-    "hollow_format": Threshold(0.05, "share of completions paid full format for hollow tags (empty or unrelated "
-                                     "think/answer): the format reward is being farmed"),
-    "hack_margin": Threshold(0.1, "rise of the reward and fall of success (else correctness), first window to last, "
-                                  "that together name a hack: twice `stalled`, beyond a window's sampling noise"),
-    "spike_factor": Threshold(10.0, "a grad norm (or |loss|) this many times the median of the previous up to 20 "
-                                    "steps is a spike: one update that far out of scale can undo what was learned"),
+    "unsolved": Threshold(
+        0.5, "exact success (else correctness) over the last steps below which the task counts as not learned"
+    ),
+    "stalled": Threshold(
+        0.05,
+        "rise of success (else correctness) from the first to the last window below which the task counts as stalled",
+    ),
+    "format_min_steps": Threshold(
+        20, "logged steps a run needs before format saturation is judged: on fewer, success has not had time to rise"
+    ),
+    "false_full_credit": Threshold(
+        0.05,
+        "share of completions with full correctness but a wrong answer (the "
+        "scorer's hole): one in twenty is a route the policy can climb",
+    ),
+    "hollow_format": Threshold(
+        0.05,
+        "share of completions paid full format for hollow tags (empty or unrelated "
+        "think/answer): the format reward is being farmed",
+    ),
+    "hack_margin": Threshold(
+        0.1,
+        "rise of the reward and fall of success (else correctness), first window to last, "
+        "that together name a hack: twice `stalled`, beyond a window's sampling noise",
+    ),
+    "spike_factor": Threshold(
+        10.0,
+        "a grad norm (or |loss|) this many times the median of the previous up to 20 "
+        "steps is a spike: one update that far out of scale can undo what was learned",
+    ),
     "spike_history": Threshold(5, "previous logged steps needed before spikes are judged"),
-    "loss_floor": Threshold(0.5, "|loss| below which no loss spike is called: GRPO's loss hovers near 0, and its "
-                                 "ratio to a near-0 median means nothing"),
-    "constant_reward": Threshold(1e-6, "TRL's reward_std (std of the total reward over the whole batch) at or below "
-                                       "which every completion scored the same: no group can have contrast"),
-    "kl_blowup": Threshold(1.0, "mean KL to the reference, nats per token: the sampled tokens are then on average "
-                                "e times less likely under the reference; the anchor no longer holds the policy"),
+    "loss_floor": Threshold(
+        0.5,
+        "|loss| below which no loss spike is called: GRPO's loss hovers near 0, and its "
+        "ratio to a near-0 median means nothing",
+    ),
+    "constant_reward": Threshold(
+        1e-6,
+        "TRL's reward_std (std of the total reward over the whole batch) at or below "
+        "which every completion scored the same: no group can have contrast",
+    ),
+    "kl_blowup": Threshold(
+        1.0,
+        "mean KL to the reference, nats per token: the sampled tokens are then on average "
+        "e times less likely under the reference; the anchor no longer holds the policy",
+    ),
     "kl_still": Threshold(1e-4, "mean KL to the reference, nats per token, below which the policy has not moved"),
-    "reward_drop": Threshold(0.25, "fall of the windowed mean reward from its peak, as a share of the peak: "
-                                   "learning undone, the classic sign of a learning rate too high"),
-    "is_ratio_low": Threshold(0.9, "mean of TRL's vLLM importance-sampling ratio below which its correction scales "
-                                   "the loss down by over a tenth: engines that agree read within 1% of 1; top_p 0.95 "
-                                   "alone multiplies every token's ratio by 0.95 (huggingface/trl#6789)"),
-    "vllm_clip_max": Threshold(3.0, "TRL's default vllm_importance_sampling_clip_max (a run's own when it records "
-                                    "one): past log(3.0) = 1.10 nats of |trainer - vLLM| log-prob per token x mean "
-                                    "length, a completion whose gaps share a sign has a ratio past 3 (sequence_mask "
-                                    "drops it) or under 1/3 (a third of its gradient or less)"),
-    "clip_fraction": Threshold(0.1, "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
-                                    "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
-                                    "on its second pass; a tenth means the step, not the data, sets the update"),
-    "proxy_rise": Threshold(0.05, "rise of the mean training reward from the first to the last third of the evaluated "
-                                  "steps above which the reward counts as rising (in the reward's units)"),
-    "truth_flat": Threshold(0.02, "gain of held-out exact match over the same thirds at or below which it counts as "
-                                  "flat: 2 points, under the noise of a few dozen held-out prompts"),
-    "generation_heavy": Threshold(0.6, "share of step time spent generating above which sampling (vLLM, shorter "
-                                       "completions), not the optimizer, is the lever for speed"),
+    "reward_drop": Threshold(
+        0.25,
+        "fall of the windowed mean reward from its peak, as a share of the peak: "
+        "learning undone, the classic sign of a learning rate too high",
+    ),
+    "is_ratio_low": Threshold(
+        0.9,
+        "mean of TRL's vLLM importance-sampling ratio below which its correction scales "
+        "the loss down by over a tenth: engines that agree read within 1% of 1; top_p 0.95 "
+        "alone multiplies every token's ratio by 0.95 (huggingface/trl#6789)",
+    ),
+    "vllm_clip_max": Threshold(
+        3.0,
+        "TRL's default vllm_importance_sampling_clip_max (a run's own when it records "
+        "one): past log(3.0) = 1.10 nats of |trainer - vLLM| log-prob per token x mean "
+        "length, a completion whose gaps share a sign has a ratio past 3 (sequence_mask "
+        "drops it) or under 1/3 (a third of its gradient or less)",
+    ),
+    "clip_fraction": Threshold(
+        0.1,
+        "share of tokens the PPO clip (epsilon, TRL's default 0.2) cut from a reused "
+        "batch's gradient (num_iterations > 1): the main job's learning rate clips <= 7% "
+        "on its second pass; a tenth means the step, not the data, sets the update",
+    ),
+    "proxy_rise": Threshold(
+        0.05,
+        "rise of the mean training reward from the first to the last third of the evaluated "
+        "steps above which the reward counts as rising (in the reward's units)",
+    ),
+    "truth_flat": Threshold(
+        0.02,
+        "gain of held-out exact match over the same thirds at or below which it counts as "
+        "flat: 2 points, under the noise of a few dozen held-out prompts",
+    ),
+    "generation_heavy": Threshold(
+        0.6,
+        "share of step time spent generating above which sampling (vLLM, shorter "
+        "completions), not the optimizer, is the lever for speed",
+    ),
 }
 
 # reading -> the keys that carry it: this repo's first, then plain TRL's (`rewards/<fn>/mean` matched by name part)
@@ -115,8 +184,12 @@ READINGS = {
     "reward": (reward_key(TOTAL), REWARD),
     "reward_std": (REWARD_STD,),
     "success": (reward_key("success"), "rewards/success/mean"),
-    "correctness": (reward_key("correctness"), "rewards/correctness/mean", "rewards/*correct*/mean",
-                    "rewards/*accuracy*/mean"),
+    "correctness": (
+        reward_key("correctness"),
+        "rewards/correctness/mean",
+        "rewards/*correct*/mean",
+        "rewards/*accuracy*/mean",
+    ),
     "format": (reward_key("format"), "rewards/format/mean", "rewards/*format*/mean"),
     "format_flat": (zero_std_key("format"),),
     "format_std": ("rewards/format/std", "rewards/*format*/std"),
@@ -133,7 +206,9 @@ READINGS = {
     "held_out": (EVAL_EXACT,),
 }
 ZERO_STD_SIDES = {  # zero_std_side/<side> -> how a finding names it
-    ALL_WRONG: "all wrong", ALL_CORRECT: "all correct", ALL_TRUNCATED: "all truncated",
+    ALL_WRONG: "all wrong",
+    ALL_CORRECT: "all correct",
+    ALL_TRUNCATED: "all truncated",
     IDENTICAL: "identical completions (collapsed entropy)",
 }
 NON_FINITE_READINGS = ("loss", "grad_norm", "kl", "reward")
@@ -169,9 +244,11 @@ class Diagnosis:
 
     def text(self) -> str:
         steps = [row.get("step") for row in self.run.rows]
-        head = (f"rlvr doctor {self.run.path}: {self.source}, {len(self.run.rows)} logged steps "
-                f"(step {steps[0]} to {steps[-1]}), {'finished' if self.run.finished else 'not finished'}")
-        verdict = (f"{len(self.problems)} problem(s) found" if self.problems else "no problem found")
+        head = (
+            f"rlvr doctor {self.run.path}: {self.source}, {len(self.run.rows)} logged steps "
+            f"(step {steps[0]} to {steps[-1]}), {'finished' if self.run.finished else 'not finished'}"
+        )
+        verdict = f"{len(self.problems)} problem(s) found" if self.problems else "no problem found"
         tail = [f"not checked (the run has no keys for it): {', '.join(self.skipped)}"] if self.skipped else []
         return "\n".join([head, *self.unread_lines(), *self.lines(), verdict, *tail])
 
@@ -193,7 +270,7 @@ def key_for(run: Run, reading: str) -> str | None:
         head, _, tail = candidate.replace("*", "\0", 1).partition("\0")
         inner, _, tail = tail.partition("*")
         for key in logged:
-            if key.startswith(head) and key.endswith(tail) and inner in key[len(head):len(key) - len(tail)]:
+            if key.startswith(head) and key.endswith(tail) and inner in key[len(head) : len(key) - len(tail)]:
                 return key
     return None
 
@@ -210,7 +287,7 @@ def windows(series: list[tuple[int, float]], width: int = WINDOW):
     """(first step, mean) of every sliding window of `width` points (one window over all, if fewer)."""
     width = max(1, min(width, len(series)))
     for i in range(len(series) - width + 1):
-        chunk = series[i:i + width]
+        chunk = series[i : i + width]
         yield chunk[0][0], sum(v for _, v in chunk) / width
 
 
@@ -244,6 +321,7 @@ def from_step(series, step: int) -> float | None:
 
 # ---- the checks, each a function of the run (and its settings) returning findings ------------------------------
 
+
 def setting(settings: dict, name: str, default="?"):
     value = settings.get(name)
     return default if value is None else value
@@ -253,20 +331,30 @@ def blind_readings(run, keys) -> list[Finding]:
     """The readings the run logged but never as a finite number (NaN, inf or null at every step), in one finding:
     the checks that read them see an empty series and can say nothing. The divergence readings are
     `check_non_finite`'s."""
-    blind = [key for reading, key in keys.items()
-             if key is not None and reading not in NON_FINITE_READINGS and not points(run, key)]
+    blind = [
+        key
+        for reading, key in keys.items()
+        if key is not None and reading not in NON_FINITE_READINGS and not points(run, key)
+    ]
     if not blind:
         return []
-    readers = [check.__name__.removeprefix("check_") for check, needs in CHECKS
-               if any(keys.get(reading) in blind for reading in needs)]
+    readers = [
+        check.__name__.removeprefix("check_")
+        for check, needs in CHECKS
+        if any(keys.get(reading) in blind for reading in needs)
+    ]
     first = next(row for row in run.rows if blind[0] in row)
-    return [Finding(
-        "problem", int(first["step"]),
-        f"unreadable: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} {first[blind[0]]} from step "
-        f"{int(first['step'])} on, never a finite number" + (f"; the {', '.join(readers)} check(s) cannot judge "
-                                                              "the run" if readers else ""),
-        "the metric was computed on an empty or broken batch: read the training log and rollouts of the first steps "
-        "(a reward or a length that is NaN poisons every mean it enters)")]
+    return [
+        Finding(
+            "problem",
+            int(first["step"]),
+            f"unreadable: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} {first[blind[0]]} from step "
+            f"{int(first['step'])} on, never a finite number"
+            + (f"; the {', '.join(readers)} check(s) cannot judge the run" if readers else ""),
+            "the metric was computed on an empty or broken batch: read the training log and rollouts of the first steps "
+            "(a reward or a length that is NaN poisons every mean it enters)",
+        )
+    ]
 
 
 def check_non_finite(run, settings, keys):
@@ -282,15 +370,20 @@ def check_non_finite(run, settings, keys):
         step, shown = int(bad[0]["step"]), bad[0][key]
         if len(bad) == sum(key in row for row in run.rows):  # never finite: broken from the start, not diverged
             what = f"divergence: {key} is {shown} from step {step} on, at every logged step ({len(bad)})"
-            remedy = ("a reward function returns NaN or inf (or nothing but None): call each on a few completions of "
-                      "the run before training again" if reading == "reward" else
-                      "non-finite from the first logged step is the setup, not the learning rate: check the model's "
-                      "weights and dtype (fp16 overflows), then the reward")
+            remedy = (
+                "a reward function returns NaN or inf (or nothing but None): call each on a few completions of "
+                "the run before training again"
+                if reading == "reward"
+                else "non-finite from the first logged step is the setup, not the learning rate: check the model's "
+                "weights and dtype (fp16 overflows), then the reward"
+            )
         else:
             what = f"divergence: {key} is {shown} ({len(bad)} of {len(run.rows)} logged steps non-finite)"
-            remedy = (f"lower learning_rate (now {setting(settings, 'learning_rate')}) 3-10x and keep max_grad_norm "
-                      f"(now {setting(settings, 'max_grad_norm', 1.0)}) at 1.0 or below; resume from the last "
-                      f"checkpoint before step {step}")
+            remedy = (
+                f"lower learning_rate (now {setting(settings, 'learning_rate')}) 3-10x and keep max_grad_norm "
+                f"(now {setting(settings, 'max_grad_norm', 1.0)}) at 1.0 or below; resume from the last "
+                f"checkpoint before step {step}"
+            )
         findings.append(Finding("problem", step, what, remedy))
     return findings
 
@@ -303,7 +396,7 @@ def spikes(series, floor: float = 0.0) -> list[tuple[int, float, float]]:
     for i in range(history, len(series)):
         # exact zeros are steps whose groups were all flat (no gradient), not a scale: a median of 0 makes any step
         # with contrast an "infinite" spike, so the median is over the previous non-zero values
-        previous = [abs(v) for _, v in series[max(0, i - 20):i] if v != 0]
+        previous = [abs(v) for _, v in series[max(0, i - 20) : i] if v != 0]
         step, value = series[i]
         if len(previous) >= history and abs(value) > max(floor, factor * statistics.median(previous)):
             found.append((step, value, statistics.median(previous)))
@@ -315,12 +408,16 @@ def check_spikes(run, settings, keys):
     for reading, floor in (("grad_norm", 0.0), ("loss", THRESHOLDS["loss_floor"].value)):
         if keys.get(reading) and (found := spikes(points(run, keys[reading]), floor)):
             step, value, median = found[0]
-            findings.append(Finding(
-                "problem", step,
-                f"divergence: {keys[reading]} spiked to {value:.3g} ({abs(value) / max(median, 1e-12):.0f}x the "
-                f"median {median:.3g} of the steps before; {len(found)} spike(s) in the run)",
-                f"lower learning_rate (now {setting(settings, 'learning_rate')}) or max_grad_norm (now "
-                f"{setting(settings, 'max_grad_norm', 1.0)}); warmup_steps helps when it happens early"))
+            findings.append(
+                Finding(
+                    "problem",
+                    step,
+                    f"divergence: {keys[reading]} spiked to {value:.3g} ({abs(value) / max(median, 1e-12):.0f}x the "
+                    f"median {median:.3g} of the steps before; {len(found)} spike(s) in the run)",
+                    f"lower learning_rate (now {setting(settings, 'learning_rate')}) or max_grad_norm (now "
+                    f"{setting(settings, 'max_grad_norm', 1.0)}); warmup_steps helps when it happens early",
+                )
+            )
     return findings
 
 
@@ -329,13 +426,21 @@ def check_kl(run, settings, keys):
         return []
     hit, limit = found[1], THRESHOLDS["kl_blowup"].value
     temperature = settings.get("temperature")
-    tempered = (f"; at temperature {temperature} TRL measures it on logits / {temperature}, which magnifies it"
-                if isinstance(temperature, (int, float)) and 0 < temperature < 0.5 else "")
-    return [Finding("problem", hit[0],
-                    f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (mean from step {hit[0]} "
-                    f"on; limit {limit:g}{tempered})",
-                    f"raise beta (now {setting(settings, 'beta')}) or lower learning_rate (now "
-                    f"{setting(settings, 'learning_rate')})")]
+    tempered = (
+        f"; at temperature {temperature} TRL measures it on logits / {temperature}, which magnifies it"
+        if isinstance(temperature, (int, float)) and 0 < temperature < 0.5
+        else ""
+    )
+    return [
+        Finding(
+            "problem",
+            hit[0],
+            f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (mean from step {hit[0]} "
+            f"on; limit {limit:g}{tempered})",
+            f"raise beta (now {setting(settings, 'beta')}) or lower learning_rate (now "
+            f"{setting(settings, 'learning_rate')})",
+        )
+    ]
 
 
 def check_learning_rate(run, settings, keys):
@@ -353,22 +458,30 @@ def check_learning_rate(run, settings, keys):
             drop = THRESHOLDS["reward_drop"].value
             later = [(s, v) for s, v in rewards[peak_at:] if peak > 0 and v < peak * (1 - drop)]
             if later:
-                findings.append(Finding(
-                    "problem", later[0][0],
-                    f"learning rate too high: mean {keys['reward']} fell from its peak {peak:.3g} (step "
-                    f"{rewards[peak_at][0]}) to {end:.3g} at the end (learning_rate {lr})",
-                    "lower learning_rate 3-10x, add warmup_steps, or keep beta > 0 as an anchor"))
+                findings.append(
+                    Finding(
+                        "problem",
+                        later[0][0],
+                        f"learning rate too high: mean {keys['reward']} fell from its peak {peak:.3g} (step "
+                        f"{rewards[peak_at][0]}) to {end:.3g} at the end (learning_rate {lr})",
+                        "lower learning_rate 3-10x, add warmup_steps, or keep beta > 0 as an anchor",
+                    )
+                )
     if keys.get("kl") and len(run.rows) > WINDOW:
         kl = points(run, keys["kl"])[1:]  # the first step's KL is 0 by construction (policy = reference)
         zero_std = points(run, keys["zero_std"]) if keys.get("zero_std") else []
         had_contrast = not zero_std or (mean([v for _, v in zero_std]) or 0) < 0.9
         still = THRESHOLDS["kl_still"].value
         if kl and max(v for _, v in kl) < still and had_contrast:
-            findings.append(Finding(
-                "problem", kl[0][0],
-                f"learning rate does nothing: KL to the reference stayed below {still:g} nats/token over the run "
-                f"(max {max(v for _, v in kl):.2g}) while groups had contrast (learning_rate {lr})",
-                "raise learning_rate 10-100x: TRL's 1e-6 default is for billion-parameter models"))
+            findings.append(
+                Finding(
+                    "problem",
+                    kl[0][0],
+                    f"learning rate does nothing: KL to the reference stayed below {still:g} nats/token over the run "
+                    f"(max {max(v for _, v in kl):.2g}) while groups had contrast (learning_rate {lr})",
+                    "raise learning_rate 10-100x: TRL's 1e-6 default is for billion-parameter models",
+                )
+            )
     return findings
 
 
@@ -382,13 +495,18 @@ def check_truncation(run, settings, keys):
     if (length := mean_from(run, keys.get("mean_length"), hit[0])) is not None:
         extra.append(f"mean length {length:.0f} tokens")
     cap = setting(settings, "max_completion_length")
-    return [Finding("problem", hit[0],
-                    f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
-                    f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
-                    "raise max_completion_length above the longest right answer (a cut completion scores as "
-                    "wrong: this is a length budget, not the model; mask_truncated_completions is no substitute, the "
-                    "policy learns to shorten its answers either way: results/ablations/truncation-masking), or add "
-                    "overlong_penalty if it rambles")]
+    return [
+        Finding(
+            "problem",
+            hit[0],
+            f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
+            f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
+            "raise max_completion_length above the longest right answer (a cut completion scores as "
+            "wrong: this is a length budget, not the model; mask_truncated_completions is no substitute, the "
+            "policy learns to shorten its answers either way: results/ablations/truncation-masking), or add "
+            "overlong_penalty if it rambles",
+        )
+    ]
 
 
 def check_entropy(run, settings, keys):
@@ -397,14 +515,22 @@ def check_entropy(run, settings, keys):
     (series, hit), floor = found, THRESHOLDS["entropy_floor"].value
     temperature = settings.get("temperature")
     if isinstance(temperature, (int, float)) and temperature >= 1.0:  # the sampler is not the cause: the policy is
-        remedy = ("the policy collapsed onto few tokens at full temperature: lower learning_rate and keep beta > 0 "
-                  "so it stays near the reference's spread")
+        remedy = (
+            "the policy collapsed onto few tokens at full temperature: lower learning_rate and keep beta > 0 "
+            "so it stays near the reference's spread"
+        )
     else:
         remedy = "raise temperature toward 1.0 (sampling this cold makes the G samples alike), or lower learning_rate"
-    return [Finding("problem", hit[0],
-                    f"entropy collapse: sampling entropy {from_step(series, hit[0]):.3g} nats/token from step "
-                    f"{hit[0]} on (first step {series[0][1]:.3g}; floor {floor:g}) at temperature "
-                    f"{setting(settings, 'temperature')}", remedy)]
+    return [
+        Finding(
+            "problem",
+            hit[0],
+            f"entropy collapse: sampling entropy {from_step(series, hit[0]):.3g} nats/token from step "
+            f"{hit[0]} on (first step {series[0][1]:.3g}; floor {floor:g}) at temperature "
+            f"{setting(settings, 'temperature')}",
+            remedy,
+        )
+    ]
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
@@ -416,18 +542,24 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
         ALL_TRUNCATED: "raise max_completion_length: the flat groups are completions cut off before their answer",
         IDENTICAL: "raise temperature: the G samples of a prompt are the same text",
         ALL_WRONG: "easier prompts (shorter words, a curriculum), more samples per prompt, or DAPO's dynamic "
-                     "sampling to buy contrast back",
+        "sampling to buy contrast back",
         ALL_CORRECT: "harder prompts (longer words): these are solved and cost generation for no gradient",
     }
     sides = {side: mean_from(run, zero_std_side_key(side), step) for side in ZERO_STD_SIDES}
     sides = {side: value for side, value in sides.items() if value is not None}
     spread = mean_from(run, keys.get("reward_std"), step)
     if spread is not None and spread <= THRESHOLDS["constant_reward"].value:
-        return (f"the reward is constant: {keys['reward_std']} {spread:.2g} over the batches, every completion "
-                f"scored {mean_from(run, keys.get('reward'), step) or 0:.3g}",
+        return (
+            (
+                f"the reward is constant: {keys['reward_std']} {spread:.2g} over the batches, every completion "
+                f"scored {mean_from(run, keys.get('reward'), step) or 0:.3g}"
+            ),
+            (
                 "the reward functions give every completion the same score: call them on a few completions of the "
                 "run (a column they do not receive, a format they do not parse: conversational completions are "
-                "lists of messages) before training further")
+                "lists of messages) before training further"
+            ),
+        )
     if sides:
         named = ", ".join(f"{ZERO_STD_SIDES[s]} {v:.0%}" for s, v in sides.items())
         # a cut-off or a collapsed group is also all wrong or all correct: the specific cause wins when it is half
@@ -436,8 +568,10 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
         text, remedy = f"groups by side: {named}", remedies[cause]
     else:
         text = "side not logged (no zero_std_side/* keys)"
-        remedy = ("log the sides (`rlvr.metrics.readings.with_readings(trainer)` on a plain TRL trainer): all wrong "
-                  "wants easier prompts, all correct harder ones; more samples per prompt buy contrast on either")
+        remedy = (
+            "log the sides (`rlvr.metrics.readings.with_readings(trainer)` on a plain TRL trainer): all wrong "
+            "wants easier prompts, all correct harder ones; more samples per prompt buy contrast on either"
+        )
     if small_g:
         text += f"; num_generations {g}: G independent 0/1 outcomes are all equal with probability p^G + (1-p)^G >= 1/2"
         remedy = "raise num_generations to 8 or more; then " + remedy
@@ -450,16 +584,25 @@ def check_idle_groups(run, settings, keys):
     series, hit = found
     caveat = " (TRL's isclose(std, 0) count)" if keys["zero_std"] == TRL_ZERO_STD else ""
     cause, remedy = idle_cause(run, keys, settings, hit[0])
-    return [Finding("problem", hit[0],
-                    f"idle groups: {from_step(series, hit[0]):.0%} of prompt groups flat on the reward "
-                    f"({keys['zero_std']}{caveat}, from step {hit[0]} on; {cause})", remedy)]
+    return [
+        Finding(
+            "problem",
+            hit[0],
+            f"idle groups: {from_step(series, hit[0]):.0%} of prompt groups flat on the reward "
+            f"({keys['zero_std']}{caveat}, from step {hit[0]} on; {cause})",
+            remedy,
+        )
+    ]
 
 
 def check_format(run, settings, keys):
     """Format saturated early while the task is not learned: the easy part of the reward stopped teaching and
     pays a constant, the hard part gives the only contrast left."""
-    found = (sustained(run, keys, "format_flat", "format_saturated") if keys.get("format_flat")
-             else sustained(run, keys, "format_std", "format_std_flat", below=True))
+    found = (
+        sustained(run, keys, "format_flat", "format_saturated")
+        if keys.get("format_flat")
+        else sustained(run, keys, "format_std", "format_std_flat", below=True)
+    )
     solved = keys.get("success") or keys.get("correctness")
     saturated = found[1] if found else None
     if not saturated or not solved or len(run.rows) < THRESHOLDS["format_min_steps"].value:
@@ -471,31 +614,45 @@ def check_format(run, settings, keys):
     early = steps[0] + THRESHOLDS["format_early"].value * (steps[-1] - steps[0])
     rates = points(run, solved)
     start, end = mean([v for _, v in rates[:WINDOW]]), mean([v for _, v in rates[-WINDOW:]])
-    if (saturated[0] > early or end is None or end >= THRESHOLDS["unsolved"].value
-            or end - start >= THRESHOLDS["stalled"].value):
+    if (
+        saturated[0] > early
+        or end is None
+        or end >= THRESHOLDS["unsolved"].value
+        or end - start >= THRESHOLDS["stalled"].value
+    ):
         return []
-    return [Finding("problem", saturated[0],
-                    f"format saturated early: flat on format from step {saturated[0]} of {steps[-1]} while {solved} "
-                    f"went from {start:.2f} to {end:.2f} (first and last {WINDOW} steps)",
-                    "format now pays a constant: lower its reward weight, or train on success/binary (format "
-                    "gated on the answer) so the reward pays only for the task")]
+    return [
+        Finding(
+            "problem",
+            saturated[0],
+            f"format saturated early: flat on format from step {saturated[0]} of {steps[-1]} while {solved} "
+            f"went from {start:.2f} to {end:.2f} (first and last {WINDOW} steps)",
+            "format now pays a constant: lower its reward weight, or train on success/binary (format "
+            "gated on the answer) so the reward pays only for the task",
+        )
+    ]
 
 
 def check_hacks(run, settings, keys):
     findings = []
     remedies = {
         "false_full_credit": "the scorer pays full credit to wrong answers: train on `success` or `capped_correctness` "
-                             "(docs/rewards-and-extending.md)",
+        "(docs/rewards-and-extending.md)",
         "hollow_format": "the format reward pays for empty tags: gate format on the answer (`binary`, `success`) or "
-                         "require non-empty content",
+        "require non-empty content",
     }
     for reading, remedy in remedies.items():
         if found := sustained(run, keys, reading, reading):
             (series, hit), limit = found, THRESHOLDS[reading].value
-            findings.append(Finding(
-                "problem", hit[0],
-                f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
-                f"(peak window {max(v for _, v in windows(series)):.1%}; limit {limit:.0%})", remedy))
+            findings.append(
+                Finding(
+                    "problem",
+                    hit[0],
+                    f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
+                    f"(peak window {max(v for _, v in windows(series)):.1%}; limit {limit:.0%})",
+                    remedy,
+                )
+            )
     return findings
 
 
@@ -512,11 +669,16 @@ def check_task_vs_reward(run, settings, keys):
     if reward_end - reward_start < margin or solved[0][1] - solved[-1][1] < margin:
         return []
     onset = next(step for step, value in solved if value <= solved[0][1] - margin)
-    return [Finding("problem", onset,
-                    f"reward hack: {reward} rose {reward_start:.3g} -> {reward_end:.3g} while {task} fell "
-                    f"{solved[0][1]:.3g} -> {solved[-1][1]:.3g} (first and last {WINDOW} steps)",
-                    "the reward pays for something besides the task: read rollouts from the fall on, then gate the "
-                    "other rewards on the answer (`success`, `binary`) or lower their weights")]
+    return [
+        Finding(
+            "problem",
+            onset,
+            f"reward hack: {reward} rose {reward_start:.3g} -> {reward_end:.3g} while {task} fell "
+            f"{solved[0][1]:.3g} -> {solved[-1][1]:.3g} (first and last {WINDOW} steps)",
+            "the reward pays for something besides the task: read rollouts from the fall on, then gate the "
+            "other rewards on the answer (`success`, `binary`) or lower their weights",
+        )
+    ]
 
 
 def check_vllm_mismatch(run, settings, keys):
@@ -528,15 +690,25 @@ def check_vllm_mismatch(run, settings, keys):
     cuts = [f"top_p {top_p}"] * (finite(top_p) and top_p < 1) + [f"top_k {top_k}"] * (finite(top_k) and top_k > 0)
     if found := sustained(run, keys, "is_ratio", "is_ratio_low", below=True):
         (series, hit), ratio = found, keys["is_ratio"]
-        remedy = (f"{' and '.join(cuts)} truncate vLLM's sampling: its log-probs are renormalised over the kept "
-                  "tokens, the trainer's are not, so each token's ratio is the kept mass (huggingface/trl#6789), "
-                  f"compounded over the completion under {mode}: train with top_p 1.0 and top_k 0" if cuts else
-                  "vLLM and the trainer disagree beyond rounding: run vLLM in the trainer's dtype, or "
-                  "vllm_importance_sampling_mode token_truncate (per token, capped: nothing compounds or is dropped)")
+        remedy = (
+            f"{' and '.join(cuts)} truncate vLLM's sampling: its log-probs are renormalised over the kept "
+            "tokens, the trainer's are not, so each token's ratio is the kept mass (huggingface/trl#6789), "
+            f"compounded over the completion under {mode}: train with top_p 1.0 and top_k 0"
+            if cuts
+            else "vLLM and the trainer disagree beyond rounding: run vLLM in the trainer's dtype, or "
+            "vllm_importance_sampling_mode token_truncate (per token, capped: nothing compounds or is dropped)"
+        )
         low = mean_from(run, IS_RATIO + "min", hit[0]) or 0
-        return [Finding("problem", hit[0], f"vLLM mismatch: importance-sampling ratio mean "
-                        f"{from_step(series, hit[0]):.3g} from step {hit[0]} on ({ratio}; 1 = no correction; min "
-                        f"{low:.3g}, masked sequences count as 0): the gradient is scaled down as much", remedy)]
+        return [
+            Finding(
+                "problem",
+                hit[0],
+                f"vLLM mismatch: importance-sampling ratio mean "
+                f"{from_step(series, hit[0]):.3g} from step {hit[0]} on ({ratio}; 1 = no correction; min "
+                f"{low:.3g}, masked sequences count as 0): the gradient is scaled down as much",
+                remedy,
+            )
+        ]
     clip = settings.get("vllm_importance_sampling_clip_max", THRESHOLDS["vllm_clip_max"].value)  # None: no upper bound
     length = keys.get("mean_length")
     if not keys.get("logp_diff") or not length or not mode.startswith("sequence") or not finite(clip) or clip <= 1:
@@ -545,11 +717,17 @@ def check_vllm_mismatch(run, settings, keys):
     drift = [(s, v * lengths[s]) for s, v in points(run, keys["logp_diff"]) if s in lengths]
     if not (hit := first_sustained(drift, lambda v: v >= math.log(clip))):
         return []
-    return [Finding("problem", hit[0], f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
-                    f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: completions whose "
-                    f"gaps share a sign get ratios past {clip:g} ({mode} drops them) or under 1/{clip:g}",
-                    "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
-                    "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)")]
+    return [
+        Finding(
+            "problem",
+            hit[0],
+            f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
+            f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: completions whose "
+            f"gaps share a sign get ratios past {clip:g} ({mode} drops them) or under 1/{clip:g}",
+            "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
+            "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)",
+        )
+    ]
 
 
 def check_clip(run, settings, keys):
@@ -558,13 +736,21 @@ def check_clip(run, settings, keys):
     over = [(step, value) for step, value in points(run, keys["clip"]) if value >= limit]
     if not over:
         return []
-    return [Finding("problem", over[0][0],
-                    f"off-policy steps: {keys['clip']} {over[0][1]:.0%} of tokens clipped at step {over[0][0]} "
-                    f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
-                    f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
-                    f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
-                    "over the batch moves the policy further from where it sampled; clipped tokens add no gradient")]
+    return [
+        Finding(
+            "problem",
+            over[0][0],
+            f"off-policy steps: {keys['clip']} {over[0][1]:.0%} of tokens clipped at step {over[0][0]} "
+            f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
+            f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
+            f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
+            "over the batch moves the policy further from where it sampled; clipped tokens add no gradient",
+        )
+    ]
+
+
 # ---- proxy vs truth: the training reward against held-out exact match during training (rlvr/metrics/held_out.py) ----
+
 
 def check_held_out(run, settings, keys):
     """The training reward rose while held-out exact match did not (partial credit, format, a scorer's hole): the first
@@ -581,13 +767,18 @@ def check_held_out(run, settings, keys):
     if rise is None or rise < THRESHOLDS["proxy_rise"].value or gain > THRESHOLDS["truth_flat"].value:
         return []
     best_step, best = max(held_out, key=lambda point: point[1])
-    return [Finding("problem", held_out[0][0],
-                    f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "
-                    f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
-                    f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
-                    "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
-                    "format, step/false_full_credit), train on `success` or `capped_correctness`"
-                    + (f", or keep the checkpoint of step {best_step}" if best > 0 else ""))]
+    return [
+        Finding(
+            "problem",
+            held_out[0][0],
+            f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "
+            f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
+            f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
+            "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
+            "format, step/false_full_credit), train on `success` or `capped_correctness`"
+            + (f", or keep the checkpoint of step {best_step}" if best > 0 else ""),
+        )
+    ]
 
 
 def check_compute(run, settings, keys):
@@ -597,8 +788,10 @@ def check_compute(run, settings, keys):
     if share is not None:
         parts.append(f"generation {share:.0%} of step time")
     if all(finite(totals[key]) and totals[key] for key in TOKEN_RATES):
-        parts.append("generated tokens/s: " + ", ".join(f"{totals[key]:.0f} of {phase} time"
-                                                        for key, phase in TOKEN_RATES.items()))
+        parts.append(
+            "generated tokens/s: "
+            + ", ".join(f"{totals[key]:.0f} of {phase} time" for key, phase in TOKEN_RATES.items())
+        )
     # train_runtime when the run finished; a checkpoint's trainer_state.json is written before it: TRL's step_time
     seconds = wall_time(run) if finite(wall_time(run)) else None
     seconds = seconds or sum(v for _, v in points(run, "step_time"))
@@ -612,8 +805,10 @@ def check_compute(run, settings, keys):
     if not parts:
         return []
     if share is None:
-        remedy = ("no time/* keys: how step time splits between sampling and the optimizer is not recorded (this "
-                  "repo's runner logs it)")
+        remedy = (
+            "no time/* keys: how step time splits between sampling and the optimizer is not recorded (this "
+            "repo's runner logs it)"
+        )
     elif share >= THRESHOLDS["generation_heavy"].value:
         remedy = "sampling is the lever: vLLM (use_vllm), a shorter max_completion_length, fewer samples per prompt"
     else:
@@ -660,8 +855,10 @@ def diagnose(path, loaded: Run | None = None) -> Diagnosis:
     diverged = [(f.step, i) for i, f in enumerate(findings, 1) if f.what.startswith(DIVERGED) and f.step is not None]
     for finding in follow_on:  # a diverged policy rambles, collapses, flattens groups: its remedy is the divergence's
         if diverged and finding.step is not None and finding.step >= min(diverged)[0]:
-            finding.remedy = (f"follows the divergence at step {min(diverged)[0]} (finding {min(diverged)[1]}): fix "
-                              "that first; this is its symptom, not a separate cause")
+            finding.remedy = (
+                f"follows the divergence at step {min(diverged)[0]} (finding {min(diverged)[1]}): fix "
+                "that first; this is its symptom, not a separate cause"
+            )
     parts = (("hollow_format", "hacks"), ("false_full_credit", "hacks"), ("truncated_wrong", "truncation"))
     for reading, check in parts:
         if not keys.get(reading) and check not in skipped:  # the check ran, without this part of it

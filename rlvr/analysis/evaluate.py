@@ -71,7 +71,9 @@ def check_vllm(use_vllm: bool, device: str) -> None:
     if not use_vllm:
         return
     if importlib.util.find_spec("vllm") is None:
-        raise ConfigError("--use_vllm", "vLLM is not installed (pip install vllm); drop --use_vllm to sample with transformers")
+        raise ConfigError(
+            "--use_vllm", "vLLM is not installed (pip install vllm); drop --use_vllm to sample with transformers"
+        )
     if device == "cpu":
         raise ConfigError("--use_vllm", "vLLM sampling here needs a CUDA GPU; this evaluation runs on the CPU")
 
@@ -96,7 +98,11 @@ def prompt_token_ids(tokenizer, prompts: list, chat_template_kwargs: dict | None
     if not prompts or isinstance(prompts[0], str):
         return tokenizer(text=prompts)["input_ids"]
     tokenized = tokenizer.apply_chat_template(
-        conversation=prompts, tools=None, add_generation_prompt=True, tokenize=True, return_dict=True,
+        conversation=prompts,
+        tools=None,
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
         **(chat_template_kwargs or {}),
     )
     return [list(ids) for ids in tokenized["input_ids"]]
@@ -129,8 +135,15 @@ def prompts_per_batch(model, device: str, num_samples: int, longest_prompt: int,
     return max(1, generation_batch_for(shape, longest_prompt + max_new_tokens, free, kv_bytes) // num_samples)
 
 
-def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, extra: dict | None = None,
-               speedups: frozenset = frozenset()):
+def hf_sampler(
+    model,
+    tokenizer,
+    settings: dict,
+    num_samples: int,
+    device: str,
+    extra: dict | None = None,
+    speedups: frozenset = frozenset(),
+):
     """A function from a chunk of prompt ids to `num_samples` completion ids per prompt, with transformers'
     `generate` (left padding, as TRL's transformers path); ids stop at the first EOS as TRL's masking does.
     `extra`: the recipe's `generation_kwargs`, which TRL adds to its GenerationConfig too. With the recipe's
@@ -151,12 +164,17 @@ def hf_sampler(model, tokenizer, settings: dict, num_samples: int, device: str, 
         shared = shared_prompt_prefix(chunk)
         if restated is not None and shared >= MIN_SHARED_PREFIX:
             rest = [torch.as_tensor(ids[shared:], device=device) for ids in chunk for _ in range(num_samples)]
-            out = prefix_attention.sample(model, restated, torch.as_tensor(chunk[0][:shared], device=device), rest,
-                                          group_prompts="group_prompts" in speedups)
+            out = prefix_attention.sample(
+                model,
+                restated,
+                torch.as_tensor(chunk[0][:shared], device=device),
+                rest,
+                group_prompts="group_prompts" in speedups,
+            )
         else:
             batch = tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt").to(device)
             with torch.no_grad():
-                out = model.generate(**batch, **kwargs)[:, batch["input_ids"].shape[1]:]
+                out = model.generate(**batch, **kwargs)[:, batch["input_ids"].shape[1] :]
         rows = [until_eos(ids.tolist(), tokenizer.eos_token_id) for ids in out]
         return [rows[i : i + num_samples] for i in range(0, len(rows), num_samples)]
 
@@ -179,15 +197,27 @@ def vllm_sampler(model_path: str, recipe, settings: dict, num_samples: int, seed
 
     model, training = recipe.model, recipe.training
     # The LLM and SamplingParams arguments TRL's colocated vLLM uses (trl/generation/vllm_generation.py).
-    llm = LLM(model=model_path, dtype=model.dtype or "auto", seed=seed,
-              gpu_memory_utilization=training.vllm_gpu_memory_utilization,
-              max_model_len=training.vllm_max_model_length, model_impl=training.vllm_model_impl,
-              max_num_batched_tokens=4096, trust_remote_code=training.trust_remote_code,
-              quantization="bitsandbytes" if model.load_in_4bit else None)
+    llm = LLM(
+        model=model_path,
+        dtype=model.dtype or "auto",
+        seed=seed,
+        gpu_memory_utilization=training.vllm_gpu_memory_utilization,
+        max_model_len=training.vllm_max_model_length,
+        model_impl=training.vllm_model_impl,
+        max_num_batched_tokens=4096,
+        trust_remote_code=training.trust_remote_code,
+        quantization="bitsandbytes" if model.load_in_4bit else None,
+    )
     params = SamplingParams(
-        n=num_samples, max_tokens=settings["max_new_tokens"], seed=seed, temperature=settings["temperature"],
-        top_p=settings["top_p"], top_k=settings["top_k"], repetition_penalty=settings["repetition_penalty"],
-        min_p=0.0 if settings["min_p"] is None else settings["min_p"], **(training.generation_kwargs or {}),
+        n=num_samples,
+        max_tokens=settings["max_new_tokens"],
+        seed=seed,
+        temperature=settings["temperature"],
+        top_p=settings["top_p"],
+        top_k=settings["top_k"],
+        repetition_penalty=settings["repetition_penalty"],
+        min_p=0.0 if settings["min_p"] is None else settings["min_p"],
+        **(training.generation_kwargs or {}),
     )
 
     def sample(chunk: list[list[int]]) -> list[list[list[int]]]:
@@ -199,8 +229,15 @@ def vllm_sampler(model_path: str, recipe, settings: dict, num_samples: int, seed
 
 def progress_bar(num_samples: int):
     """A rich progress bar on stderr: prompts done of all, samples/s and the time left."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("prompts"),
-                    SamplesPerSecondColumn(num_samples), TimeRemainingColumn(), console=Console(stderr=True))
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("prompts"),
+        SamplesPerSecondColumn(num_samples),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
 
 
 class SamplesPerSecondColumn(ProgressColumn):
@@ -236,8 +273,10 @@ def format_table(summary: dict) -> str:
     watch = [key for key in WATCHES if key in overall]
     headers = ["length", "prompts", "exact", *(key.removeprefix(MEAN_PREFIX) for key in means), *ks, *watch]
     columns = ["prompts", EXACT_MATCH, *means, *ks, *watch]  # a block missing one (an older file) shows "-"
-    rows = [[length, *(b.get(k, "-") for k in columns)] for length, b in [*summary.get("by_length", {}).items(),
-                                                                        ("all", overall)]]
+    rows = [
+        [length, *(b.get(k, "-") for k in columns)]
+        for length, b in [*summary.get("by_length", {}).items(), ("all", overall)]
+    ]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
     line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths))
@@ -269,8 +308,11 @@ def evaluate(
     settings = sampling_settings(recipe.training, overrides)
     if split not in recipe.dataset:
         raise ConfigError("--split", f"{split!r} is not a split of the recipe's data ({list(recipe.dataset)})")
-    for name, value in (("--num_samples", num_samples), ("--num_prompts", num_prompts),
-                        ("--max_new_tokens", overrides.get("max_new_tokens"))):
+    for name, value in (
+        ("--num_samples", num_samples),
+        ("--num_prompts", num_prompts),
+        ("--max_new_tokens", overrides.get("max_new_tokens")),
+    ):
         if value is not None and value < 1:
             raise ConfigError(name, f"must be a positive integer, got {value}")
     if settings["temperature"] < 0:
@@ -287,36 +329,57 @@ def evaluate(
     rows = recipe.dataset[split]
     rows = [rows[i] for i in range(min(num_prompts or len(rows), len(rows)))]
 
-    output = Path(output or layout.DEFAULT_EVAL_ROOT / layout.evaluation_name(model_path, config, split, len(rows), num_samples))
+    output = Path(
+        output or layout.DEFAULT_EVAL_ROOT / layout.evaluation_name(model_path, config, split, len(rows), num_samples)
+    )
     rollouts = Path(rollouts or layout.rollouts_beside(output))
-    print(f"[evaluate] {model_path}: {len(rows)} prompts x {num_samples} samples; writing {output} and {rollouts.name}",
-          flush=True)
+    print(
+        f"[evaluate] {model_path}: {len(rows)} prompts x {num_samples} samples; writing {output} and {rollouts.name}",
+        flush=True,
+    )
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prompt_ids = prompt_token_ids(tokenizer, [row["prompt"] for row in rows], recipe.training.chat_template_kwargs)
     torch.manual_seed(seed)
     if use_vllm:
-        sample, per_batch, dtype = vllm_sampler(model_path, recipe, settings, num_samples, seed), 256, recipe.model.dtype
+        sample, per_batch, dtype = (
+            vllm_sampler(model_path, recipe, settings, num_samples, seed),
+            256,
+            recipe.model.dtype,
+        )
     else:
         model = load_policy(model_path, recipe, device)
         per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
-        sample = hf_sampler(model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs,
-                            recipe.speedups)
+        sample = hf_sampler(
+            model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs, recipe.speedups
+        )
         dtype = str(model.dtype).replace("torch.", "")
     start = time.perf_counter()
     completion_ids = generate(sample, prompt_ids, per_batch, num_samples, show_progress)
     generation_s = time.perf_counter() - start
     completions = [tokenizer.batch_decode(ids, skip_special_tokens=True) for ids in completion_ids]
-    stop_ids = {*([tokenizer.eos_token_id] if isinstance(tokenizer.eos_token_id, int) else tokenizer.eos_token_id or []),
-                tokenizer.pad_token_id}
+    stop_ids = {
+        *([tokenizer.eos_token_id] if isinstance(tokenizer.eos_token_id, int) else tokenizer.eos_token_id or []),
+        tokenizer.pad_token_id,
+    }
     records = score(rows, completions, recipe.rewards, completion_ids, stop_ids)
     components = [key for key in records[0] if key not in RECORD_FIELDS]
 
     summary = {
-        "model": str(model_path), "config": config, "split": split, "num_samples": num_samples, "k": ks,
-        "seed": seed, "sampling": settings, "device": device, "dtype": dtype,
-        "chat_template_kwargs": recipe.training.chat_template_kwargs or {}, "backend": "vllm" if use_vllm else "transformers",
-        "prompts_per_batch": per_batch, "rewards": dict(zip(recipe.rewards.names, recipe.rewards.weights)),
-        "generation_s": round(generation_s, 3), "samples_per_s": round(len(records) / generation_s, 2),
+        "model": str(model_path),
+        "config": config,
+        "split": split,
+        "num_samples": num_samples,
+        "k": ks,
+        "seed": seed,
+        "sampling": settings,
+        "device": device,
+        "dtype": dtype,
+        "chat_template_kwargs": recipe.training.chat_template_kwargs or {},
+        "backend": "vllm" if use_vllm else "transformers",
+        "prompts_per_batch": per_batch,
+        "rewards": dict(zip(recipe.rewards.names, recipe.rewards.weights)),
+        "generation_s": round(generation_s, 3),
+        "samples_per_s": round(len(records) / generation_s, 2),
         **summarize(records, num_samples, ks, components),
         "step_metrics": step_metrics_of(records, recipe.rewards, num_samples),
     }
@@ -331,37 +394,60 @@ def evaluate(
 
 def main(argv: list[str] | None = None) -> dict:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="recipe YAML: its model loading, chat template kwargs, data, "
-                                                        "sampling settings and reward set are used")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help="recipe YAML: its model loading, chat template kwargs, data, sampling settings and reward set are used",
+    )
     parser.add_argument("--model", default=None, help="checkpoint folder (default: the recipe's model_name_or_path)")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--num_samples", type=positive_int, default=None, help="samples per prompt, n (default: the largest k)")
+    parser.add_argument(
+        "--num_samples", type=positive_int, default=None, help="samples per prompt, n (default: the largest k)"
+    )
     parser.add_argument("--k", type=positive_int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--num_prompts", type=positive_int, default=None, help="first N prompts of the split (default: all)")
-    parser.add_argument("--temperature", type=non_negative_float, default=None, help="0 = greedy (one sample, pass@1); default: the recipe's")
+    parser.add_argument(
+        "--num_prompts", type=positive_int, default=None, help="first N prompts of the split (default: all)"
+    )
+    parser.add_argument(
+        "--temperature",
+        type=non_negative_float,
+        default=None,
+        help="0 = greedy (one sample, pass@1); default: the recipe's",
+    )
     parser.add_argument("--top_p", type=flag_type("top_p"), default=None)
     parser.add_argument("--top_k", type=flag_type("top_k", int), default=None)
-    parser.add_argument("--max_new_tokens", type=flag_type("max_completion_length", int), default=None, help="default: the recipe's max_completion_length")
+    parser.add_argument(
+        "--max_new_tokens",
+        type=flag_type("max_completion_length", int),
+        default=None,
+        help="default: the recipe's max_completion_length",
+    )
     parser.add_argument("--use_vllm", action="store_true", help="sample with vLLM (GPU, vllm installed), same settings")
     parser.add_argument("--no_progress", dest="show_progress", action="store_false", help="no progress bar")
     parser.add_argument("--seed", type=flag_type("seed", int), default=0)
-    parser.add_argument("--output", default=None, help="JSON summary (default runs/eval/<model path>.<recipe>.<split>.<prompts>x<samples>.json)")
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="JSON summary (default runs/eval/<model path>.<recipe>.<split>.<prompts>x<samples>.json)",
+    )
     parser.add_argument("--rollouts", default=None, help="rollouts JSONL (default: beside the summary)")
     args = vars(parser.parse_args(argv))
     if args["output"] and args["rollouts"] and Path(args["output"]).resolve() == Path(args["rollouts"]).resolve():
-        raise ConfigError("--rollouts", f"{args['rollouts']} is also --output: the rollouts would overwrite the summary")
+        raise ConfigError(
+            "--rollouts", f"{args['rollouts']} is also --output: the rollouts would overwrite the summary"
+        )
     for flag in ("output", "rollouts"):  # written after sampling: a path under a file fails now, not then
         if args[flag]:
             if Path(args[flag]).is_dir():
                 raise ConfigError(f"--{flag}", f"{args[flag]} is a folder; give a file path")
             check_writable_folder(Path(args[flag]).absolute().parent, f"--{flag}")
-    summary = evaluate(
-        args.pop("config"), model_path=args.pop("model"), ks=tuple(args.pop("k")), **args
-    )
+    summary = evaluate(args.pop("config"), model_path=args.pop("model"), ks=tuple(args.pop("k")), **args)
     s = summary["sampling"]
-    print(f"{summary['model']} on {summary['split']}: {summary['overall']['prompts']} prompts x {summary['num_samples']} "
-          f"samples, temperature {s['temperature']}, {summary['backend']} on {summary['device']} ({summary['dtype']}), "
-          f"{summary['samples_per_s']} samples/s")
+    print(
+        f"{summary['model']} on {summary['split']}: {summary['overall']['prompts']} prompts x {summary['num_samples']} "
+        f"samples, temperature {s['temperature']}, {summary['backend']} on {summary['device']} ({summary['dtype']}), "
+        f"{summary['samples_per_s']} samples/s"
+    )
     print(format_table(summary))
     print(f"[evaluate] wrote {summary['files']['summary']} and {summary['files']['rollouts']}")
     return summary

@@ -16,11 +16,12 @@ from pathlib import Path
 
 from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
 from rlvr.inputs import ConfigError, load_yaml_mapping, parse_json, read_allowed_pickle, read_json, read_text
-from rlvr.metrics.keys import ALL_WRONG, EXACT_MATCH, TOTAL
 from rlvr.metrics.keys import (
+    ALL_WRONG,
     CURRICULUM_PREFIX,
     ENTROPY,
     EVAL_PREFIX,
+    EXACT_MATCH,
     EXACT_SERIES,
     GENERATED_SAMPLES,
     GENERATED_TOKENS,
@@ -31,6 +32,7 @@ from rlvr.metrics.keys import (
     REWARD_PREFIX,
     STEP_PREFIX,
     STOPPED_EARLY,
+    TOTAL,
     TRAIN_RUNTIME,
     components_in,
     ordered,
@@ -42,7 +44,11 @@ from rlvr.metrics.keys import (
 from rlvr.runs import layout
 
 X_AXES = {"step": "step", "samples": GENERATED_SAMPLES, "tokens": GENERATED_TOKENS}
-X_LABELS = {"step": "optimizer step", "samples": "generated samples (cumulative)", "tokens": "generated tokens (cumulative)"}
+X_LABELS = {
+    "step": "optimizer step",
+    "samples": "generated samples (cumulative)",
+    "tokens": "generated tokens (cumulative)",
+}
 
 
 def count(value) -> int | None:
@@ -76,7 +82,12 @@ def curriculum_series(runs) -> list[str]:
     return sorted(keys, key=order)
 
 
-TABLE_READINGS = (zero_std_side_key(ALL_WRONG), step_key("truncated"), step_key("hollow_format"), ENTROPY)  # when logged
+TABLE_READINGS = (
+    zero_std_side_key(ALL_WRONG),
+    step_key("truncated"),
+    step_key("hollow_format"),
+    ENTROPY,
+)  # when logged
 
 
 def table_series(run) -> list[str]:
@@ -190,8 +201,9 @@ class Run:
 
     def held_out_by_length(self, name: str = "after", key: str = EXACT_MATCH) -> dict[str, float]:
         """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
-        return {length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items()
-                if key in block}
+        return {
+            length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items() if key in block
+        }
 
     @property
     def finished(self) -> bool:
@@ -257,11 +269,33 @@ def training_args_classes() -> tuple[list, list]:
     from rlvr.training.dapo import DAPOConfig
     from rlvr.training.ppo import PPOConfig
 
-    arguments = [TrainingArguments, Seq2SeqTrainingArguments, trl.GRPOConfig, trl.RLOOConfig, trl.SFTConfig,
-                 trl.DPOConfig, trl.KTOConfig, trl.RewardConfig, trl.DistillationConfig, RLVRConfig,
-                 SingleRolloutConfig, DAPOConfig, PPOConfig]
-    held = [AcceleratorConfig, PartialState, DistributedType, DebugOption, FSDPOption, HubStrategy, IntervalStrategy,
-            SaveStrategy, SchedulerType, OptimizerNames]
+    arguments = [
+        TrainingArguments,
+        Seq2SeqTrainingArguments,
+        trl.GRPOConfig,
+        trl.RLOOConfig,
+        trl.SFTConfig,
+        trl.DPOConfig,
+        trl.KTOConfig,
+        trl.RewardConfig,
+        trl.DistillationConfig,
+        RLVRConfig,
+        SingleRolloutConfig,
+        DAPOConfig,
+        PPOConfig,
+    ]
+    held = [
+        AcceleratorConfig,
+        PartialState,
+        DistributedType,
+        DebugOption,
+        FSDPOption,
+        HubStrategy,
+        IntervalStrategy,
+        SaveStrategy,
+        SchedulerType,
+        OptimizerNames,
+    ]
     return arguments, held
 
 
@@ -280,8 +314,11 @@ def saved_training_args(run_dir) -> tuple[dict, str | None]:
     if not isinstance(args, tuple(arguments)):
         return {}, f"{path} not read: it holds {type(args).__name__}, not a trainer's arguments"
     names = {f.name for f in dataclasses.fields(args)}
-    return {name: value.value if isinstance(value, enum.Enum) else value
-            for name, value in vars(args).items() if name in names}, None
+    return {
+        name: value.value if isinstance(value, enum.Enum) else value
+        for name, value in vars(args).items()
+        if name in names
+    }, None
 
 
 def find_run_dirs(path) -> list[Path]:
@@ -346,8 +383,11 @@ def newest_trainer_state(path: Path) -> Path | None:
     """trainer_state.json at the folder's root, else in its highest-numbered checkpoint-*/ (TRL writes it there)."""
     if (path / layout.TRAINER_STATE).exists():
         return path / layout.TRAINER_STATE
-    checkpoints = [(int(m.group(1)), p) for p in path.iterdir() if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))
-                   and (p / layout.TRAINER_STATE).exists()]
+    checkpoints = [
+        (int(m.group(1)), p)
+        for p in path.iterdir()
+        if p.is_dir() and (m := layout.CHECKPOINT.match(p.name)) and (p / layout.TRAINER_STATE).exists()
+    ]
     return max(checkpoints)[1] / layout.TRAINER_STATE if checkpoints else None
 
 
@@ -385,8 +425,11 @@ def load_any_run(path, loaded: Run | None = None) -> tuple[Run, str, dict, list[
             if settings:
                 break
     else:
-        raise ConfigError("RUN_DIR", f"{path}: neither {layout.METRICS} nor {layout.TRAINER_STATE} (in it or in a "
-                                     "checkpoint-*/ folder): not a run directory")
+        raise ConfigError(
+            "RUN_DIR",
+            f"{path}: neither {layout.METRICS} nor {layout.TRAINER_STATE} (in it or in a "
+            "checkpoint-*/ folder): not a run directory",
+        )
     if not run.rows:
         raise ConfigError("RUN_DIR", f"{path}: no training steps logged yet")
     return run, source, settings if isinstance(settings, dict) else {}, unread

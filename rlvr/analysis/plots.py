@@ -99,9 +99,16 @@ def save(fig, path) -> Path:
     return path
 
 
-UNIT_INTERVAL = (*map(reward_key, ("correctness", "format", "success", BINARY)), *GROUP_SERIES,  # fixed 0..1 axis,
-                 CLIPPED_RATIO, step_key("truncated"), step_key("truncated_wrong"), step_key("hollow_format"),
-                 step_key("false_full_credit"), CLIP_RATIO)  # with zero_std_frac/* and zero_std_side/*
+UNIT_INTERVAL = (
+    *map(reward_key, ("correctness", "format", "success", BINARY)),
+    *GROUP_SERIES,  # fixed 0..1 axis,
+    CLIPPED_RATIO,
+    step_key("truncated"),
+    step_key("truncated_wrong"),
+    step_key("hollow_format"),
+    step_key("false_full_credit"),
+    CLIP_RATIO,
+)  # with zero_std_frac/* and zero_std_side/*
 SAMPLING_SERIES = (ENTROPY, MEAN_LENGTH, CLIPPED_RATIO)  # TRL's own keys
 SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
 MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
@@ -133,8 +140,10 @@ def smoothed(values: list[float], weight: float = SMOOTHING) -> list[float]:
 def by_construction(run: Run, key: str) -> bool:
     """`key` is constant in `run` whatever the policy does: a component whose reward the run does not configure
     (`UNCONFIGURED_CONSTANT`: `avg_penalty` 0 and `zero_std_frac/penalty` 1 without the overlong penalty)."""
-    return any(key in (reward_key(component), zero_std_key(component)) and not run.values(logged)
-               for component, logged in UNCONFIGURED_CONSTANT.items())
+    return any(
+        key in (reward_key(component), zero_std_key(component)) and not run.values(logged)
+        for component, logged in UNCONFIGURED_CONSTANT.items()
+    )
 
 
 def panel_keys(runs: list[Run], keys, x: str) -> list[str]:
@@ -168,7 +177,9 @@ def panel_figure(runs: list[Run], keys, x: str, path: Path, title: str) -> Path 
                 ax.plot(xs, smoothed(ys), color=colours[group], alpha=0.9, label=label)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel(X_LABELS[x])
-        if key in UNIT_INTERVAL or key.startswith((EVAL_EXACT, ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX, *CURRICULUM_UNIT_INTERVAL)):
+        if key in UNIT_INTERVAL or key.startswith(
+            (EVAL_EXACT, ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX, *CURRICULUM_UNIT_INTERVAL)
+        ):
             ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
     finish_grid(fig, axes, len(keys), title)
@@ -245,22 +256,55 @@ def plot_runs(runs: list[Run], out_dir, x_axes=DEFAULT_X) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for x in x_axes:
-        written.append(panel_figure(runs, [*reward_series(runs), *held_out_series(runs)], x, out / f"rewards_by_{x}.png",
-                                    "mean reward per component; held-out exact match during training (eval_)"))
-        written.append(panel_figure(
-            runs, (*zero_std_series(runs), *map(zero_std_side_key, ZERO_STD_SIDES), *GROUP_SERIES), x,
-            out / f"zero_std_by_{x}.png", "zero-std groups: no contrast, no gradient (zero_std_side: which side)",
-        ))
-        written.append(panel_figure(runs, SAMPLING_SERIES, x, out / f"sampling_by_{x}.png",
-                                    "sampling: entropy (collapse: near 0), length, clipped share"))
-        written.append(panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics"))
-        written.append(panel_figure(runs, (*TOKEN_RATES, *OFF_POLICY_SERIES), x, out / f"throughput_by_{x}.png",
-                                    "generated tokens/s; vLLM: importance ratio, log-prob gap; reused batches: clip"))
+        written.append(
+            panel_figure(
+                runs,
+                [*reward_series(runs), *held_out_series(runs)],
+                x,
+                out / f"rewards_by_{x}.png",
+                "mean reward per component; held-out exact match during training (eval_)",
+            )
+        )
+        written.append(
+            panel_figure(
+                runs,
+                (*zero_std_series(runs), *map(zero_std_side_key, ZERO_STD_SIDES), *GROUP_SERIES),
+                x,
+                out / f"zero_std_by_{x}.png",
+                "zero-std groups: no contrast, no gradient (zero_std_side: which side)",
+            )
+        )
+        written.append(
+            panel_figure(
+                runs,
+                SAMPLING_SERIES,
+                x,
+                out / f"sampling_by_{x}.png",
+                "sampling: entropy (collapse: near 0), length, clipped share",
+            )
+        )
+        written.append(
+            panel_figure(runs, step_metric_series(runs), x, out / f"step_metrics_by_{x}.png", "per-step metrics")
+        )
+        written.append(
+            panel_figure(
+                runs,
+                (*TOKEN_RATES, *OFF_POLICY_SERIES),
+                x,
+                out / f"throughput_by_{x}.png",
+                "generated tokens/s; vLLM: importance ratio, log-prob gap; reused batches: clip",
+            )
+        )
         written.append(prediction_figure(runs, x, out / f"zero_std_prediction_by_{x}.png"))
-        written.append(panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise
-            runs, curriculum_series(runs), x, out / f"curriculum_by_{x}.png",
-            "curriculum: level, level mix (weights that drew each step) and exact-match pass rate per level",
-        ))
+        written.append(
+            panel_figure(  # only runs with a curriculum log these; None (no figure) otherwise
+                runs,
+                curriculum_series(runs),
+                x,
+                out / f"curriculum_by_{x}.png",
+                "curriculum: level, level mix (weights that drew each step) and exact-match pass rate per level",
+            )
+        )
     written.append(time_figure(runs, out / "time_accounting.png"))
     return [p for p in written if p is not None]
 

@@ -43,7 +43,10 @@ def evaluation_of(spec: Spec, config: dict) -> dict | None:
     if not spec.evaluate:
         return spec.evaluate
     temperature = spec.evaluate.get("temperature")
-    return {**spec.evaluate, "temperature": parsed_fields(config)[1]["temperature"] if temperature is None else temperature}
+    return {
+        **spec.evaluate,
+        "temperature": parsed_fields(config)[1]["temperature"] if temperature is None else temperature,
+    }
 
 
 def is_linked(run_dir: Path) -> bool:
@@ -95,8 +98,9 @@ def share(variant: Variant, source: Path, same_evaluation: bool) -> None:
     variant.run_dir.mkdir()
     for entry in sorted(source.iterdir()):
         if entry.name != layout.EVAL_DIR:
-            (variant.run_dir / entry.name).symlink_to(os.path.relpath(entry, variant.run_dir),
-                                                      target_is_directory=entry.is_dir())
+            (variant.run_dir / entry.name).symlink_to(
+                os.path.relpath(entry, variant.run_dir), target_is_directory=entry.is_dir()
+            )
 
 
 def clear_stale_link(variant: Variant) -> None:

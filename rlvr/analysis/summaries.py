@@ -65,8 +65,9 @@ def time_totals(run: Run) -> dict[str, float]:
     totals["total"] = sum(run.values(TIME_TOTAL))
     totals["generation_share"] = totals["generation"] / totals["total"] if totals["total"] else None
     tokens = last(run, GENERATED_TOKENS)
-    totals.update({key: tokens / totals[phase] if tokens and totals[phase] else None
-                   for key, phase in TOKEN_RATES.items()})
+    totals.update(
+        {key: tokens / totals[phase] if tokens and totals[phase] else None for key, phase in TOKEN_RATES.items()}
+    )
     return totals
 
 
@@ -131,8 +132,10 @@ def speedrun_line(result: dict | None, target: float = SPEEDRUN_TARGET, window: 
     what = f"held-out exact match (mean of {window} in-training evaluations) first >= {target:.0%}"
     if result is None:
         return f"speedrun: {what}: not reached"
-    return (f"speedrun: {what} at step {result['step']}: {result['samples']:,} samples, {result['seconds']:.0f} s of "
-            f"step time (mean {result['value']:.1%})")
+    return (
+        f"speedrun: {what} at step {result['step']}: {result['samples']:,} samples, {result['seconds']:.0f} s of "
+        f"step time (mean {result['value']:.1%})"
+    )
 
 
 def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
@@ -143,26 +146,35 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
     for run in runs:
         xs, ys = run.series(reward_key("correctness"), "samples")
         totals = time_totals(run)
-        rows.append({
-            "run": run.label,
-            "finished": run.finished,
-            "steps": count(last(run, "step")),
-            GENERATED_SAMPLES: count(last(run, GENERATED_SAMPLES)),
-            GENERATED_TOKENS: count(last(run, GENERATED_TOKENS)),
-            "final_correctness": tail_mean(ys, last_k),
-            "final_binary": tail_mean(run.values(reward_key(BINARY)), last_k),  # partial credit, as the homework defines it
-            "final_success": tail_mean(run.values(reward_key("success")), last_k),  # 0/1: exact answer and full format
-            "auc_correctness": normalized_auc(xs, ys, common_end),
-            "auc_up_to_samples": count(common_end),
-            f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
-            "mean_zero_std_total": mean(run.values(zero_std_key(TOTAL))),
-            "mean_zero_std_correctness": mean(run.values(zero_std_key("correctness"))),
-            "wall_time_s": wall_time(run),
-            "generation_share": totals["generation_share"],
-            **{f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
-               for c in run.components if c not in KNOWN_ORDER},
-            **held_out_columns(run),
-        })
+        rows.append(
+            {
+                "run": run.label,
+                "finished": run.finished,
+                "steps": count(last(run, "step")),
+                GENERATED_SAMPLES: count(last(run, GENERATED_SAMPLES)),
+                GENERATED_TOKENS: count(last(run, GENERATED_TOKENS)),
+                "final_correctness": tail_mean(ys, last_k),
+                "final_binary": tail_mean(
+                    run.values(reward_key(BINARY)), last_k
+                ),  # partial credit, as the homework defines it
+                "final_success": tail_mean(
+                    run.values(reward_key("success")), last_k
+                ),  # 0/1: exact answer and full format
+                "auc_correctness": normalized_auc(xs, ys, common_end),
+                "auc_up_to_samples": count(common_end),
+                f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
+                "mean_zero_std_total": mean(run.values(zero_std_key(TOTAL))),
+                "mean_zero_std_correctness": mean(run.values(zero_std_key("correctness"))),
+                "wall_time_s": wall_time(run),
+                "generation_share": totals["generation_share"],
+                **{
+                    f"final_{c}": tail_mean(run.values(reward_key(c)), last_k)
+                    for c in run.components
+                    if c not in KNOWN_ORDER
+                },
+                **held_out_columns(run),
+            }
+        )
     return rows
 
 
@@ -202,8 +214,11 @@ def paired_by_seed(summary: list[dict], key: str = "heldout_exact_match_after") 
     if len(values) < 2:
         return None, []
     best = max(values, key=lambda setting: mean(values[setting].values()))
-    return best, [(setting, [by_seed[s] - values[best][s] for s in sorted(by_seed) if s in values[best]])
-                  for setting, by_seed in values.items() if setting != best]
+    return best, [
+        (setting, [by_seed[s] - values[best][s] for s in sorted(by_seed) if s in values[best]])
+        for setting, by_seed in values.items()
+        if setting != best
+    ]
 
 
 def aggregate(summary: list[dict], keys=None) -> list[dict]:
@@ -211,7 +226,9 @@ def aggregate(summary: list[dict], keys=None) -> list[dict]:
     groups = defaultdict(list)
     for row in summary:
         groups[seed_group(row["run"])].append(row)
-    keys = keys or [k for k in summary[0] if isinstance(summary[0][k], (int, float)) and not isinstance(summary[0][k], bool)]
+    keys = keys or [
+        k for k in summary[0] if isinstance(summary[0][k], (int, float)) and not isinstance(summary[0][k], bool)
+    ]
     rows = []
     for label, members in groups.items():
         row = {"setting": label, "seeds": len(members)}
@@ -222,5 +239,3 @@ def aggregate(summary: list[dict], keys=None) -> list[dict]:
             row[f"{key}_n"] = len(values)  # seeds that have the value (a threshold some never reached)
         rows.append(row)
     return rows
-
-

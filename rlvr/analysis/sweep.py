@@ -84,8 +84,11 @@ def status(variant: Variant) -> str:
         return "done" if load_run(variant.run_dir).finished else "pending"
     if old != variant.config:
         changed = next(k for k in {**old, **variant.config} if old.get(k) != variant.config.get(k))
-        raise ConfigError(changed, f"{variant.run_dir} holds a run with {changed}={old.get(changed)!r}, the sweep "
-                                   f"now asks {variant.config.get(changed)!r}: delete that folder or use another --out")
+        raise ConfigError(
+            changed,
+            f"{variant.run_dir} holds a run with {changed}={old.get(changed)!r}, the sweep "
+            f"now asks {variant.config.get(changed)!r}: delete that folder or use another --out",
+        )
     if (variant.run_dir / layout.METRICS).exists() and load_run(variant.run_dir).finished:
         return "done"
     return "pending"
@@ -97,8 +100,15 @@ def train_command(variant: Variant, launcher: str, cpu_threads: int | None = Non
     overrides the recipe's on the command line, so recipe.yaml and the run's identity stay the same."""
     prefix = [sys.executable] if launcher == "python" else tools.command("accelerate launch")
     threads = [] if cpu_threads is None else ["--cpu_threads", str(cpu_threads)]
-    return [*prefix, str(REPO / variant.script), "--config", str(variant.config_path), "--resume_from_checkpoint", "true",
-            *threads]
+    return [
+        *prefix,
+        str(REPO / variant.script),
+        "--config",
+        str(variant.config_path),
+        "--resume_from_checkpoint",
+        "true",
+        *threads,
+    ]
 
 
 def write_recipe(variant: Variant, spec: Spec) -> None:
@@ -119,8 +129,10 @@ def core_slots(jobs: int, cores: list[int] | None = None) -> list[list[int]] | N
     cores = sorted(os.sched_getaffinity(0)) if cores is None else cores
     share = len(cores) // jobs
     if share == 0:
-        raise ConfigError("--jobs", f"{jobs} runs at a time need at least {jobs} cores; this sweep may use {len(cores)}")
-    return [cores[i * share:(i + 1) * share] for i in range(jobs)]
+        raise ConfigError(
+            "--jobs", f"{jobs} runs at a time need at least {jobs} cores; this sweep may use {len(cores)}"
+        )
+    return [cores[i * share : (i + 1) * share] for i in range(jobs)]
 
 
 def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | None) -> subprocess.Popen:
@@ -128,8 +140,11 @@ def start_run(variant: Variant, spec: Spec, launcher: str, cores: list[int] | No
     write_recipe(variant, spec)
     command = train_command(variant, launcher, None if cores is None else len(cores))
     with (variant.run_dir / layout.TRAIN_LOG).open("a") as log:
-        log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}"
-                  + (f" (pinned to cores {','.join(map(str, cores))})" if cores else "") + "\n")
+        log.write(
+            f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}"
+            + (f" (pinned to cores {','.join(map(str, cores))})" if cores else "")
+            + "\n"
+        )
         log.flush()
         # Its own process group (start_new_session): a Ctrl-C at the terminal reaches the sweep only, which passes
         # one SIGTERM on (train_runs).
@@ -170,8 +185,10 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
                 (i, variant), slot = queue.pop(0), free.pop(0)
                 cores = slots[slot] if slots else None
                 where = f" on cores {','.join(map(str, cores))}, {len(cores)} thread(s)" if cores else ""
-                print(f"[sweep] {i}/{total} {variant.label}: training{where} (log {variant.run_dir / layout.TRAIN_LOG})",
-                      flush=True)
+                print(
+                    f"[sweep] {i}/{total} {variant.label}: training{where} (log {variant.run_dir / layout.TRAIN_LOG})",
+                    flush=True,
+                )
                 running[start_run(variant, spec, launcher, cores)] = (variant, slot, time.perf_counter())
             ended = [proc for proc in running if proc.poll() is not None]
             if not ended:
@@ -180,9 +197,16 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
                 variant, slot, start = running.pop(proc)
                 free.append(slot)
                 codes[variant.label] = proc.returncode
-                print(f"[sweep] {variant.label}: {'done' if proc.returncode == 0 else 'failed'} in "
-                      f"{time.perf_counter() - start:.0f} s" + (f" (exit {proc.returncode}; see "
-                      f"{variant.run_dir / layout.TRAIN_LOG})" if proc.returncode else ""), flush=True)
+                print(
+                    f"[sweep] {variant.label}: {'done' if proc.returncode == 0 else 'failed'} in "
+                    f"{time.perf_counter() - start:.0f} s"
+                    + (
+                        f" (exit {proc.returncode}; see {variant.run_dir / layout.TRAIN_LOG})"
+                        if proc.returncode
+                        else ""
+                    ),
+                    flush=True,
+                )
                 if proc.returncode:
                     print(tail(variant.run_dir / layout.TRAIN_LOG), flush=True)
     except KeyboardInterrupt:
@@ -193,8 +217,12 @@ def train_runs(runs: list[tuple[int, Variant]], spec: Spec, launcher: str, jobs:
         for proc in running:
             proc.wait()
         name = signal.Signals(received[0] if received else signal.SIGINT)
-        print(f"stopped by {name.name}: {len(running)} running run(s) checkpointed and stopped; rerun the same command "
-              "to resume them", file=sys.stderr, flush=True)
+        print(
+            f"stopped by {name.name}: {len(running)} running run(s) checkpointed and stopped; rerun the same command "
+            "to resume them",
+            file=sys.stderr,
+            flush=True,
+        )
         sys.exit(128 + name)
     finally:
         for signum, handler in previous.items():
@@ -220,9 +248,15 @@ def evaluate_model(model: str, config: dict, spec: Spec, out_dir: Path, name: st
         return read_evaluation(output)
     recipe = eval_recipe(config, spec, out_dir / layout.EVAL_DIR / f"{name}.recipe.yaml")
     options = spec.evaluate
-    return evaluate(str(recipe), model_path=model, num_samples=options["num_samples"], ks=tuple(options["k"]),
-                    num_prompts=options["num_prompts"], output=str(output),
-                    temperature=options["temperature"])  # None: each run's own; a number: one for all runs
+    return evaluate(
+        str(recipe),
+        model_path=model,
+        num_samples=options["num_samples"],
+        ks=tuple(options["k"]),
+        num_prompts=options["num_prompts"],
+        output=str(output),
+        temperature=options["temperature"],
+    )  # None: each run's own; a number: one for all runs
 
 
 SMOKE_MAX_STEPS = 5  # a --max_steps override this small means a smoke sweep
@@ -236,9 +270,20 @@ def is_smoke(overrides: dict, smoke: bool) -> bool:
     return smoke or (isinstance(steps, int) and not isinstance(steps, bool) and steps <= SMOKE_MAX_STEPS)
 
 
-def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str = "python",
-              dry_run: bool = False, last_k: int = 5, only: list[str] | None = None, smoke: bool = False,
-              jobs: int = 1, report_only: bool = False, sbatch_file=None, sbatch: list[str] | None = None) -> dict:
+def run_sweep(
+    spec_path,
+    out=None,
+    overrides: dict | None = None,
+    launcher: str = "python",
+    dry_run: bool = False,
+    last_k: int = 5,
+    only: list[str] | None = None,
+    smoke: bool = False,
+    jobs: int = 1,
+    report_only: bool = False,
+    sbatch_file=None,
+    sbatch: list[str] | None = None,
+) -> dict:
     """Validate every variant, train the pending ones (`jobs` at a time, or as a Slurm job array), evaluate the
     finished ones, then write the sweep report. `report_only` trains nothing (the Slurm report job).
 
@@ -247,9 +292,12 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
     if launcher not in LAUNCHERS:
         raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
     if jobs > 1 and launcher not in SUBPROCESS_LAUNCHERS:
-        raise ConfigError("--jobs", f"runs side by side need a process each (--launcher "
-                                    f"{' or '.join(SUBPROCESS_LAUNCHERS)}); {launcher!r} "
-                          + ("runs every array task at once already" if launcher == "slurm" else "trains in this process"))
+        raise ConfigError(
+            "--jobs",
+            f"runs side by side need a process each (--launcher "
+            f"{' or '.join(SUBPROCESS_LAUNCHERS)}); {launcher!r} "
+            + ("runs every array task at once already" if launcher == "slurm" else "trains in this process"),
+        )
     core_slots(jobs)  # too few cores: said before anything is written
     spec = load_spec(spec_path)
     overrides = dict(overrides or {})
@@ -260,30 +308,66 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
         overrides.setdefault("max_steps", SMOKE_STEPS)
         if spec.evaluate:
             spec = dataclasses.replace(spec, evaluate={**spec.evaluate, **SMOKE_EVALUATION})
-        print(f"[sweep] smoke: {overrides['max_steps']} steps per run, held-out evaluation "
-              f"{SMOKE_EVALUATION['num_prompts']} prompts x {SMOKE_EVALUATION['num_samples']} samples: checks that the "
-              "sweep runs; its numbers are not a measurement", flush=True)
+        print(
+            f"[sweep] smoke: {overrides['max_steps']} steps per run, held-out evaluation "
+            f"{SMOKE_EVALUATION['num_prompts']} prompts x {SMOKE_EVALUATION['num_samples']} samples: checks that the "
+            "sweep runs; its numbers are not a measurement",
+            flush=True,
+        )
     print(f"[sweep] writing to {Path(out) / spec.name}/", flush=True)
     planned = plan(spec, Path(out), overrides)
     variants = select(planned, only)
     for variant in variants:
         validate_variant(variant, spec, "max_steps" in overrides)
     states = {v.label: status(v) for v in variants}
-    sources = {} if report_only else {v.label: find_shared_run(v, spec, Path(out)) for v in variants
-                                      if states[v.label] == "pending" and not v.run_dir.exists()}
+    sources = (
+        {}
+        if report_only
+        else {
+            v.label: find_shared_run(v, spec, Path(out))
+            for v in variants
+            if states[v.label] == "pending" and not v.run_dir.exists()
+        }
+    )
     sweep_dir = Path(out) / spec.name
     queued = sweep_slurm.active_tasks(sweep_dir) if launcher == "slurm" and not report_only else {}
     for v in variants:
-        state = (f"shares {sources[v.label][0]}" if sources.get(v.label) else
-                 f"queued on Slurm as {queued[v.label]}" if v.label in queued else states[v.label])
-        print(f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})",
-              flush=True)
-    pending = [(i, v) for i, v in enumerate(variants, 1)
-               if states[v.label] == "pending" and not sources.get(v.label) and v.label not in queued]
+        state = (
+            f"shares {sources[v.label][0]}"
+            if sources.get(v.label)
+            else f"queued on Slurm as {queued[v.label]}"
+            if v.label in queued
+            else states[v.label]
+        )
+        print(
+            f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})", flush=True
+        )
+    pending = [
+        (i, v)
+        for i, v in enumerate(variants, 1)
+        if states[v.label] == "pending" and not sources.get(v.label) and v.label not in queued
+    ]
     if launcher == "slurm" and not report_only and (dry_run or pending or queued):
-        return submit_to_slurm(spec, sweep_dir, variants, pending, queued, states, sources, {
-            "spec_path": spec_path, "out": out, "overrides": overrides, "only": only, "smoke": smoke, "last_k": last_k},
-            sbatch_file, sbatch, dry_run)
+        return submit_to_slurm(
+            spec,
+            sweep_dir,
+            variants,
+            pending,
+            queued,
+            states,
+            sources,
+            {
+                "spec_path": spec_path,
+                "out": out,
+                "overrides": overrides,
+                "only": only,
+                "smoke": smoke,
+                "last_k": last_k,
+            },
+            sbatch_file,
+            sbatch,
+            dry_run,
+        )
     if dry_run:
         return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None, "smoke": smoke}
 
@@ -304,10 +388,15 @@ def run_sweep(spec_path, out=None, overrides: dict | None = None, launcher: str 
                     for checkpoint in checkpoints(variant.run_dir, before_step=variant.config.get("max_steps")):
                         evaluate_model(str(checkpoint), variant.config, spec, variant.run_dir, checkpoint.name)
                 after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
-                print(f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True)
+                print(
+                    f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True
+                )
     report = write_report(sweep_dir, planned, codes, last_k)
-    print(f"[sweep] {'smoke sweep' if smoke else 'sweep'} written to {sweep_dir}/"
-          + (f" (report {report})" if report else ""), flush=True)
+    print(
+        f"[sweep] {'smoke sweep' if smoke else 'sweep'} written to {sweep_dir}/"
+        + (f" (report {report})" if report else ""),
+        flush=True,
+    )
     return {"dir": sweep_dir, "status": results, "report": report, "smoke": smoke}
 
 
@@ -323,14 +412,27 @@ def link_finished(variants: list[Variant], states: dict, sources: dict) -> dict[
         elif shared := sources.get(variant.label):
             share(variant, *shared)
             results[variant.label] = "shared"
-            print(f"[sweep] {variant.label}: shares {shared[0]} (the same recipe; "
-                  f"{'evaluated the same way' if shared[1] else 'evaluated here'}): not trained again", flush=True)
+            print(
+                f"[sweep] {variant.label}: shares {shared[0]} (the same recipe; "
+                f"{'evaluated the same way' if shared[1] else 'evaluated here'}): not trained again",
+                flush=True,
+            )
     return results
 
 
-def submit_to_slurm(spec: Spec, sweep_dir: Path, variants: list[Variant], pending: list[tuple[int, Variant]],
-                    queued: dict[str, str], states: dict, sources: dict, command: dict, sbatch_file,
-                    sbatch: list[str] | None, dry_run: bool) -> dict:
+def submit_to_slurm(
+    spec: Spec,
+    sweep_dir: Path,
+    variants: list[Variant],
+    pending: list[tuple[int, Variant]],
+    queued: dict[str, str],
+    states: dict,
+    sources: dict,
+    command: dict,
+    sbatch_file,
+    sbatch: list[str] | None,
+    dry_run: bool,
+) -> dict:
     """--launcher slurm: the pending runs as one job array, each task the command the local launcher runs, and a
     report job after it and after the tasks still queued from an earlier submission (rlvr.analysis.sweep_slurm)."""
     tasks = [(variant, train_command(variant, "python")) for _, variant in pending]
@@ -338,15 +440,22 @@ def submit_to_slurm(spec: Spec, sweep_dir: Path, variants: list[Variant], pendin
     report = report_command(**command)
     if dry_run:
         sweep_slurm.submit(spec.name, sweep_dir, tasks, report, sbatch_file, sbatch, waiting_on, dry_run=True)
-        return {"dir": sweep_dir, "status": {label: "planned" for label in states}, "report": None,
-                "smoke": command["smoke"]}
+        return {
+            "dir": sweep_dir,
+            "status": {label: "planned" for label in states},
+            "report": None,
+            "smoke": command["smoke"],
+        }
     sweep_slurm.file_options(sbatch_file or sweep_slurm.SBATCH_FILE)  # a missing options file: said before writing
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / layout.SWEEP_SPEC).write_text(spec.text)
     results = {**link_finished(variants, states, sources), **{label: "queued" for label in queued}}
     if not tasks:
-        print(f"[sweep] slurm: nothing to submit; {len(queued)} run(s) still queued or running, and the report job "
-              "submitted with them writes the report", flush=True)
+        print(
+            f"[sweep] slurm: nothing to submit; {len(queued)} run(s) still queued or running, and the report job "
+            "submitted with them writes the report",
+            flush=True,
+        )
         return {"dir": sweep_dir, "status": results, "report": None, "smoke": command["smoke"]}
     for variant, _ in tasks:
         write_recipe(variant, spec)
@@ -358,8 +467,18 @@ def submit_to_slurm(spec: Spec, sweep_dir: Path, variants: list[Variant], pendin
 def report_command(spec_path, out, overrides: dict, only: list[str] | None, smoke: bool, last_k: int) -> list[str]:
     """The sweep command again, with --report_only: what the Slurm report job runs (the same plan, nothing trained)."""
     as_yaml = lambda value: yaml.safe_dump(value, default_flow_style=True, width=1 << 30).removesuffix("...\n").strip()
-    argv = [sys.executable, "-m", "rlvr.analysis.sweep", str(spec_path), "--out", str(out), "--report_only",
-            "--last_k", str(last_k), *(["--smoke"] if smoke else [])]
+    argv = [
+        sys.executable,
+        "-m",
+        "rlvr.analysis.sweep",
+        str(spec_path),
+        "--out",
+        str(out),
+        "--report_only",
+        "--last_k",
+        str(last_k),
+        *(["--smoke"] if smoke else []),
+    ]
     argv += [f"--{key}={as_yaml(value)}" for key, value in overrides.items()]
     return argv + (["--only", *only] if only else [])
 
@@ -380,11 +499,16 @@ def write_report(sweep_dir: Path, planned: list[Variant], codes: dict[str, int],
     report = build_report(sweep_dir, last_k=last_k, only=finished if left_out else None)
     if left_out:
         with report.open("a") as page:
-            page.write("\n## Runs left out\n\nNot finished, so not in the tables and curves above. Rerunning the sweep "
-                       "command trains them; an unfinished run resumes from its last complete checkpoint, if its "
-                       "recipe saves checkpoints.\n\n"
-                       + "\n".join(f"- **{label}**: {why}" for label, why in left_out.items()) + "\n")
-    print(text_table(*summary_table(summarize([run for run in load_runs([sweep_dir]) if run.label in finished], last_k))))
+            page.write(
+                "\n## Runs left out\n\nNot finished, so not in the tables and curves above. Rerunning the sweep "
+                "command trains them; an unfinished run resumes from its last complete checkpoint, if its "
+                "recipe saves checkpoints.\n\n"
+                + "\n".join(f"- **{label}**: {why}" for label, why in left_out.items())
+                + "\n"
+            )
+    print(
+        text_table(*summary_table(summarize([run for run in load_runs([sweep_dir]) if run.label in finished], last_k)))
+    )
     print(f"[sweep] report: {report}")
     return report
 
@@ -406,8 +530,14 @@ def checkpoints(run_dir: Path, before_step: int | None = None) -> list[Path]:
     """The run's complete checkpoint folders below `before_step` (the last step's weights are the run's own, which
     eval/after.json scores), in step order; torn ones from a crash are left out."""
     step = lambda p: int(layout.CHECKPOINT.match(p.name).group(1))
-    found = [p for p in run_dir.iterdir() if p.is_dir() and layout.CHECKPOINT.match(p.name) and checkpoint_problem(p) is None
-             and (before_step is None or step(p) < before_step)]
+    found = [
+        p
+        for p in run_dir.iterdir()
+        if p.is_dir()
+        and layout.CHECKPOINT.match(p.name)
+        and checkpoint_problem(p) is None
+        and (before_step is None or step(p) < before_step)
+    ]
     return sorted(found, key=step)
 
 
@@ -436,29 +566,69 @@ def parse_overrides(extra: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)  # unknown flags are recipe overrides
+    parser = ArgumentParser(
+        description=__doc__.splitlines()[0], allow_abbrev=False
+    )  # unknown flags are recipe overrides
     parser.add_argument("spec", help="sweep spec YAML (see sweeps/)")
-    parser.add_argument("--out", default=None, help=f"runs go to <out>/<name>/<label>/ (default runs/sweeps; {SMOKE_OUT} "
-                        "for a smoke sweep)")
-    parser.add_argument("--smoke", action="store_true", help=f"check the sweep runs: {SMOKE_STEPS} steps per run (unless "
-                        f"--max_steps), held-out evaluation {SMOKE_EVALUATION['num_prompts']} prompts x "
-                        f"{SMOKE_EVALUATION['num_samples']} samples; also implied by --max_steps <= {SMOKE_MAX_STEPS}")
-    parser.add_argument("--launcher", default="python", choices=LAUNCHERS, help="how each run starts (slurm: one job "
-                        "array, see rlvr.analysis.sweep_slurm)")
-    parser.add_argument("--jobs", type=positive_int, default=1, help="runs trained side by side, each pinned to an "
-                        "equal share of this machine's cores at that many threads")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help=f"runs go to <out>/<name>/<label>/ (default runs/sweeps; {SMOKE_OUT} for a smoke sweep)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"check the sweep runs: {SMOKE_STEPS} steps per run (unless "
+        f"--max_steps), held-out evaluation {SMOKE_EVALUATION['num_prompts']} prompts x "
+        f"{SMOKE_EVALUATION['num_samples']} samples; also implied by --max_steps <= {SMOKE_MAX_STEPS}",
+    )
+    parser.add_argument(
+        "--launcher",
+        default="python",
+        choices=LAUNCHERS,
+        help="how each run starts (slurm: one job array, see rlvr.analysis.sweep_slurm)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="runs trained side by side, each pinned to an equal share of this machine's cores at that many threads",
+    )
     parser.add_argument("--last_k", type=positive_int, default=5, help="generation steps averaged for final_* numbers")
     parser.add_argument("--dry_run", action="store_true", help="validate every variant and print the plan")
     parser.add_argument("--only", nargs="+", default=None, help="train only these run labels (seed suffix optional)")
-    parser.add_argument("--report_only", action="store_true", help="train nothing: evaluate the finished runs and "
-                        "write the report (the Slurm launcher's last job)")
-    parser.add_argument("--sbatch_file", default=None, help="slurm: the #SBATCH options of every task (default "
-                        f"{sweep_slurm.SBATCH_FILE.relative_to(REPO)})")
-    parser.add_argument("--sbatch", action="append", default=None, metavar="OPTION",
-                        help="slurm: one more sbatch option, winning over the file (--sbatch=--partition=gpu)")
+    parser.add_argument(
+        "--report_only",
+        action="store_true",
+        help="train nothing: evaluate the finished runs and write the report (the Slurm launcher's last job)",
+    )
+    parser.add_argument(
+        "--sbatch_file",
+        default=None,
+        help=f"slurm: the #SBATCH options of every task (default {sweep_slurm.SBATCH_FILE.relative_to(REPO)})",
+    )
+    parser.add_argument(
+        "--sbatch",
+        action="append",
+        default=None,
+        metavar="OPTION",
+        help="slurm: one more sbatch option, winning over the file (--sbatch=--partition=gpu)",
+    )
     args, extra = parser.parse_known_args(argv)
-    result = run_sweep(args.spec, args.out, parse_overrides(extra), args.launcher, args.dry_run, args.last_k, args.only,
-                       args.smoke, args.jobs, args.report_only, args.sbatch_file, args.sbatch)
+    result = run_sweep(
+        args.spec,
+        args.out,
+        parse_overrides(extra),
+        args.launcher,
+        args.dry_run,
+        args.last_k,
+        args.only,
+        args.smoke,
+        args.jobs,
+        args.report_only,
+        args.sbatch_file,
+        args.sbatch,
+    )
     if "failed" in result["status"].values():
         failed = [label for label, state in result["status"].items() if state == "failed"]
         print(f"error: runs failed: {', '.join(failed)}", file=sys.stderr)

@@ -44,7 +44,9 @@ def file_options(path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError("--sbatch_file", f"no such file: {path}")
-    return [line.strip() for line in read_text(path, "--sbatch_file").splitlines() if line.strip().startswith("#SBATCH")]
+    return [
+        line.strip() for line in read_text(path, "--sbatch_file").splitlines() if line.strip().startswith("#SBATCH")
+    ]
 
 
 def flag_options(options: list[str] | None) -> list[str]:
@@ -68,8 +70,11 @@ def resource_options(variants: list[Variant]) -> list[str]:
     kinds = {bool(v.config.get("use_cpu", False)) for v in variants}
     if len(kinds) > 1:
         cpu = [v.label for v in variants if v.config.get("use_cpu")]
-        raise ConfigError("--launcher", f"the sweep mixes CPU runs ({', '.join(cpu)}) and GPU runs, and one job array "
-                                        "asks for one kind: submit them separately with --only")
+        raise ConfigError(
+            "--launcher",
+            f"the sweep mixes CPU runs ({', '.join(cpu)}) and GPU runs, and one job array "
+            "asks for one kind: submit them separately with --only",
+        )
     return [] if kinds == {True} else [GPU_OPTION]
 
 
@@ -77,8 +82,9 @@ def header(name: str, output: str, options: list[str]) -> list[str]:
     return ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --output={output}", *options]
 
 
-def array_script(sweep: str, tasks: list[tuple[Variant, list[str]]], slurm_dir: Path, options: list[str],
-                 workdir: Path) -> str:
+def array_script(
+    sweep: str, tasks: list[tuple[Variant, list[str]]], slurm_dir: Path, options: list[str], workdir: Path
+) -> str:
     """The job array: task i runs run i's command from `workdir`, appending to its train.log as the local launcher does."""
     lines = header(f"sweep-{sweep}", str(slurm_dir / "%A_%a.out"), [f"#SBATCH --array=0-{len(tasks) - 1}", *options])
     lines += [
@@ -89,14 +95,18 @@ def array_script(sweep: str, tasks: list[tuple[Variant, list[str]]], slurm_dir: 
         'case "${SLURM_ARRAY_TASK_ID:?this script runs as a Slurm array task}" in',
     ]
     for index, (variant, command) in enumerate(tasks):
-        lines.append(f"  {index}) RUN_DIR={shlex.quote(str(variant.run_dir))}; COMMAND=({shlex.join(command)}) ;;"
-                     f"  # {variant.label}")
+        lines.append(
+            f"  {index}) RUN_DIR={shlex.quote(str(variant.run_dir))}; COMMAND=({shlex.join(command)}) ;;"
+            f"  # {variant.label}"
+        )
     lines += [
         '  *) echo "no run for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
         "esac",
         'mkdir -p "$RUN_DIR"',
-        ("echo \"=== $(date '+%Y-%m-%d %H:%M:%S') ${COMMAND[*]} (Slurm task ${SLURM_ARRAY_JOB_ID:-?}_"
-         f"$SLURM_ARRAY_TASK_ID on $(hostname))\" >> \"$RUN_DIR/{layout.TRAIN_LOG}\""),
+        (
+            "echo \"=== $(date '+%Y-%m-%d %H:%M:%S') ${COMMAND[*]} (Slurm task ${SLURM_ARRAY_JOB_ID:-?}_"
+            f'$SLURM_ARRAY_TASK_ID on $(hostname))" >> "$RUN_DIR/{layout.TRAIN_LOG}"'
+        ),
         f'exec "${{COMMAND[@]}}" >> "$RUN_DIR/{layout.TRAIN_LOG}" 2>&1',
     ]
     return "\n".join(lines) + "\n"
@@ -105,8 +115,12 @@ def array_script(sweep: str, tasks: list[tuple[Variant, list[str]]], slurm_dir: 
 def report_script(sweep: str, command: list[str], slurm_dir: Path, options: list[str], workdir: Path) -> str:
     """The job after the array: the sweep command with --report_only (evaluate what finished, write the report)."""
     lines = header(f"sweep-{sweep}-report", str(slurm_dir / "report-%j.out"), options)
-    lines += [f"# Sweep {sweep!r}: evaluates the finished runs and writes the sweep report, naming the runs left out.",
-              "set -euo pipefail", f"cd {shlex.quote(str(workdir))}", f"exec {shlex.join(command)}"]
+    lines += [
+        f"# Sweep {sweep!r}: evaluates the finished runs and writes the sweep report, naming the runs left out.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(workdir))}",
+        f"exec {shlex.join(command)}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -130,8 +144,12 @@ def active_tasks(sweep_dir: Path) -> dict[str, str]:
     arrays = {entry["array"]: entry["tasks"] for entry in submissions(sweep_dir)}
     if not arrays or not shutil.which("squeue"):
         return {}
-    done = subprocess.run(["squeue", "--noheader", "--array", "--format=%i", f"--jobs={','.join(arrays)}"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["squeue", "--noheader", "--array", "--format=%i", f"--jobs={','.join(arrays)}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode:
         return {}  # "Invalid job id specified": every job of the list has left the queue
     active = {}
@@ -146,7 +164,13 @@ def active_tasks(sweep_dir: Path) -> dict[str, str]:
 
 def sbatch(script: Path, flags: list[str], dependency: str | None = None) -> str:
     """Submit one script; returns the job id (`sbatch --parsable` prints `id` or `id;cluster`)."""
-    argv = ["sbatch", "--parsable", *([f"--dependency=afterany:{dependency}"] if dependency else []), *flags, str(script)]
+    argv = [
+        "sbatch",
+        "--parsable",
+        *([f"--dependency=afterany:{dependency}"] if dependency else []),
+        *flags,
+        str(script),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode:
         why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
@@ -154,9 +178,16 @@ def sbatch(script: Path, flags: list[str], dependency: str | None = None) -> str
     return done.stdout.strip().split(";")[0]
 
 
-def submit(sweep: str, sweep_dir: Path, tasks: list[tuple[Variant, list[str]]], report_command: list[str],
-           sbatch_file=None, sbatch_flags: list[str] | None = None, waiting_on: list[str] = (),
-           dry_run: bool = False) -> dict[str, str]:
+def submit(
+    sweep: str,
+    sweep_dir: Path,
+    tasks: list[tuple[Variant, list[str]]],
+    report_command: list[str],
+    sbatch_file=None,
+    sbatch_flags: list[str] | None = None,
+    waiting_on: list[str] = (),
+    dry_run: bool = False,
+) -> dict[str, str]:
     """Submit the array of `tasks` and the report job after it and after the arrays in `waiting_on` (still queued
     from an earlier submission); returns label -> array task id. With dry_run, prints both scripts and the sbatch
     lines and submits nothing (with no tasks, the report script alone)."""
@@ -164,15 +195,21 @@ def submit(sweep: str, sweep_dir: Path, tasks: list[tuple[Variant, list[str]]], 
     flags = flag_options(sbatch_flags)
     slurm_dir = (sweep_dir / SLURM_DIR).resolve()
     workdir = Path.cwd()
-    scripts = {"array": array_script(sweep, tasks, slurm_dir, options, workdir) if tasks else None,
-               "report": report_script(sweep, report_command, slurm_dir, options, workdir)}
+    scripts = {
+        "array": array_script(sweep, tasks, slurm_dir, options, workdir) if tasks else None,
+        "report": report_script(sweep, report_command, slurm_dir, options, workdir),
+    }
     if dry_run:
         after = ":".join([*waiting_on, *(["<array job id>"] if tasks else [])])
         for kind, text in scripts.items():
             if text:
                 dependency = f"--dependency=afterany:{after} " if kind == "report" and after else ""
-                print(f"[sweep] slurm {kind} script (sbatch --parsable {dependency}{shlex.join(flags)}"
-                      f"{' ' if flags else ''}<script>):\n{text}", end="", flush=True)
+                print(
+                    f"[sweep] slurm {kind} script (sbatch --parsable {dependency}{shlex.join(flags)}"
+                    f"{' ' if flags else ''}<script>):\n{text}",
+                    end="",
+                    flush=True,
+                )
         return {}
     if not shutil.which("sbatch"):
         raise ConfigError("--launcher", "no `sbatch` on PATH: the Slurm launcher runs where Slurm's commands are")
@@ -184,10 +221,17 @@ def submit(sweep: str, sweep_dir: Path, tasks: list[tuple[Variant, list[str]]], 
     path = slurm_dir / f"report-{stamp}.sh"
     path.write_text(scripts["report"])
     report = sbatch(path, flags, ":".join([*waiting_on, array]))
-    record = {"array": array, "report": report, "tasks": [variant.label for variant, _ in tasks],
-              "submitted": time.strftime("%Y-%m-%d %H:%M:%S")}
+    record = {
+        "array": array,
+        "report": report,
+        "tasks": [variant.label for variant, _ in tasks],
+        "submitted": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     (slurm_dir / JOBS_FILE).write_text(json.dumps([*submissions(sweep_dir), record], indent=1) + "\n")
-    print(f"[sweep] slurm: array job {array} ({len(tasks)} tasks), report job {report} after it"
-          + (f" and after {', '.join(waiting_on)}" if waiting_on else "")
-          + f" (scripts and logs in {slurm_dir}/, job ids in {JOBS_FILE})", flush=True)
+    print(
+        f"[sweep] slurm: array job {array} ({len(tasks)} tasks), report job {report} after it"
+        + (f" and after {', '.join(waiting_on)}" if waiting_on else "")
+        + f" (scripts and logs in {slurm_dir}/, job ids in {JOBS_FILE})",
+        flush=True,
+    )
     return {variant.label: f"{array}_{index}" for index, (variant, _) in enumerate(tasks)}

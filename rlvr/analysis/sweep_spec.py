@@ -46,7 +46,14 @@ from rlvr.training.config import load_recipe, validate
 SPEC_FIELDS = ("name", "base", "vary", "fixed", "labels", "samples_budget", "seeds", "evaluate")
 # The spec's `evaluate:` keys and defaults. every_steps: also evaluate a checkpoint saved every N optimizer steps
 # (eval/checkpoint-N.json), so held-out exact match has a curve over generated samples, not only an end point.
-EVAL_FIELDS = {"num_samples": 8, "k": [1, 8], "num_prompts": None, "data": None, "temperature": None, "every_steps": None}
+EVAL_FIELDS = {
+    "num_samples": 8,
+    "k": [1, 8],
+    "num_prompts": None,
+    "data": None,
+    "temperature": None,
+    "every_steps": None,
+}
 RECIPE_KEY = "recipe"
 
 
@@ -93,7 +100,7 @@ def load_spec(path) -> Spec:
     vary = raw.get("vary")
     if not isinstance(vary, dict) or len(vary) != 1:
         raise ConfigError("vary", "must map exactly one field to its list of values, e.g. {num_generations: [2, 4]}")
-    (key, values), = vary.items()
+    ((key, values),) = vary.items()
     if not isinstance(values, list) or not values:
         raise ConfigError(f"vary.{key}", "needs a non-empty list of values")
     if key != RECIPE_KEY and not raw.get("base"):
@@ -119,7 +126,11 @@ def load_spec(path) -> Spec:
             raise ConfigError("samples_budget", "set either samples_budget or max_steps, not both")
     seeds = raw.get("seeds")
     if seeds is not None:
-        if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        if (
+            not isinstance(seeds, list)
+            or not seeds
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+        ):
             raise ConfigError("seeds", f"must be a non-empty list of integers, got {seeds!r}")
         if len(set(seeds)) != len(seeds) or key == "seed" or "seed" in fixed:
             raise ConfigError("seeds", "must be distinct, and not combined with a varied or fixed `seed`")
@@ -132,7 +143,12 @@ def load_spec(path) -> Spec:
         reject_unknown_keys(evaluation, EVAL_FIELDS, "evaluate field")
         evaluation = {**EVAL_FIELDS, **evaluation}
         ks, n = evaluation["k"], evaluation["num_samples"]
-        if not isinstance(n, int) or n < 1 or not isinstance(ks, list) or not all(isinstance(k, int) and 1 <= k <= n for k in ks):
+        if (
+            not isinstance(n, int)
+            or n < 1
+            or not isinstance(ks, list)
+            or not all(isinstance(k, int) and 1 <= k <= n for k in ks)
+        ):
             raise ConfigError("evaluate.k", f"each k must be an integer in [1, num_samples={n}], got {ks!r}")
         checks = {"every_steps": positive_int, "num_prompts": positive_int, "temperature": non_negative_float}
         for name, kind in checks.items():  # num_prompts and temperature as `rlvr evaluate` takes them
@@ -212,7 +228,9 @@ def validate_variant(variant: Variant, spec: Spec, cli_max_steps: bool) -> None:
     try:  # the effective recipe is already in memory: parsed from the mapping, no file written or read
         recipe = validate(load_recipe(["--dry_run", "true"], config=copy.deepcopy(variant.config), source=source))
     except ConfigError as err:
-        raise ConfigError(err.field, err.message if source in err.message else f"{err.message} (sweep run {variant.label!r})") from None
+        raise ConfigError(
+            err.field, err.message if source in err.message else f"{err.message} (sweep run {variant.label!r})"
+        ) from None
     if spec.samples_budget and not cli_max_steps:
         t = recipe.training
         generations = math.ceil(spec.samples_budget / t.generation_batch_size)

@@ -20,7 +20,9 @@ def series_table(run: Run, max_rows: int = 20, keys=None) -> tuple[list[str], li
     """(headers, rows): step, samples and `keys` (default: `table_series`) for each logged step, downsampled."""
     keys = table_series(run) if keys is None else keys
     headers = ["step", "samples", *keys]
-    rows = [[count(row.get("step")), count(row.get(GENERATED_SAMPLES)), *(row.get(k) for k in keys)] for row in run.rows]
+    rows = [
+        [count(row.get("step")), count(row.get(GENERATED_SAMPLES)), *(row.get(k) for k in keys)] for row in run.rows
+    ]
     return headers, downsample(rows, max_rows)
 
 

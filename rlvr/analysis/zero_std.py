@@ -45,8 +45,11 @@ def group_outcomes(rollouts: list[dict]) -> list[dict]:
     and all wrong counts in both `groups/all_wrong` and `zero_std_side/all_wrong`."""
     rows = []
     for x, groups in rollout_steps(rollouts):
-        sides = [group_side(s) for s in ([r["success"] == 1.0 for r in g if r.get("success") is not None]
-                                          for g in groups) if s]
+        sides = [
+            group_side(s)
+            for s in ([r["success"] == 1.0 for r in g if r.get("success") is not None] for g in groups)
+            if s
+        ]
         n = len(sides) or 1
         rows.append({**x, **{group_key(side or MIXED): sides.count(side) / n for side in (*GROUP_SIDES, None)}})
     return rows
@@ -82,8 +85,11 @@ def zero_std_prediction(rollouts: list[dict]) -> list[dict]:
         if outcomes:
             row[exact_key("observed")] = fmean([float(len(set(e)) == 1) for _, e in outcomes])
             row[exact_key("predicted_self")] = fmean([flat_probability(sum(e) / len(e), len(e)) for _, e in outcomes])
-            predicted = [flat_probability(peers, len(e)) for i, (_, e) in enumerate(outcomes)
-                         if (peers := peer_rate(outcomes, i)) is not None]
+            predicted = [
+                flat_probability(peers, len(e))
+                for i, (_, e) in enumerate(outcomes)
+                if (peers := peer_rate(outcomes, i)) is not None
+            ]
             row[exact_key("predicted_peers")] = fmean(predicted) if predicted else None
         rows.append(row)
     return rows

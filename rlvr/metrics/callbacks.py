@@ -76,7 +76,7 @@ class RolloutLogCallback(RewardBatchCallback):
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
         if not state.is_world_process_zero or batch.mode != "train":
-            return None
+            return
         components = {name: values.tolist() for name, values in batch.components().items()}
         exact = batch.exact().tolist()
         truncated = batch.truncated or [None] * batch.size
@@ -103,11 +103,22 @@ class RolloutLogCallback(RewardBatchCallback):
             f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
         if self.print_rollouts and records and batch.round == 0:
             print(format_rollout(records[0]), flush=True)
-        return None
+        return
 
 
-ROLLOUT_FIELDS = ("step", "round", "group", "question", "answer", "difficulty", "task", "completion",
-                  "completion_tokens", "exact", "truncated")
+ROLLOUT_FIELDS = (
+    "step",
+    "round",
+    "group",
+    "question",
+    "answer",
+    "difficulty",
+    "task",
+    "completion",
+    "completion_tokens",
+    "exact",
+    "truncated",
+)
 
 
 def format_rollout(record: dict) -> str:
@@ -175,7 +186,7 @@ def _write(line: str) -> None:
 
 def components_of(row: dict, prefix: str = "") -> list[str]:
     """The reward components in a row: the usual ones first, then custom rewards (derived ones left out)."""
-    present = [key[len(prefix) + len(REWARD_PREFIX):] for key in row if key.startswith(prefix + REWARD_PREFIX)]
+    present = [key[len(prefix) + len(REWARD_PREFIX) :] for key in row if key.startswith(prefix + REWARD_PREFIX)]
     custom = [c for c in present if c not in SHOWN and c not in KNOWN_ORDER and c not in HIDDEN]
     return [c for c in SHOWN if c in present] + custom
 

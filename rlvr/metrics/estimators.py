@@ -50,6 +50,9 @@ def maj_at_k(votes: list, expected, k: int) -> float:
                     for y in range(min(m, x, k - x - size) + 1):
                         grown[size + y][ties + (y == x)] += count * math.comb(m, y)
             ways = grown
-        credit += math.comb(right, x) * sum(Fraction(count * math.comb(silent, k - x - size), ties + 1)
-                                            for size, row in enumerate(ways) for ties, count in enumerate(row))
+        credit += math.comb(right, x) * sum(
+            Fraction(count * math.comb(silent, k - x - size), ties + 1)
+            for size, row in enumerate(ways)
+            for ties, count in enumerate(row)
+        )
     return float(credit / math.comb(n, k))

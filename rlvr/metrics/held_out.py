@@ -30,12 +30,21 @@ class HeldOutCallback(RewardBatchCallback):
         exact, truncated = batch.exact().tolist(), batch.truncated or [None] * batch.size
         components = {name: values.tolist() for name, values in batch.components().items()}
         for i, (row, text, length) in enumerate(zip(batch.rows, batch.completions, batch.completion_lengths)):
-            self.records.append({"prompt_id": len(self.records) // batch.num_generations, "exact": exact[i],
-                                 "answer": row.get("answer"), "difficulty": row.get("difficulty"), "completion": text,
-                                 "completion_tokens": length, "truncated": truncated[i], **{name: values[i] for name, values in components.items()}})
+            self.records.append(
+                {
+                    "prompt_id": len(self.records) // batch.num_generations,
+                    "exact": exact[i],
+                    "answer": row.get("answer"),
+                    "difficulty": row.get("difficulty"),
+                    "completion": text,
+                    "completion_tokens": length,
+                    "truncated": truncated[i],
+                    **{name: values[i] for name, values in components.items()},
+                }
+            )
         if len(self.records) < self.completions:
             return None
-        records, self.records = self.records[:self.completions], []  # beyond: a distributed sampler's padding
+        records, self.records = self.records[: self.completions], []  # beyond: a distributed sampler's padding
         return held_out_figures(summarize(records, batch.num_generations, [1], list(components)))
 
 

@@ -27,7 +27,13 @@ ZERO_STD_PREFIX = "zero_std_frac/"  # zero_std_frac/<component>: fraction of pro
 ZERO_STD_SIDE_PREFIX = "zero_std_side/"  # zero_std_side/<side>: groups flat on total, by side (rlvr.metrics.readings)
 # A prompt group's side by its completions' success (`rlvr.metrics.reward_batch.group_side`), and the other two
 # reasons a group is flat on total: every completion cut off, or one text G times.
-ALL_WRONG, ALL_CORRECT, MIXED, ALL_TRUNCATED, IDENTICAL = "all_wrong", "all_correct", "mixed", "all_truncated", "identical"
+ALL_WRONG, ALL_CORRECT, MIXED, ALL_TRUNCATED, IDENTICAL = (
+    "all_wrong",
+    "all_correct",
+    "mixed",
+    "all_truncated",
+    "identical",
+)
 GROUP_SIDES = (ALL_WRONG, ALL_CORRECT)
 ZERO_STD_SIDES = (*GROUP_SIDES, ALL_TRUNCATED, IDENTICAL)
 GROUP_PREFIX = "groups/"  # groups/<side>: from rollouts.jsonl, every prompt group by its side (rlvr.analysis.zero_std)
@@ -44,8 +50,11 @@ PASS_PREFIX, MAJ_PREFIX = "pass@", "maj@"
 PER_K = (PASS_PREFIX, MAJ_PREFIX)
 
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
-COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = ("generation_step", "generated_samples",
-                                                                   "generated_tokens")
+COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = (
+    "generation_step",
+    "generated_samples",
+    "generated_tokens",
+)
 TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
 STOPPED_EARLY = "stopped_early"  # in the closing row of a run stopped before its end (a signal, the divergence guard)
 TIME_TOTAL, GENERATION_SHARE = "time/total_s", "time/generation_share"  # the step's time, generation's share of it
@@ -74,8 +83,17 @@ OFF_POLICY_SERIES = (f"{IS_RATIO}mean", f"{IS_RATIO}min", f"{LOGP_DIFF}mean", f"
 
 
 # Wall-clock readings: the only values two runs of the same recipe and seed may differ in (the machine, not the math).
-TIMING = ("time", "step_time", "tokens_per_s/", TRAIN_RUNTIME, "train_samples_per_second", "train_steps_per_second",
-          "eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
+TIMING = (
+    "time",
+    "step_time",
+    "tokens_per_s/",
+    TRAIN_RUNTIME,
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "eval_runtime",
+    "eval_samples_per_second",
+    "eval_steps_per_second",
+)
 
 
 def is_timing(key: str) -> bool:
@@ -98,8 +116,9 @@ def builder(prefix: str) -> Callable[[object], str]:
 
 
 # Keys with a parameter, one builder per family (the prefix constants above are what readers match on).
-reward_key, mean_key, zero_std_key, zero_std_side_key = map(builder, (REWARD_PREFIX, MEAN_PREFIX, ZERO_STD_PREFIX,
-                                                                      ZERO_STD_SIDE_PREFIX))
+reward_key, mean_key, zero_std_key, zero_std_side_key = map(
+    builder, (REWARD_PREFIX, MEAN_PREFIX, ZERO_STD_PREFIX, ZERO_STD_SIDE_PREFIX)
+)
 step_key, group_key, exact_key, eval_key = map(builder, (STEP_PREFIX, GROUP_PREFIX, EXACT_PREFIX, EVAL_PREFIX))
 pass_key, maj_key, held_out_length_key = map(builder, (PASS_PREFIX, MAJ_PREFIX, HELD_OUT_LENGTH_PREFIX))
 
@@ -118,4 +137,4 @@ def ordered(components) -> list[str]:
 
 def components_in(rows) -> list[str]:
     """The reward components a run logged, discovered from its `avg_<component>` keys."""
-    return ordered(key[len(REWARD_PREFIX):] for row in rows for key in row if key.startswith(REWARD_PREFIX))
+    return ordered(key[len(REWARD_PREFIX) :] for row in rows for key in row if key.startswith(REWARD_PREFIX))

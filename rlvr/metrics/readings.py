@@ -51,13 +51,19 @@ class RewardReadings:
     (default `dispatch`). `call(fn, *args)` runs each wrapped call (our trainer times it as scoring). Reward models
     and async reward functions are refused in one line: TRL scores them where no wrapper sees their values."""
 
-    def __init__(self, trainer, on_batch: Callable[[RewardBatch, dict], None] | None = None,
-                 call: Callable | None = None):
+    def __init__(
+        self, trainer, on_batch: Callable[[RewardBatch, dict], None] | None = None, call: Callable | None = None
+    ):
         for func, name in zip(trainer.reward_funcs, trainer.reward_func_names):
-            if isinstance(func, nn.Module) or inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-                    getattr(func, "__call__", None)):
-                raise TypeError(f"readings: reward {name!r} is a reward model or an async function; the readings see "
-                                "the scores of plain (synchronous) reward functions only")
+            if (
+                isinstance(func, nn.Module)
+                or inspect.iscoroutinefunction(func)
+                or inspect.iscoroutinefunction(type(func).__call__)  # a callable object with an async __call__
+            ):
+                raise TypeError(
+                    f"readings: reward {name!r} is a reward model or an async function; the readings see "
+                    "the scores of plain (synchronous) reward functions only"
+                )
         self.trainer = trainer
         self.on_batch = on_batch or self.dispatch
         self.call = call or (lambda fn, *args: fn(*args))
@@ -88,10 +94,13 @@ class RewardReadings:
         trainer = self.trainer
         ids = kwargs.get("completion_ids") or [None] * len(kwargs["completions"])
         local = [
-            ([scores[i][row] for i in range(len(self.columns))], completion_text(completion),
-             {key: kwargs[key][row] for key in ROW_KEYS if key in kwargs},
-             len(ids[row]) if ids[row] is not None else 0,
-             is_truncated(ids[row], self.stop_ids) if ids[row] is not None else None)
+            (
+                [scores[i][row] for i in range(len(self.columns))],
+                completion_text(completion),
+                {key: kwargs[key][row] for key in ROW_KEYS if key in kwargs},
+                len(ids[row]) if ids[row] is not None else 0,
+                is_truncated(ids[row], self.stop_ids) if ids[row] is not None else None,
+            )
             for row, completion in enumerate(kwargs["completions"])
         ]
         rows = gather_object(local)

@@ -47,10 +47,14 @@ class RewardBatch:
         scores = [[float("nan") if r.get(name) is None else r[name] for name in names] for r in records]
         return cls(
             rewards_per_func=torch.tensor(scores, dtype=torch.float32).reshape(len(records), len(names)),
-            names=list(names), weights=torch.tensor(list(weights), dtype=torch.float32),
-            num_generations=num_generations, completions=[r.get("completion") or "" for r in records], rows=records,
+            names=list(names),
+            weights=torch.tensor(list(weights), dtype=torch.float32),
+            num_generations=num_generations,
+            completions=[r.get("completion") or "" for r in records],
+            rows=records,
             completion_lengths=[r.get("completion_tokens") or 0 for r in records],
-            truncated=None if None in cut else cut, mode="eval",
+            truncated=None if None in cut else cut,
+            mode="eval",
         )
 
     @property
@@ -103,7 +107,8 @@ class RewardBatchCallback(TrainerCallback):
         if not self.fed:
             raise RuntimeError(
                 f"{type(self).__name__} got no reward batch in a whole training step: a plain trl.GRPOTrainer hands "
-                "none to callbacks. Wrap it: `trainer = with_readings(GRPOTrainer(...))` (from rlvr.metrics.readings)")
+                "none to callbacks. Wrap it: `trainer = with_readings(GRPOTrainer(...))` (from rlvr.metrics.readings)"
+            )
 
 
 def group_side(solved) -> str | None:
@@ -117,7 +122,10 @@ def group_side(solved) -> str | None:
 # Reward components and flat groups, on the gathered rewards: TRL's `RepeatSampler` keeps a prompt's G completions
 # contiguous across all processes, so `view(-1, G)` recovers whole groups even when one straddles two processes.
 
-def reward_components(rewards_per_func: torch.Tensor, names: list[str], weights: torch.Tensor) -> dict[str, torch.Tensor]:
+
+def reward_components(
+    rewards_per_func: torch.Tensor, names: list[str], weights: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Each reward column by name, plus `total` (the weighted sum TRL trains on), `binary` (`binary_of`) and `penalty`
     (0 when the overlong penalty is not configured)."""
     columns = {name: rewards_per_func[:, i] for i, name in enumerate(names)}

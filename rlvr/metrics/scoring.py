@@ -21,8 +21,18 @@ from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.rewards.functions import exact_answer, extract_last_answer
 
 # What a record holds besides its reward components
-RECORD_FIELDS = ("prompt_id", "sample", "question", "answer", "difficulty", "task", "completion", "completion_tokens",
-                 "truncated", "exact")
+RECORD_FIELDS = (
+    "prompt_id",
+    "sample",
+    "question",
+    "answer",
+    "difficulty",
+    "task",
+    "completion",
+    "completion_tokens",
+    "truncated",
+    "exact",
+)
 DEFAULT_COMPONENTS = ("correctness", "format", "success", BINARY)
 WATCHES = ("false_full_credit", "truncated", "truncated_wrong", "hollow_format")  # the trainer's step/* watches
 
@@ -33,24 +43,43 @@ def score(rows: list[dict], completions: list[list[str]], rewards, completion_id
     `binary` from `rlvr.metrics.reward_batch.reward_components`, the trainer's single source for derived components.
     With the ids and the tokenizer's stop ids (EOS, padding), each record says whether the completion was cut off
     (`rlvr.metrics.reward_batch.is_truncated`, the trainer's test) and how many tokens it has."""
-    flat = [(row, text, ids) for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
-            for text, ids in zip(samples, id_lists or [None] * len(samples))]
+    flat = [
+        (row, text, ids)
+        for row, samples, id_lists in zip(rows, completions, completion_ids or [None] * len(rows))
+        for text, ids in zip(samples, id_lists or [None] * len(samples))
+    ]
     conversational = bool(rows) and not isinstance(rows[0]["prompt"], str)
     texts = [[{"role": "assistant", "content": text}] if conversational else text for _, text, _ in flat]
-    columns = {key: [row[key] for row, _, _ in flat] for key in rows[0] if key not in ("prompt", "completion")} if rows else {}
-    kwargs = {"prompts": [row["prompt"] for row, _, _ in flat], "completions": texts,
-              "completion_ids": [ids for _, _, ids in flat], **columns}
-    values = torch.tensor([[float("nan") if v is None else v for v in func(**kwargs)] for func in rewards.funcs],
-                          dtype=torch.float32).T.reshape(len(flat), len(rewards.funcs))
+    columns = (
+        {key: [row[key] for row, _, _ in flat] for key in rows[0] if key not in ("prompt", "completion")}
+        if rows
+        else {}
+    )
+    kwargs = {
+        "prompts": [row["prompt"] for row, _, _ in flat],
+        "completions": texts,
+        "completion_ids": [ids for _, _, ids in flat],
+        **columns,
+    }
+    values = torch.tensor(
+        [[float("nan") if v is None else v for v in func(**kwargs)] for func in rewards.funcs], dtype=torch.float32
+    ).T.reshape(len(flat), len(rewards.funcs))
     components = reward_components(values, list(rewards.names), torch.tensor(rewards.weights))
     records, index = [], 0
     for prompt_id, (row, samples) in enumerate(zip(rows, completions)):
         for sample_id, text in enumerate(samples):
             ids = flat[index][2]
-            record = {"prompt_id": prompt_id, "sample": sample_id, "question": row["question"], "answer": row["answer"],
-                      "difficulty": row["difficulty"], "task": row.get("task"), "completion": text,
-                      "completion_tokens": None if ids is None else len(ids),
-                      "truncated": None if ids is None or stop_ids is None else is_truncated(ids, stop_ids)}
+            record = {
+                "prompt_id": prompt_id,
+                "sample": sample_id,
+                "question": row["question"],
+                "answer": row["answer"],
+                "difficulty": row["difficulty"],
+                "task": row.get("task"),
+                "completion": text,
+                "completion_tokens": None if ids is None else len(ids),
+                "truncated": None if ids is None or stop_ids is None else is_truncated(ids, stop_ids),
+            }
             record.update({name: float(values[index].item()) for name, values in components.items()})
             record["exact"] = exact_answer(text, row["answer"])
             records.append(record)
@@ -92,8 +121,9 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=D
     def block(prompt_ids: list[int]) -> dict:
         rollouts = [r for p in prompt_ids for r in by_prompt[p]]
         correct = [sum(r["exact"] for r in by_prompt[p]) for p in prompt_ids]
-        votes = [([vote(r["completion"]) for r in by_prompt[p]], str(by_prompt[p][0]["answer"]).lower())
-                 for p in prompt_ids]
+        votes = [
+            ([vote(r["completion"]) for r in by_prompt[p]], str(by_prompt[p][0]["answer"]).lower()) for p in prompt_ids
+        ]
         out = {"prompts": len(prompt_ids), "samples": len(rollouts)}
         out[EXACT_MATCH] = sum(r["exact"] for r in rollouts) / len(rollouts)
         for key in components:

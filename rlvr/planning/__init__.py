@@ -8,6 +8,6 @@ remedies, the pre-flight budget check): their public names are re-exported here.
 imports this package, so a run loads the planner without its command line.
 """
 
-from rlvr.planning.plan import *  # noqa: F403
-from rlvr.planning.shapes import *  # noqa: F403
-from rlvr.planning.terms import *  # noqa: F403
+from rlvr.planning.plan import *
+from rlvr.planning.shapes import *
+from rlvr.planning.terms import *

@@ -13,10 +13,14 @@ from rlvr.training.config import load_recipe, validate
 
 def main(argv: list[str] | None = None) -> MemoryPlan:
     parser = ArgumentParser(
-        description="Estimate a recipe's peak GPU memory, part by part (loads nothing).", allow_abbrev=False,
-        epilog="Other arguments (--config X.yaml, --field value) are the recipe's, as for recipes/grpo.py.")
+        description="Estimate a recipe's peak GPU memory, part by part (loads nothing).",
+        allow_abbrev=False,
+        epilog="Other arguments (--config X.yaml, --field value) are the recipe's, as for recipes/grpo.py.",
+    )
     parser.add_argument("--free_gib", type=positive_float, help="free GPU memory to compare with (default: this GPU's)")
-    parser.add_argument("--total_gib", type=positive_float, help="total GPU memory, for vLLM colocate's reserved fraction")
+    parser.add_argument(
+        "--total_gib", type=positive_float, help="total GPU memory, for vLLM colocate's reserved fraction"
+    )
     parser.add_argument("--accelerate_config", help="an accelerate_configs/*.yaml: its processes and ZeRO stage")
     parser.add_argument("--num_processes", type=positive_int, help="processes (GPUs) the run is launched on")
     parser.add_argument("--zero_stage", type=int, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage (0 = DDP/none)")
@@ -33,9 +37,14 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
     if cuda and (free is None or total is None):
         cuda_free, cuda_total = torch.cuda.mem_get_info()
         free, total = free if free is not None else cuda_free, total if total is not None else cuda_total
-    plan = plan_recipe(recipe, prompt_tokens=opts.prompt_tokens, num_processes=opts.num_processes or processes,
-                       zero_stage=opts.zero_stage if opts.zero_stage is not None else stage,
-                       ppo=opts.ppo or None, total_bytes=total)
+    plan = plan_recipe(
+        recipe,
+        prompt_tokens=opts.prompt_tokens,
+        num_processes=opts.num_processes or processes,
+        zero_stage=opts.zero_stage if opts.zero_stage is not None else stage,
+        ppo=opts.ppo or None,
+        total_bytes=total,
+    )
     print(format_plan(plan, free))
     return plan
 

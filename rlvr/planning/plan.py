@@ -76,14 +76,29 @@ def plan_memory(w: Workload) -> MemoryPlan:
     if w.quant_bits:
         weights = quantized_weight_bytes(s, w.quant_bits, w.double_quant, w.weight_bytes)
         nested = " (double quant)" if w.double_quant else ""
-        parts = [Part("weights", "always", weights, f"{total / 1e9:.2f}B, linear layers {w.quant_bits}-bit{nested}, "
-                                                    f"rest x {w.weight_bytes} B")]
+        parts = [
+            Part(
+                "weights",
+                "always",
+                weights,
+                f"{total / 1e9:.2f}B, linear layers {w.quant_bits}-bit{nested}, rest x {w.weight_bytes} B",
+            )
+        ]
     else:
-        parts = [Part("weights", "always", total * w.weight_bytes / shard,
-                      f"{total / 1e9:.2f}B x {w.weight_bytes} B{sharded}")]
+        parts = [
+            Part(
+                "weights", "always", total * w.weight_bytes / shard, f"{total / 1e9:.2f}B x {w.weight_bytes} B{sharded}"
+            )
+        ]
     if lora:
-        parts.append(Part("LoRA adapters", "always", trainable * 4 / shard,
-                          f"r={w.lora_r} on {len(w.lora_targets)} projections: {trainable / 1e6:.1f}M fp32"))
+        parts.append(
+            Part(
+                "LoRA adapters",
+                "always",
+                trainable * 4 / shard,
+                f"r={w.lora_r} on {len(w.lora_targets)} projections: {trainable / 1e6:.1f}M fp32",
+            )
+        )
     master = " + fp32 master" if w.zero_stage and param_bytes < 4 else ""
     parts.append(Part("optimizer states", "always", optimizer, f"AdamW m+v{master}, {trainable / 1e6:.0f}M trainable"))
     buckets = ddp_bucket_bytes(trainable, param_bytes, world, w.zero_stage)
@@ -98,9 +113,15 @@ def plan_memory(w: Workload) -> MemoryPlan:
     acts = activation_bytes(s, tokens, w.act_bytes, w.gradient_checkpointing, lora, extra)
     other = activation_bytes(s, tokens, w.act_bytes, not w.gradient_checkpointing, lora, extra)
     ckpt = "checkpointed" if w.gradient_checkpointing else "no checkpointing"
-    parts.append(Part("activations", "train", acts,
-                      f"{ckpt}, {w.micro_batch} x {w.prompt_tokens + w.completion_tokens} tokens; "
-                      f"{other / GIB:.2f} GiB {'without' if w.gradient_checkpointing else 'with'}"))
+    parts.append(
+        Part(
+            "activations",
+            "train",
+            acts,
+            f"{ckpt}, {w.micro_batch} x {w.prompt_tokens + w.completion_tokens} tokens; "
+            f"{other / GIB:.2f} GiB {'without' if w.gradient_checkpointing else 'with'}",
+        )
+    )
     materialized = materialized_logits_bytes(s, scored)
     # PPO's policy log-probs go through the same TRL code as GRPO's; its critic's head is a scalar.
     head = fused_head_bytes(s, scored, w.act_bytes, head_trained=not lora, param_bytes=w.weight_bytes)
@@ -110,28 +131,60 @@ def plan_memory(w: Workload) -> MemoryPlan:
     if w.ppo:
         value = total - (0 if s.tie_word_embeddings else s.vocab * s.hidden)
         v_grads, v_opt = training_state_bytes(value, w.weight_bytes, w.zero_stage, world)
-        parts += [Part("value model", "always", value * w.weight_bytes / shard + v_opt, "PPO: full copy + optimizer"),
-                  Part("value model grads + activations", "train", v_grads + activation_bytes(
-                      s, tokens, w.act_bytes, w.gradient_checkpointing), "PPO critic's backward")]
+        parts += [
+            Part("value model", "always", value * w.weight_bytes / shard + v_opt, "PPO: full copy + optimizer"),
+            Part(
+                "value model grads + activations",
+                "train",
+                v_grads + activation_bytes(s, tokens, w.act_bytes, w.gradient_checkpointing),
+                "PPO critic's backward",
+            ),
+        ]
 
     if w.use_vllm and w.vllm_mode == "colocate":
         if w.total_bytes is None:
             raise ConfigError("--total_gib", "vLLM colocate reserves a fraction of total GPU memory: give the total")
-        parts.append(Part("vLLM pool", "generate" if w.vllm_sleep else "always", w.vllm_utilization * w.total_bytes,
-                          f"vllm_gpu_memory_utilization {w.vllm_utilization} x {w.total_bytes / GIB:.1f} GiB"))
+        parts.append(
+            Part(
+                "vLLM pool",
+                "generate" if w.vllm_sleep else "always",
+                w.vllm_utilization * w.total_bytes,
+                f"vllm_gpu_memory_utilization {w.vllm_utilization} x {w.total_bytes / GIB:.1f} GiB",
+            )
+        )
     elif not w.use_vllm:
         seq_len, layers = w.prompt_tokens + w.completion_tokens, (2 if w.offloaded_cache else s.layers)
-        kv = kv_cache_bytes(s, w.generation_sequences, seq_len, w.weight_bytes, layers)  # sampling runs outside autocast
+        kv = kv_cache_bytes(
+            s, w.generation_sequences, seq_len, w.weight_bytes, layers
+        )  # sampling runs outside autocast
         growth = kv - kv_cache_bytes(s, w.generation_sequences, w.prompt_tokens, w.weight_bytes, layers)
-        parts.append(Part("KV cache", "generate", kv, f"{w.generation_sequences} sequences x {seq_len} tokens x "
-                          f"{layers} layers{' (offloaded)' if w.offloaded_cache else ''} x {s.kv_heads} KV heads x "
-                          f"{s.head_dim} x 2 x {w.weight_bytes} B"))
-        parts.append(Part("sampling buffers", "generate",
-                          sampling_buffers_bytes(s, w.generation_sequences, w.prompt_tokens, growth, w.act_bytes),
-                          "fp32 logits + sort buffers (prefill counted if larger)"))
+        parts.append(
+            Part(
+                "KV cache",
+                "generate",
+                kv,
+                f"{w.generation_sequences} sequences x {seq_len} tokens x "
+                f"{layers} layers{' (offloaded)' if w.offloaded_cache else ''} x {s.kv_heads} KV heads x "
+                f"{s.head_dim} x 2 x {w.weight_bytes} B",
+            )
+        )
+        parts.append(
+            Part(
+                "sampling buffers",
+                "generate",
+                sampling_buffers_bytes(s, w.generation_sequences, w.prompt_tokens, growth, w.act_bytes),
+                "fp32 logits + sort buffers (prefill counted if larger)",
+            )
+        )
     if w.zero_stage == 3 and w.ds3_gather_for_generation and not w.use_vllm:
-        parts.append(Part("ZeRO-3 gather to generate", "generate", total * w.weight_bytes * (1 - 1 / world),
-                          "full weights on every GPU while sampling"))
+        parts.append(
+            Part(
+                "ZeRO-3 gather to generate",
+                "generate",
+                total * w.weight_bytes * (1 - 1 / world),
+                "full weights on every GPU while sampling",
+            )
+        )
     parts.append(Part("margin", "always", MARGIN_BYTES, "CUDA context, cuBLAS workspaces, fragmentation"))
     return MemoryPlan(w, tuple(parts))
 
@@ -157,24 +210,40 @@ def remedies(w: Workload) -> list[tuple[str, Workload]]:
         text = f"2. per_device_train_batch_size {w.micro_batch} -> {half}, double gradient_accumulation_steps"
         out.append((f"{text} (same algorithm, slower)", replace(w, micro_batch=half)))
     if w.completion_tokens >= 128:
-        out.append((f"2. max_completion_length {w.completion_tokens} -> {w.completion_tokens // 2}",
-                    replace(w, completion_tokens=w.completion_tokens // 2)))
+        out.append(
+            (
+                f"2. max_completion_length {w.completion_tokens} -> {w.completion_tokens // 2}",
+                replace(w, completion_tokens=w.completion_tokens // 2),
+            )
+        )
     prompts = w.generation_sequences // w.num_generations
     if prompts >= 2:
         text = f"2. prompts per step {prompts} -> {prompts // 2} per process (generation_batch_size halved"
-        out.append((f"{text}, G={w.num_generations} kept)",
-                    replace(w, generation_sequences=(prompts // 2) * w.num_generations)))
+        out.append(
+            (
+                f"{text}, G={w.num_generations} kept)",
+                replace(w, generation_sequences=(prompts // 2) * w.num_generations),
+            )
+        )
     if not w.gradient_checkpointing:
         out.append(("3. gradient_checkpointing: true", replace(w, gradient_checkpointing=True)))
     if w.beta > 0 and w.lora_r is None:
         out.append(("4. beta: 0 (no reference model)", replace(w, beta=0.0)))
     if w.lora_r is None:
-        out.append(("5. LoRA: use_peft true, lora_r 16, all-linear (lr ~10x higher)",
-                    replace(w, lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05)))
+        out.append(
+            (
+                "5. LoRA: use_peft true, lora_r 16, all-linear (lr ~10x higher)",
+                replace(w, lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05),
+            )
+        )
     if w.quant_bits is None:
-        lora = {} if w.lora_r is not None else dict(lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05)
-        out.append(("5. QLoRA: load_in_4bit true with LoRA (base weights 4-bit; slower matmuls)",
-                    replace(w, quant_bits=4, **lora)))
+        lora = {} if w.lora_r is not None else {"lora_r": 16, "lora_targets": LINEAR_MODULES, "lora_dropout": 0.05}
+        out.append(
+            (
+                "5. QLoRA: load_in_4bit true with LoRA (base weights 4-bit; slower matmuls)",
+                replace(w, quant_bits=4, **lora),
+            )
+        )
     if w.ppo:
         out.append(("6. GRPO instead of PPO (no value model)", replace(w, ppo=False)))
     return out
@@ -193,12 +262,16 @@ def format_plan(plan: MemoryPlan, free_bytes: float | None = None) -> str:
     kind = f"LoRA r={w.lora_r}" if w.lora_r is not None else "full fine-tune"
     kind = f"Q{kind} ({w.quant_bits}-bit base)" if w.quant_bits else kind
     launch = f"{w.num_processes} process(es)" + (f", ZeRO-{w.zero_stage}" if w.zero_stage else "")
-    lines = [f"memory plan: {w.shape.name}, {kind}, {'PPO' if w.ppo else 'GRPO'}, {launch}; per GPU:",
-             f"  {'part':<34}{'phase':<10}{'GiB':>7}  detail"]
+    lines = [
+        f"memory plan: {w.shape.name}, {kind}, {'PPO' if w.ppo else 'GRPO'}, {launch}; per GPU:",
+        f"  {'part':<34}{'phase':<10}{'GiB':>7}  detail",
+    ]
     lines += [f"  {p.name:<34}{p.phase:<10}{gib(p.bytes):>7}  {p.note}" for p in plan.parts]
     always, train, generate = (plan.phase(x) for x in ("always", "train", "generate"))
-    lines.append(f"  peak = always {gib(always)} + max(train {gib(train)}, generate {gib(generate)}) "
-                 f"= {gib(plan.peak)} GiB ({plan.bound}-bound)")
+    lines.append(
+        f"  peak = always {gib(always)} + max(train {gib(train)}, generate {gib(generate)}) "
+        f"= {gib(plan.peak)} GiB ({plan.bound}-bound)"
+    )
     if free_bytes is not None:
         spare = free_bytes - plan.peak
         verdict = f"fits, {gib(spare)} GiB to spare" if spare >= 0 else f"DOES NOT FIT, {gib(-spare)} GiB short"
@@ -222,7 +295,9 @@ def plan_recipe(recipe, *, prompt_tokens=None, ppo=None, **workload_kwargs) -> M
         built = recipe.args.build_tiny_model or Path(recipe.model.model_name_or_path).is_dir()
         prompts = recipe.dataset[recipe.args.dataset_train_split]["prompt"]
         prompt_tokens = estimate_prompt_tokens(prompts, recipe.model.model_name_or_path if built else None)
-    return plan_memory(workload_from_config(recipe.training, recipe.model, shape, prompt_tokens, ppo=ppo, **workload_kwargs))
+    return plan_memory(
+        workload_from_config(recipe.training, recipe.model, shape, prompt_tokens, ppo=ppo, **workload_kwargs)
+    )
 
 
 def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = False) -> MemoryPlan | None:
@@ -246,8 +321,11 @@ def check_memory_budget(recipe, free_bytes: float | None = None, stop: bool = Fa
     if not fits:
         print(format_plan(plan, free_bytes), flush=True)
         if stop:
-            raise ConfigError("memory_budget", f"estimated peak {gib(plan.peak)} GiB exceeds the {gib(free_bytes)} GiB "
-                                               "free; apply a remedy above, or set memory_budget: warn to try anyway")
+            raise ConfigError(
+                "memory_budget",
+                f"estimated peak {gib(plan.peak)} GiB exceeds the {gib(free_bytes)} GiB "
+                "free; apply a remedy above, or set memory_budget: warn to try anyway",
+            )
     return plan
 
 

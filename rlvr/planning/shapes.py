@@ -62,10 +62,14 @@ def shape_from_config(name: str, config: dict) -> ModelShape:
     config = config.get("text_config") or config
     heads = config["num_attention_heads"]
     return ModelShape(
-        name=name, hidden=config["hidden_size"], layers=config["num_hidden_layers"],
-        heads=heads, kv_heads=config.get("num_key_value_heads") or heads,
+        name=name,
+        hidden=config["hidden_size"],
+        layers=config["num_hidden_layers"],
+        heads=heads,
+        kv_heads=config.get("num_key_value_heads") or heads,
         head_dim=config.get("head_dim") or config["hidden_size"] // heads,
-        intermediate=config["intermediate_size"], vocab=config["vocab_size"],
+        intermediate=config["intermediate_size"],
+        vocab=config["vocab_size"],
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
         dtype=str(config.get("dtype") or config.get("torch_dtype") or "float32").replace("torch.", ""),
     )
@@ -83,20 +87,34 @@ def resolve_shape(name_or_path: str, build_tiny_model: bool = False) -> ModelSha
         from rlvr.recipes.tiny.model import TinyModelConfig, build_tokenizer  # only for a tiny-model recipe
 
         tiny = {k: v for k, v in asdict(TinyModelConfig()).items() if k not in ("seed", "max_position_embeddings")}
-        return shape_from_config(name_or_path, {**tiny, "vocab_size": len(build_tokenizer()),
-                                                "tie_word_embeddings": True, "dtype": "float32"})
+        return shape_from_config(
+            name_or_path,
+            {**tiny, "vocab_size": len(build_tokenizer()), "tie_word_embeddings": True, "dtype": "float32"},
+        )
     try:
-        return shape_from_config(name_or_path, AutoConfig.from_pretrained(name_or_path, local_files_only=True).to_dict())
+        return shape_from_config(
+            name_or_path, AutoConfig.from_pretrained(name_or_path, local_files_only=True).to_dict()
+        )
     except (OSError, ValueError, KeyError):
-        raise ConfigError("model_name_or_path", f"the memory planner needs the shape of {name_or_path!r}: give a "
-                          f"local folder with config.json, a cached model, or one of {list(KNOWN_SHAPES)}") from None
+        raise ConfigError(
+            "model_name_or_path",
+            f"the memory planner needs the shape of {name_or_path!r}: give a "
+            f"local folder with config.json, a cached model, or one of {list(KNOWN_SHAPES)}",
+        ) from None
 
 
 def linear_shapes(s: ModelShape) -> dict[str, tuple[int, int]]:
     """(in, out) features of each projection in one decoder layer."""
     h, q, kv, i = s.hidden, s.q_dim, s.kv_dim, s.intermediate
-    return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-            "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
+    return {
+        "q_proj": (h, q),
+        "k_proj": (h, kv),
+        "v_proj": (h, kv),
+        "o_proj": (q, h),
+        "gate_proj": (h, i),
+        "up_proj": (h, i),
+        "down_proj": (i, h),
+    }
 
 
 def lora_targets(target_modules) -> tuple[str, ...]:
@@ -170,16 +188,27 @@ def launch_shape(accelerate_config: str) -> tuple[int, int]:
         processes = 1 if kind == "NO" else int(cfg.get("num_processes", 1))
         stage = int(deepspeed.get("zero_stage", 0)) if kind == "DEEPSPEED" else 0
     except (TypeError, ValueError):
-        raise ConfigError(field, f"num_processes and deepspeed_config.zero_stage in {accelerate_config} must be "
-                                 "integers") from None
+        raise ConfigError(
+            field, f"num_processes and deepspeed_config.zero_stage in {accelerate_config} must be integers"
+        ) from None
     if processes < 1 or stage not in (0, 1, 2, 3):
-        raise ConfigError(field, f"{accelerate_config} has num_processes {processes} and zero_stage {stage}; "
-                                 "need >= 1 and 0-3")
+        raise ConfigError(
+            field, f"{accelerate_config} has num_processes {processes} and zero_stage {stage}; need >= 1 and 0-3"
+        )
     return processes, stage
 
 
-def workload_from_config(training, model_args, shape: ModelShape, prompt_tokens: int, *, num_processes=None,
-                         zero_stage=None, ppo=False, total_bytes=None) -> Workload:
+def workload_from_config(
+    training,
+    model_args,
+    shape: ModelShape,
+    prompt_tokens: int,
+    *,
+    num_processes=None,
+    zero_stage=None,
+    ppo=False,
+    total_bytes=None,
+) -> Workload:
     """Read the parsed GRPOConfig and ModelConfig. `generation_batch_size` is global: each process samples its share."""
     num_processes = num_processes or training.world_size
     zero_stage = zero_stage_of(training) if zero_stage is None else zero_stage
@@ -188,27 +217,39 @@ def workload_from_config(training, model_args, shape: ModelShape, prompt_tokens:
     weight_bytes = 2 if zero_stage and half else DTYPE_BYTES.get(dtype, 4)  # DeepSpeed casts to its 16-bit dtype
     peft = model_args.use_peft
     return Workload(
-        shape=shape, weight_bytes=weight_bytes, act_bytes=2 if half or weight_bytes == 2 else 4,
-        micro_batch=training.per_device_train_batch_size, prompt_tokens=prompt_tokens,
+        shape=shape,
+        weight_bytes=weight_bytes,
+        act_bytes=2 if half or weight_bytes == 2 else 4,
+        micro_batch=training.per_device_train_batch_size,
+        prompt_tokens=prompt_tokens,
         completion_tokens=training.max_completion_length,
         generation_sequences=max(training.generation_batch_size // num_processes, 1),
-        num_generations=training.num_generations, gradient_checkpointing=bool(training.gradient_checkpointing),
-        beta=training.beta, lora_r=model_args.lora_r if peft else None,
+        num_generations=training.num_generations,
+        gradient_checkpointing=bool(training.gradient_checkpointing),
+        beta=training.beta,
+        lora_r=model_args.lora_r if peft else None,
         lora_targets=lora_targets(model_args.lora_target_modules) if peft else (),
         lora_dropout=model_args.lora_dropout if peft else 0.0,
         quant_bits=4 if model_args.load_in_4bit else 8 if model_args.load_in_8bit else None,
         double_quant=bool(model_args.load_in_4bit and model_args.use_bnb_nested_quant),
-        ppo=ppo, num_processes=num_processes, zero_stage=zero_stage,
-        use_vllm=training.use_vllm, vllm_mode=training.vllm_mode,
-        vllm_utilization=training.vllm_gpu_memory_utilization, vllm_sleep=training.vllm_enable_sleep_mode,
+        ppo=ppo,
+        num_processes=num_processes,
+        zero_stage=zero_stage,
+        use_vllm=training.use_vllm,
+        vllm_mode=training.vllm_mode,
+        vllm_utilization=training.vllm_gpu_memory_utilization,
+        vllm_sleep=training.vllm_enable_sleep_mode,
         ds3_gather_for_generation=training.ds3_gather_for_generation,
-        offloaded_cache=str(training.cache_implementation).startswith("offloaded"), total_bytes=total_bytes,
+        offloaded_cache=str(training.cache_implementation).startswith("offloaded"),
+        total_bytes=total_bytes,
     )
 
 
 # --- Prompt length -------------------------------------------------------------------------------------------------
 
-CHARS_PER_TOKEN = 3.5  # BPE averages ~4 characters per English token (Qwen's too); rounded down to stay on the safe side
+CHARS_PER_TOKEN = (
+    3.5  # BPE averages ~4 characters per English token (Qwen's too); rounded down to stay on the safe side
+)
 TEMPLATE_TOKENS_PER_MESSAGE = 5  # <|im_start|>role\n ... <|im_end|>\n
 
 

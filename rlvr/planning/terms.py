@@ -96,8 +96,9 @@ def lora_activation_bytes(s: ModelShape, r: int, targets: tuple[str, ...], dropo
     return inputs * (act_bytes + (1 if dropout > 0 else 0)) + len(targets) * r * act_bytes
 
 
-def activation_bytes(s: ModelShape, tokens: int, act_bytes: int, checkpointing: bool, frozen: bool = False,
-                     extra_per_layer: int = 0) -> int:
+def activation_bytes(
+    s: ModelShape, tokens: int, act_bytes: int, checkpointing: bool, frozen: bool = False, extra_per_layer: int = 0
+) -> int:
     """Saved activations of one micro-batch of `tokens` (completions x (prompt + completion)).
 
     Without checkpointing every layer keeps its tensors; with it each layer keeps only its input (h per token) and one
@@ -140,5 +141,3 @@ def sampling_buffers_bytes(s: ModelShape, sequences: int, prompt_tokens: int, gr
     decode = sequences * 6 * s.vocab * 4
     prefill = sequences * prompt_tokens * (3 * s.intermediate + 4 * s.hidden) * act_bytes
     return max(decode, prefill - growth_bytes)
-
-

@@ -35,8 +35,10 @@ def last_complete_checkpoint(output_dir) -> tuple[str | None, list[tuple[str, st
     root = Path(output_dir)
     if not root.is_dir():
         return None, []
-    found = sorted(((int(m.group(1)), p) for p in root.iterdir()
-                    if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))), reverse=True)
+    found = sorted(
+        ((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := layout.CHECKPOINT.match(p.name))),
+        reverse=True,
+    )
     skipped = []
     for _, path in found:
         problem = checkpoint_problem(path)

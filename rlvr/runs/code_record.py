@@ -44,9 +44,13 @@ def code_of(source: bytes) -> bytes:
         return source
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree).encode()
 
@@ -87,9 +91,13 @@ def machine_identity() -> dict:
     """Where a run computes: the CPU model, the kernel set torch's CPU ops dispatch to (`get_cpu_capability`, e.g.
     AVX512 or AVX2: ATEN_CPU_CAPABILITY can lower it), the cores, the OS, and the GPU if one is visible."""
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "platform": platform.platform(), "gpu": gpu}
+    return {
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "platform": platform.platform(),
+        "gpu": gpu,
+    }
 
 
 def code_identity(roots: list[Path] | None = None) -> dict:
@@ -131,5 +139,6 @@ def other_code(run_dir: str | Path, identity: dict) -> str | None:
         return f"its {layout.CODE} names no code (no trained_by object)"
     then = trained_by.get("libraries", {})
     differs = (["the training sources"] if trained_by.get("sources") != identity["sources"] else []) + [
-        f"{name} {then.get(name)} -> {now}" for name, now in identity["libraries"].items() if then.get(name) != now]
+        f"{name} {then.get(name)} -> {now}" for name, now in identity["libraries"].items() if then.get(name) != now
+    ]
     return f"other code trained it ({', '.join(differs)})" if differs else None

@@ -84,9 +84,11 @@ def apply_cpu_threads(value, use_cpu: bool, echo=None, probe=None) -> int | None
     if parse_cpu_threads(value) is None and threads > 1 and local_processes() == 1:
         many, one = (probe or threads_pay_off)(threads)
         if many >= CROWDED * one:
-            note += (f"; other jobs hold the cores (a matmul took {many * 1e3:.2f} ms on {threads} threads vs "
-                     f"{one * 1e3:.2f} ms on one): this run will be slow, not different; cpu_threads: 1 runs faster "
-                     "on a crowded machine but computes in another order")
+            note += (
+                f"; other jobs hold the cores (a matmul took {many * 1e3:.2f} ms on {threads} threads vs "
+                f"{one * 1e3:.2f} ms on one): this run will be slow, not different; cpu_threads: 1 runs faster "
+                "on a crowded machine but computes in another order"
+            )
     if echo is not None:
         echo(f"[threads] {threads} intra-op thread(s) per process ({note})")
     return threads

@@ -35,8 +35,11 @@ def disk_full_line(err: BaseException, output_dir: str) -> str:
     where = f" writing {err.filename}" if isinstance(err, OSError) and err.filename else ""
     reason = err.strerror if isinstance(err, OSError) and err.strerror else " ".join(str(err).split())[:200]
     checkpoint, _ = last_complete_checkpoint(output_dir)
-    kept = (f"newest complete checkpoint: {checkpoint}; free space and rerun with --resume_from_checkpoint true"
-            if checkpoint else "no complete checkpoint was saved")
+    kept = (
+        f"newest complete checkpoint: {checkpoint}; free space and rerun with --resume_from_checkpoint true"
+        if checkpoint
+        else "no complete checkpoint was saved"
+    )
     return f"error: disk: {reason}{where} (under {output_dir}); {kept}"
 
 

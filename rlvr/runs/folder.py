@@ -27,12 +27,38 @@ from rlvr.runs.lock import RunLock, agree, broadcast
 from rlvr.runs.resume import ALLOW_FLAG, Resume, checkpoint_step, describe_changes, read_run_json
 
 # What a run (and the commands that describe it) writes at the top of its folder; a fresh start moves these aside.
-RUN_RECORDS = (layout.RUN, layout.CONFIG, layout.CODE, layout.METRICS, layout.ROLLOUTS, layout.REWARD_ERROR,
-               layout.REPORT, layout.PLOTS_DIR, layout.SUMMARY_JSON, layout.SUMMARY_CSV, layout.SUMMARY_MD,
-               layout.EVAL_DIR, layout.BEFORE_AFTER_DIR)
-FINAL_MODEL = ("config.json", "generation_config.json", layout.TRAINING_ARGS, "README.md", "chat_template.jinja",
-               "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
-               "merges.txt", "tokenizer.model", "adapter_config.json", *WEIGHT_FILES, *SHARD_INDEXES)
+RUN_RECORDS = (
+    layout.RUN,
+    layout.CONFIG,
+    layout.CODE,
+    layout.METRICS,
+    layout.ROLLOUTS,
+    layout.REWARD_ERROR,
+    layout.REPORT,
+    layout.PLOTS_DIR,
+    layout.SUMMARY_JSON,
+    layout.SUMMARY_CSV,
+    layout.SUMMARY_MD,
+    layout.EVAL_DIR,
+    layout.BEFORE_AFTER_DIR,
+)
+FINAL_MODEL = (
+    "config.json",
+    "generation_config.json",
+    layout.TRAINING_ARGS,
+    "README.md",
+    "chat_template.jinja",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.model",
+    "adapter_config.json",
+    *WEIGHT_FILES,
+    *SHARD_INDEXES,
+)
 WRITTEN_BY_A_RUN = re.compile(r"^(checkpoint-\d+|(model|pytorch_model|adapter_model)-\d+-of-\d+\.(safetensors|bin))$")
 # Any of these means the folder holds a run (README.md or config.json alone could be anything).
 RUN_MARKERS = (layout.RUN, layout.CONFIG, layout.METRICS, layout.ROLLOUTS, *WEIGHT_FILES, *SHARD_INDEXES)
@@ -128,11 +154,18 @@ def check_model_outside(recipe, resume: Resume) -> None:
     """A fresh start moves the folder's earlier run aside: the model to train must not be part of it."""
     folder = Path(recipe.training.output_dir).resolve()
     model = Path(os.path.expanduser(recipe.model.model_name_or_path or ""))
-    if resume.checkpoint is None and model.exists() and earlier_run_files(folder) and \
-            (model.resolve() == folder or folder in model.resolve().parents):
-        raise ConfigError("model_name_or_path", f"{recipe.model.model_name_or_path} is inside output_dir "
-                          f"{recipe.training.output_dir}, whose earlier run a fresh start moves to "
-                          f"{layout.PREVIOUS_RUNS}/: copy the model elsewhere, or train into another output_dir")
+    if (
+        resume.checkpoint is None
+        and model.exists()
+        and earlier_run_files(folder)
+        and (model.resolve() == folder or folder in model.resolve().parents)
+    ):
+        raise ConfigError(
+            "model_name_or_path",
+            f"{recipe.model.model_name_or_path} is inside output_dir "
+            f"{recipe.training.output_dir}, whose earlier run a fresh start moves to "
+            f"{layout.PREVIOUS_RUNS}/: copy the model elsewhere, or train into another output_dir",
+        )
 
 
 def claim(recipe, resume: Resume, processes: int) -> RunFolder:
@@ -177,12 +210,16 @@ def write_run_json(folder: Path, run_id: str, resume: Resume, processes: int) ->
             run.setdefault("adopted_checkpoints", []).append(Path(resume.checkpoint).name)
         if resume.refused:
             entry["recipe_changes"] = {k: list(v[:2]) for k, v in resume.refused.items()}
-            lines.append(f"[resume] recipe changed at step {step} ({ALLOW_FLAG}; recorded in {folder / layout.RUN}): "
-                         f"{describe_changes(resume.refused)}")
+            lines.append(
+                f"[resume] recipe changed at step {step} ({ALLOW_FLAG}; recorded in {folder / layout.RUN}): "
+                f"{describe_changes(resume.refused)}"
+            )
         if resume.noted:
             entry["noted_changes"] = {k: list(v) for k, v in resume.noted.items()}
-            lines.append(f"[resume] changed, {', '.join(sorted({resume.may_change[k] for k in resume.noted}))} only: "
-                         f"{describe_changes(resume.noted)}")
+            lines.append(
+                f"[resume] changed, {', '.join(sorted({resume.may_change[k] for k in resume.noted}))} only: "
+                f"{describe_changes(resume.noted)}"
+            )
         run.setdefault("resumes", []).append(entry)
     tmp = folder / (layout.RUN + ".tmp")
     tmp.write_text(json.dumps(run, indent=2, default=str) + "\n")

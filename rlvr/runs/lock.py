@@ -35,8 +35,10 @@ def _holder(path: Path) -> dict:
 
 
 def _describe(holder: dict) -> str:
-    return (f"host {holder.get('host', '?')} pid {holder.get('pid', '?')}, run {holder.get('run_id', '?')}, "
-            f"since {holder.get('since', '?')}")
+    return (
+        f"host {holder.get('host', '?')} pid {holder.get('pid', '?')}, run {holder.get('run_id', '?')}, "
+        f"since {holder.get('since', '?')}"
+    )
 
 
 def _alive(pid) -> bool:
@@ -81,8 +83,10 @@ class RunLock:
         return None
 
     def _refusal(self, holder: dict) -> str:
-        return (f"{self.folder} is in use by another run ({_describe(holder)}; lock {self.path}): give this run "
-                f"another output_dir, or wait for that one to end")
+        return (
+            f"{self.folder} is in use by another run ({_describe(holder)}; lock {self.path}): give this run "
+            f"another output_dir, or wait for that one to end"
+        )
 
     @staticmethod
     def _stale_without_flock(holder: dict) -> bool:
@@ -117,15 +121,21 @@ class RunLock:
                 pass
             os.close(fd)
         previous = _holder(self.path)
-        record = {"host": socket.gethostname(), "pid": os.getpid(), "run_id": run_id,
-                  "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+        record = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "run_id": run_id,
+            "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
         self.fd = fd
         self.HELD[key] = self
         if previous:
-            return (f"[run] took over a stale lock in {self.folder} ({_describe(previous)}): that run no longer "
-                    f"holds it (killed, or its machine went away)")
+            return (
+                f"[run] took over a stale lock in {self.folder} ({_describe(previous)}): that run no longer "
+                f"holds it (killed, or its machine went away)"
+            )
         return None
 
     def release(self) -> None:

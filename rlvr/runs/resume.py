@@ -113,20 +113,29 @@ def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeF
         return Resume(None, None)
     run = read_run_json(folder)
     if run is None and (folder / layout.RUN).exists():  # rebuilding it would accept any run's checkpoint
-        raise ConfigError("resume_from_checkpoint", f"{folder / layout.RUN} is damaged (not JSON with a run_id): whose "
-                          f"checkpoint {checkpoint} is cannot be checked; restore that file, or start afresh with "
-                          f"--resume_from_checkpoint false (the earlier run is moved aside)")
+        raise ConfigError(
+            "resume_from_checkpoint",
+            f"{folder / layout.RUN} is damaged (not JSON with a run_id): whose "
+            f"checkpoint {checkpoint} is cannot be checked; restore that file, or start afresh with "
+            f"--resume_from_checkpoint false (the earlier run is moved aside)",
+        )
     owner = checkpoint_run_id(checkpoint)
     adopted = owner is None and run is not None and Path(checkpoint).name in run.get("adopted_checkpoints", ())
     if run is not None and owner != run["run_id"] and not adopted:
         whose = f"belongs to run {owner}" if owner else "has no run id (saved before run ids, or by another tool)"
-        raise ConfigError("resume_from_checkpoint", f"{checkpoint} {whose}, not to run {run['run_id']} that {folder} "
-                          f"holds: resume a run in its own output_dir, or start this one fresh with "
-                          f"--resume_from_checkpoint false")
+        raise ConfigError(
+            "resume_from_checkpoint",
+            f"{checkpoint} {whose}, not to run {run['run_id']} that {folder} "
+            f"holds: resume a run in its own output_dir, or start this one fresh with "
+            f"--resume_from_checkpoint false",
+        )
     step, max_steps = checkpoint_step(checkpoint), recipe.training.max_steps
     if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
-        raise ConfigError("max_steps", f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
-                          f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir")
+        raise ConfigError(
+            "max_steps",
+            f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
+            f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir",
+        )
     resume = Resume(checkpoint, owner, may_change=fields.may_change)
     home = Path(checkpoint).parent  # the run's own folder: its config.yaml is the recipe it trained
     config_path = home / layout.CONFIG
@@ -134,15 +143,20 @@ def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeF
         print(f"[resume] {config_path} is missing: the recipe cannot be compared with what the run trained", flush=True)
         return resume
     old_processes = (read_run_json(home) or {}).get("processes", processes)
-    resume.refused, resume.noted = compare_recipes(fields.of_config(config_path, old_processes), fields.current(), fields)
+    resume.refused, resume.noted = compare_recipes(
+        fields.of_config(config_path, old_processes), fields.current(), fields
+    )
     if resume.refused and not recipe.args.allow_recipe_change:
         key, (before, after, *why) = next(iter(resume.refused.items()))
         more = [k for k in resume.refused if k != key]
         also = f" (also changed: {', '.join(more[:5])}{', ...' if len(more) > 5 else ''})" if more else ""
-        raise ConfigError(key, f"the run in {home} trained with {_shown(before)} ({config_path}), this resume asks "
-                               f"{_shown(after)}{f' ({why[0]})' if why else ''}{also}: that changes what is "
-                               f"optimised; use another output_dir for a new run, or pass {ALLOW_FLAG} to continue "
-                               f"with the change recorded in {home / layout.RUN}")
+        raise ConfigError(
+            key,
+            f"the run in {home} trained with {_shown(before)} ({config_path}), this resume asks "
+            f"{_shown(after)}{f' ({why[0]})' if why else ''}{also}: that changes what is "
+            f"optimised; use another output_dir for a new run, or pass {ALLOW_FLAG} to continue "
+            f"with the change recorded in {home / layout.RUN}",
+        )
     return resume
 
 

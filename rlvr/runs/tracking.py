@@ -75,8 +75,9 @@ def configure_wandb(report_to: list[str] | str | None, timeout: float = REACH_TI
     if not has_wandb_credentials():
         note = "wandb: no credentials found (WANDB_API_KEY or ~/.netrc); logging offline. Sync later with `wandb sync`."
     elif not server_reachable(wandb_host(), timeout):
-        note = (f"wandb: {wandb_host()} not reachable within {timeout:g} s; logging offline. "
-                "Sync later with `wandb sync`.")
+        note = (
+            f"wandb: {wandb_host()} not reachable within {timeout:g} s; logging offline. Sync later with `wandb sync`."
+        )
     else:
         return None
     os.environ["WANDB_MODE"] = "offline"
@@ -105,8 +106,10 @@ def configure_tensorboard(report_to: list[str] | str | None, output_dir: str) ->
         log_dir = str(Path(output_dir) / TENSORBOARD_DIR)
         os.environ["TENSORBOARD_LOGGING_DIR"] = log_dir  # read by transformers' TensorBoardCallback
         _LOG_DIRS_SET_HERE.add(log_dir)
-    note = (f"live curves: tensorboard --logdir {log_dir} --host 127.0.0.1 --port {LIVE_VIEW_PORT}, then open "
-            f"http://127.0.0.1:{LIVE_VIEW_PORT} (scalars under train/: avg_*, zero_std_frac/*, step/*)")
+    note = (
+        f"live curves: tensorboard --logdir {log_dir} --host 127.0.0.1 --port {LIVE_VIEW_PORT}, then open "
+        f"http://127.0.0.1:{LIVE_VIEW_PORT} (scalars under train/: avg_*, zero_std_frac/*, step/*)"
+    )
     print(note, flush=True)
     return note
 
@@ -119,13 +122,17 @@ def check_trackers(report_to: list[str] | str | None, output_dir: str | None) ->
     for name in reporters_of(report_to):
         if name not in known:
             close = difflib.get_close_matches(str(name), known, n=1)
-            raise ConfigError("report_to", f"unknown tracker {name!r}{f'; did you mean {close[0]!r}?' if close else ''}"
-                                           f" (one of {', '.join(known)})")
+            raise ConfigError(
+                "report_to",
+                f"unknown tracker {name!r}{f'; did you mean {close[0]!r}?' if close else ''}"
+                f" (one of {', '.join(known)})",
+            )
     if "tensorboard" not in reporters_of(report_to):
         return
     if importlib.util.find_spec("tensorboard") is None:
-        raise ConfigError("report_to", "tensorboard is not installed: pip install 'rlvr-recipes[live]' "
-                                       "(or pip install tensorboard)")
+        raise ConfigError(
+            "report_to", "tensorboard is not installed: pip install 'rlvr-recipes[live]' (or pip install tensorboard)"
+        )
     mine = os.environ.get("TENSORBOARD_LOGGING_DIR")
     if mine is not None and mine not in _LOG_DIRS_SET_HERE:
         check_writable_folder(mine, "TENSORBOARD_LOGGING_DIR")

@@ -21,11 +21,25 @@ import torch.nn.functional as F
 
 MODEL_TYPES = ("qwen3", "qwen2", "llama")
 # generate() features this loop does not restate: a generation config that sets any of them takes generate()
-GENERATION_DEFAULTS = {"num_beams": 1, "num_beam_groups": 1, "penalty_alpha": None, "stop_strings": None,
-                       "max_time": None, "num_return_sequences": 1, "constraints": None, "force_words_ids": None,
-                       "assistant_model": None, "prompt_lookup_num_tokens": None, "guidance_scale": None,
-                       "watermarking_config": None, "min_new_tokens": None, "min_length": 0,
-                       "output_scores": False, "output_logits": False, "return_dict_in_generate": False}
+GENERATION_DEFAULTS = {
+    "num_beams": 1,
+    "num_beam_groups": 1,
+    "penalty_alpha": None,
+    "stop_strings": None,
+    "max_time": None,
+    "num_return_sequences": 1,
+    "constraints": None,
+    "force_words_ids": None,
+    "assistant_model": None,
+    "prompt_lookup_num_tokens": None,
+    "guidance_scale": None,
+    "watermarking_config": None,
+    "min_new_tokens": None,
+    "min_length": 0,
+    "output_scores": False,
+    "output_logits": False,
+    "return_dict_in_generate": False,
+}
 
 
 def reason_not(model, generation_config=None) -> str | None:
@@ -105,17 +119,28 @@ class Restated:
         attn, mlp = layer.self_attn, layer.mlp
         q_w, q_b, qk_norm = attn.q_proj.weight, attn.q_proj.bias, None
         if hasattr(attn, "q_norm"):  # the norm is scale-free: the scale goes into its weight
-            qk_norm = torch.cat([(attn.q_norm.weight * attn.scaling).expand(self.heads, -1),
-                                 attn.k_norm.weight.expand(self.kv_heads, -1)])
+            qk_norm = torch.cat(
+                [
+                    (attn.q_norm.weight * attn.scaling).expand(self.heads, -1),
+                    attn.k_norm.weight.expand(self.kv_heads, -1),
+                ]
+            )
         else:  # RoPE is linear: scaling q before it is scaling the scores
             q_w = q_w * attn.scaling
             q_b = None if q_b is None else q_b * attn.scaling
         qkv_b = None if q_b is None else torch.cat([q_b, attn.k_proj.bias, attn.v_proj.bias])
         return FusedLayer(
-            layer.input_layernorm.weight, torch.cat([q_w, attn.k_proj.weight, attn.v_proj.weight]), qkv_b, qk_norm,
-            attn.o_proj.weight, attn.o_proj.bias, layer.post_attention_layernorm.weight,
-            torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), _cat_bias(mlp.gate_proj, mlp.up_proj),
-            mlp.down_proj.weight, mlp.down_proj.bias,
+            layer.input_layernorm.weight,
+            torch.cat([q_w, attn.k_proj.weight, attn.v_proj.weight]),
+            qkv_b,
+            qk_norm,
+            attn.o_proj.weight,
+            attn.o_proj.bias,
+            layer.post_attention_layernorm.weight,
+            torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
+            _cat_bias(mlp.gate_proj, mlp.up_proj),
+            mlp.down_proj.weight,
+            mlp.down_proj.bias,
         )
 
     def rope(self, positions: torch.Tensor):
@@ -138,8 +163,9 @@ class Restated:
         cos, sin = rope
         hidden = self.embed(ids)
         new_kv = []
-        for layer, (prefix_k, prefix_v), buffers in zip(self.layers, prefix_kv, own_kv or [None] * len(self.layers),
-                                                        strict=True):
+        for layer, (prefix_k, prefix_v), buffers in zip(
+            self.layers, prefix_kv, own_kv or [None] * len(self.layers), strict=True
+        ):
             x = F.rms_norm(hidden, (hidden.shape[-1],), layer.norm1, self.eps)
             qkv = F.linear(x, layer.qkv_w, layer.qkv_b)
             qk = qkv[..., : (heads + kv_heads) * dim].view(batch, steps, heads + kv_heads, dim)
@@ -197,13 +223,17 @@ def attend(q, prefix_k, prefix_v, own_k, own_v, bias):
     batch, own = own_k.shape[1], own_k.shape[2]
     rows = q.shape[1] // batch
     prefix_scores = torch.matmul(q, prefix_k.transpose(1, 2)).view(kv_heads, batch, rows, prefix_length)
-    own_scores = torch.bmm(q.view(kv_heads * batch, rows, dim), own_k.reshape(kv_heads * batch, own, dim).transpose(1, 2))
+    own_scores = torch.bmm(
+        q.view(kv_heads * batch, rows, dim), own_k.reshape(kv_heads * batch, own, dim).transpose(1, 2)
+    )
     scores = torch.cat([prefix_scores, own_scores.view(kv_heads, batch, rows, own)], dim=-1) + bias
     weights = torch.softmax(scores, dim=-1)
     out = torch.matmul(weights[..., :prefix_length].reshape(kv_heads, batch * rows, prefix_length), prefix_v)
-    return torch.baddbmm(out.view(kv_heads * batch, rows, dim),
-                         weights[..., prefix_length:].reshape(kv_heads * batch, rows, own),
-                         own_v.reshape(kv_heads * batch, own, dim)).view(kv_heads, batch * rows, dim)
+    return torch.baddbmm(
+        out.view(kv_heads * batch, rows, dim),
+        weights[..., prefix_length:].reshape(kv_heads * batch, rows, own),
+        own_v.reshape(kv_heads * batch, own, dim),
+    ).view(kv_heads, batch * rows, dim)
 
 
 def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -212,7 +242,8 @@ def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     _, inverse = torch.unique(rows, dim=0, return_inverse=True)
     batch, device = rows.shape[0], rows.device
     first = torch.full((int(inverse.max()) + 1,), batch, dtype=torch.long, device=device).scatter_reduce(
-        0, inverse, torch.arange(batch, device=device), reduce="amin")
+        0, inverse, torch.arange(batch, device=device), reduce="amin"
+    )
     order = first.argsort()
     return first[order], order.argsort()[inverse]
 
@@ -224,8 +255,9 @@ def prepared(model, generation_config):
 
 
 @torch.no_grad()
-def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.Tensor],
-           group_prompts: bool = False) -> torch.Tensor:
+def sample(
+    model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.Tensor], group_prompts: bool = False
+) -> torch.Tensor:
     """`generate`'s sampling loop on the restated forward: (B, new tokens) completion ids, finished rows padded.
 
     Row i is prefix + rest[i]; its buffer holds rest[i] right-aligned in the first `width` columns, then one column
@@ -254,10 +286,10 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
     pad = int(pad) if pad is not None else (int(eos[0]) if len(eos) else 0)  # no EOS: no row ever finishes
     rest_ids = torch.full((batch, width), pad, dtype=torch.long, device=device)
     for i, r in enumerate(rest):
-        rest_ids[i, width - len(r):] = r
-    processors = model._get_logits_processor(generation_config=generation_config,
-                                             input_ids_seq_length=prefix_length + width, device=device,
-                                             model_kwargs={})
+        rest_ids[i, width - len(r) :] = r
+    processors = model._get_logits_processor(
+        generation_config=generation_config, input_ids_seq_length=prefix_length + width, device=device, model_kwargs={}
+    )
     seen = torch.cat([prefix_ids.view(1, -1).expand(batch, -1), rest_ids], dim=1)  # what generate's processors see
 
     prefix_kv = net.prefix(prefix_ids)
@@ -290,7 +322,12 @@ def sample(model, generation_config, prefix_ids: torch.Tensor, rest: list[torch.
         unfinished = unfinished & ~torch.isin(tokens, eos)
         if column == width + max_new - 1 or not bool(unfinished.any()):
             break
-        hidden, _ = net.forward(tokens[:, None], (cos[:, column : column + 1], sin[:, column : column + 1]),
-                                prefix_kv, step_bias[..., : prefix_length + column + 1], own_kv, column)
+        hidden, _ = net.forward(
+            tokens[:, None],
+            (cos[:, column : column + 1], sin[:, column : column + 1]),
+            prefix_kv,
+            step_bias[..., : prefix_length + column + 1],
+            own_kv,
+            column,
+        )
     return torch.stack(out, dim=1)
-

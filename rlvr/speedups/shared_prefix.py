@@ -48,8 +48,17 @@ class SharedPrefixTrainer(GRPOTrainer):
     _shared_prefix_calls = 0
     _prefix_attention_calls = 0
 
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-                                           compute_entropy=False, compute_aux_loss=False, **multimodal):
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **multimodal,
+    ):
         prefix_length = None
         if self.speedups & LOGPROB_SPEEDUPS and not compute_aux_loss and self._shared_prefix_applies(model, multimodal):
             vocab = model.get_output_embeddings().weight.size(0)
@@ -57,8 +66,14 @@ class SharedPrefixTrainer(GRPOTrainer):
                 prefix_length = shared_prefix_length(input_ids, attention_mask, logits_to_keep)
         if prefix_length is None:
             return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
-                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal,
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **multimodal,
             )
         self._shared_prefix_calls += 1
         batch_size = batch_size or input_ids.size(0)
@@ -67,8 +82,14 @@ class SharedPrefixTrainer(GRPOTrainer):
             rows = slice(start, start + batch_size)
             with self.accelerator.autocast():
                 lp, ent = shared_prefix_logps(
-                    model, input_ids[rows], attention_mask[rows], logits_to_keep, prefix_length,
-                    self.temperature, compute_entropy, "group_prompts" in self.speedups,
+                    model,
+                    input_ids[rows],
+                    attention_mask[rows],
+                    logits_to_keep,
+                    prefix_length,
+                    self.temperature,
+                    compute_entropy,
+                    "group_prompts" in self.speedups,
                 )
             logps.append(lp)
             entropies.append(ent)
@@ -78,27 +99,41 @@ class SharedPrefixTrainer(GRPOTrainer):
         """Rows laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by the
         attention mask's cumsum, so every real token keeps the position it has under TRL's left padding."""
         prefix_length = 0
-        if (self.speedups and not self.use_vllm and not self.use_transformers_continuous_batching
-                and images is None and not multimodal_fields and self.pad_to_multiple_of is None
-                and self._shared_prefix_applies(self.model, {})):
+        if (
+            self.speedups
+            and not self.use_vllm
+            and not self.use_transformers_continuous_batching
+            and images is None
+            and not multimodal_fields
+            and self.pad_to_multiple_of is None
+            and self._shared_prefix_applies(self.model, {})
+        ):
             prefix_length = shared_prompt_prefix(prompt_ids)
         if prefix_length < MIN_SHARED_PREFIX:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
 
-        restated = ("prefix_attention" in self.speedups
-                    and prefix_attention.reason_not(
-                        self.model, prefix_attention.prepared(self.model, self.generation_config)) is None)
+        restated = (
+            "prefix_attention" in self.speedups
+            and prefix_attention.reason_not(self.model, prefix_attention.prepared(self.model, self.generation_config))
+            is None
+        )
         if not restated and "shared_prefix" not in self.speedups:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
         self._shared_prefix_calls += 1
         device = self.accelerator.device
         if restated:
             self._prefix_attention_calls += 1
             completion_ids = prefix_attention.sample(
-                self.accelerator.unwrap_model(self.model), self.generation_config,
+                self.accelerator.unwrap_model(self.model),
+                self.generation_config,
                 torch.as_tensor(prompt_ids[0][:prefix_length], device=device),
                 [torch.as_tensor(ids[prefix_length:], device=device) for ids in prompt_ids],
-                group_prompts="group_prompts" in self.speedups)
+                group_prompts="group_prompts" in self.speedups,
+            )
             return self._cut_at_eos(completion_ids), None
         pad_id = self._tokenizer.pad_token_id
         width = max(len(ids) for ids in prompt_ids)
@@ -106,13 +141,18 @@ class SharedPrefixTrainer(GRPOTrainer):
         attention_mask = torch.zeros_like(input_ids)
         for i, ids in enumerate(prompt_ids):
             rest = len(ids) - prefix_length
-            input_ids[i, :prefix_length], input_ids[i, width - rest :] = torch.as_tensor(ids[:prefix_length]), torch.as_tensor(ids[prefix_length:])
+            input_ids[i, :prefix_length], input_ids[i, width - rest :] = (
+                torch.as_tensor(ids[:prefix_length]),
+                torch.as_tensor(ids[prefix_length:]),
+            )
             attention_mask[i, :prefix_length] = 1
             attention_mask[i, width - rest :] = 1
         input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
         with (
             unwrap_model_for_generation(
-                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
                 generation_kwargs=self.generation_kwargs,
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as unwrapped_model,
@@ -121,7 +161,10 @@ class SharedPrefixTrainer(GRPOTrainer):
             cache = unwrapped_model(input_ids=input_ids[:1, :prefix_length], use_cache=True, logits_to_keep=1).cache
             cache.batch_repeat_interleave(len(prompt_ids))
             generated = unwrapped_model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, cache=cache, generation_config=self.generation_config
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                cache=cache,
+                generation_config=self.generation_config,
             )
         return self._cut_at_eos(generated[:, width:]), None
 
@@ -156,13 +199,22 @@ class SharedPrefixCritic:
         completion_ids = inputs["completion_ids"]
         input_ids, attention_mask = self._sequences(inputs)
         critic = self.value_model
-        if (self.speedups & LOGPROB_SPEEDUPS and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
-                and self._shared_prefix_applies(critic, {})
-                and (prefix_length := shared_prefix_length(input_ids, attention_mask, completion_ids.shape[1]))):
+        if (
+            self.speedups & LOGPROB_SPEEDUPS
+            and all(hasattr(critic, name) for name in ("model", "dropout", "score"))
+            and self._shared_prefix_applies(critic, {})
+            and (prefix_length := shared_prefix_length(input_ids, attention_mask, completion_ids.shape[1]))
+        ):
             self._shared_prefix_calls += 1
             with self.accelerator.autocast():
-                return shared_prefix_values(critic, input_ids, attention_mask, completion_ids.shape[1],
-                                            prefix_length, "group_prompts" in self.speedups)
+                return shared_prefix_values(
+                    critic,
+                    input_ids,
+                    attention_mask,
+                    completion_ids.shape[1],
+                    prefix_length,
+                    "group_prompts" in self.speedups,
+                )
         return super()._token_values(inputs)
 
 
@@ -174,7 +226,7 @@ def shared_prefix_length(input_ids: torch.Tensor, attention_mask: torch.Tensor, 
     # Left padding only: every row's real prompt tokens are contiguous up to the completion.
     if not torch.equal(prompt_mask, torch.arange(prompt_width, device=starts.device)[None, :] >= starts[:, None]):
         return None
-    prompts = [row[int(s):prompt_width] for row, s in zip(input_ids, starts)]
+    prompts = [row[int(s) : prompt_width] for row, s in zip(input_ids, starts)]
     length = shared_prompt_prefix(prompts)
     if length < MIN_SHARED_PREFIX or logits_to_keep == 0:
         return None
@@ -198,8 +250,9 @@ class SuffixLayout:
 
     def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int):
         batch, width = input_ids.shape
-        prompt_width, starts, self.prefix, rest_lengths = prompt_layout(input_ids, attention_mask, logits_to_keep,
-                                                                        prefix_length)
+        _prompt_width, starts, self.prefix, rest_lengths = prompt_layout(
+            input_ids, attention_mask, logits_to_keep, prefix_length
+        )
         suffix_width = int(rest_lengths.max()) + logits_to_keep
         # Gather each row's tokens after the prefix into a right-padded (B, suffix_width) block.
         offsets = (starts + prefix_length)[:, None] + torch.arange(suffix_width, device=starts.device)[None, :]
@@ -239,13 +292,21 @@ class GroupLayout(SuffixLayout):
     are given explicitly (P + rest_i - 1 + t) because shorter rests leave masked pads in the middle.
     """
 
-    def __init__(self, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
-                 first_row: torch.Tensor, row_prompt: torch.Tensor):
+    def __init__(
+        self,
+        input_ids,
+        attention_mask,
+        logits_to_keep: int,
+        prefix_length: int,
+        first_row: torch.Tensor,
+        row_prompt: torch.Tensor,
+    ):
         """first_row, row_prompt: `prefix_attention.distinct_rows` of the prompts (a row standing for each distinct
         prompt, and each row's prompt number)."""
         batch = input_ids.shape[0]
-        prompt_width, starts, self.prefix, rest_lengths = prompt_layout(input_ids, attention_mask, logits_to_keep,
-                                                                        prefix_length)
+        prompt_width, starts, self.prefix, rest_lengths = prompt_layout(
+            input_ids, attention_mask, logits_to_keep, prefix_length
+        )
         self.batch, self.keep, self.index = batch, logits_to_keep, None
         distinct, self.row_prompt = len(first_row), row_prompt
         rows = torch.arange(batch, device=input_ids.device)
@@ -256,7 +317,8 @@ class GroupLayout(SuffixLayout):
             offsets = (starts[first_row] + prefix_length)[:, None] + torch.arange(self.rest_width, device=starts.device)
             inside = torch.arange(self.rest_width, device=starts.device)[None, :] < lengths[:, None]
             self.rest_ids = torch.gather(input_ids[first_row], 1, offsets.clamp(max=prompt_width - 1)).masked_fill(
-                ~inside, 0)
+                ~inside, 0
+            )
             self.rest_mask = torch.cat([attention_mask.new_ones(distinct, prefix_length), inside.long()], dim=1)
             rest_mask = inside.long()[self.row_prompt]
         else:
@@ -265,10 +327,18 @@ class GroupLayout(SuffixLayout):
         completion = input_ids[:, prompt_width:]
         completion_mask = attention_mask[:, prompt_width:]
         self.suffix_ids = torch.cat([last, completion[:, :-1]], dim=1)
-        self.full_mask = torch.cat([attention_mask.new_ones(batch, prefix_length), rest_mask,
-                                    attention_mask.new_ones(batch, 1), completion_mask[:, :-1]], dim=1)
-        self.position_ids = (prefix_length + rest_lengths - 1)[:, None] + torch.arange(logits_to_keep,
-                                                                                        device=starts.device)
+        self.full_mask = torch.cat(
+            [
+                attention_mask.new_ones(batch, prefix_length),
+                rest_mask,
+                attention_mask.new_ones(batch, 1),
+                completion_mask[:, :-1],
+            ],
+            dim=1,
+        )
+        self.position_ids = (prefix_length + rest_lengths - 1)[:, None] + torch.arange(
+            logits_to_keep, device=starts.device
+        )
 
     def pick(self, kept: torch.Tensor) -> torch.Tensor:
         return kept  # the main pass's outputs are the positions before each completion token, in order
@@ -309,8 +379,9 @@ def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to
     return (first, index) if len(first) < input_ids.size(0) else None
 
 
-def layout_for(input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int,
-               group_prompts: bool) -> SuffixLayout:
+def layout_for(
+    input_ids, attention_mask, logits_to_keep: int, prefix_length: int, pad_id: int, group_prompts: bool
+) -> SuffixLayout:
     """GroupLayout when `group_prompts` is on and some rows share a prompt, else SuffixLayout."""
     rows = prompt_rows(input_ids, attention_mask, logits_to_keep) if group_prompts else None
     if rows is None:
@@ -318,12 +389,26 @@ def layout_for(input_ids, attention_mask, logits_to_keep: int, prefix_length: in
     return GroupLayout(input_ids, attention_mask, logits_to_keep, prefix_length, *rows)
 
 
-def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
-                        temperature: float, compute_entropy: bool, group_prompts: bool = False):
+def shared_prefix_logps(
+    model,
+    input_ids,
+    attention_mask,
+    logits_to_keep: int,
+    prefix_length: int,
+    temperature: float,
+    compute_entropy: bool,
+    group_prompts: bool = False,
+):
     """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens, prefix computed once (SuffixLayout),
     and each distinct prompt once under `group_prompts` (GroupLayout)."""
-    layout = layout_for(input_ids, attention_mask, logits_to_keep, prefix_length,
-                        getattr(model.config, "pad_token_id", None) or 0, group_prompts)
+    layout = layout_for(
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        prefix_length,
+        getattr(model.config, "pad_token_id", None) or 0,
+        group_prompts,
+    )
     cache = layout.prefix_cache(lambda **kw: model(**kw, logits_to_keep=1))
     logits = model(**layout.pass_kwargs(), cache=cache, use_cache=True, logits_to_keep=layout.keep).logits
     log_probs = (layout.pick(logits).float() / temperature).log_softmax(dim=-1)
@@ -337,16 +422,24 @@ def shared_prefix_logps(model, input_ids, attention_mask, logits_to_keep: int, p
     return per_token, entropy
 
 
-def shared_prefix_values(value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int,
-                         group_prompts: bool = False):
+def shared_prefix_values(
+    value_model, input_ids, attention_mask, logits_to_keep: int, prefix_length: int, group_prompts: bool = False
+):
     """PPO's critic on the same layout: the scalar head's output at the position before each completion token,
     (B, logits_to_keep). The critic is a token classifier (`.model` body, `.dropout`, `.score` head): the body runs
     prefix once and suffix on its cache, the head only on the kept positions."""
-    layout = layout_for(input_ids, attention_mask, logits_to_keep, prefix_length,
-                        getattr(value_model.config, "pad_token_id", None) or 0, group_prompts)
+    layout = layout_for(
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        prefix_length,
+        getattr(value_model.config, "pad_token_id", None) or 0,
+        group_prompts,
+    )
     body = value_model.model
-    hidden = body(**layout.pass_kwargs(), cache=layout.prefix_cache(body),
-                  use_cache=True).last_hidden_state[:, -layout.keep :]
+    hidden = body(**layout.pass_kwargs(), cache=layout.prefix_cache(body), use_cache=True).last_hidden_state[
+        :, -layout.keep :
+    ]
     return value_model.score(value_model.dropout(layout.pick(hidden))).squeeze(-1).float()
 
 
@@ -362,5 +455,6 @@ def with_speedups(trainer_class: type, speedups: frozenset[str]) -> type:
     bases = (trainer_class, SharedPrefixTrainer)
     if hasattr(trainer_class, "_token_values"):  # PPO's critic
         bases = (SharedPrefixCritic, *bases)
-    return type(f"{trainer_class.__name__}WithSpeedups", bases, {"speedups": frozenset(speedups),
-                                                                 "__module__": __name__})
+    return type(
+        f"{trainer_class.__name__}WithSpeedups", bases, {"speedups": frozenset(speedups), "__module__": __name__}
+    )

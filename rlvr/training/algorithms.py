@@ -80,22 +80,57 @@ class Algorithm:
     advantage: Callable[[torch.Tensor, int], torch.Tensor] | None = None  # None: TRL's own (`scale_rewards`)
     advantage_reward: str = TOTAL  # the reward component the advantage is computed from
     ratio: bool = True  # False: -A * log pi, no ratio or clip: each batch is used once (RLOO, REINFORCE, MaxRL)
-    group_baseline: bool = True  # False: no group baseline (REINFORCE's raw reward, PPO's critic): flat groups keep theirs
+    group_baseline: bool = (
+        True  # False: no group baseline (REINFORCE's raw reward, PPO's critic): flat groups keep theirs
+    )
     requires: dict = field(default_factory=dict)  # config values that define the algorithm
 
 
-ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
-    Algorithm("grpo", "group z-score (r - mean) / std, PPO-clip"),
-    Algorithm("drgrpo", "r - group mean, no std, no length normalisation", requires={"scale_rewards": "none", "loss_type": "dr_grpo"}),
-    Algorithm("dapo", "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling", "rlvr.training.dapo.DAPOTrainer", "rlvr.training.dapo.DAPOConfig"),
-    Algorithm("rloo", "leave-one-out baseline, no ratio", advantage=leave_one_out, ratio=False),
-    Algorithm("reinforce", "raw reward, no baseline, no ratio", config="rlvr.training.config.SingleRolloutConfig", advantage=no_baseline, ratio=False, group_baseline=False),
-    Algorithm("maxrl", "0/1 success over the group success rate, no ratio", advantage=maxrl, advantage_reward="success", ratio=False),
-    Algorithm("gspo", "sequence-level importance ratio, tight clip", requires={"importance_sampling_level": "sequence"}),
-    Algorithm("cispo", "clipped stop-gradient importance weight", requires={"loss_type": "cispo"}),
-    Algorithm("sapo", "soft temperature gate instead of a clip", requires={"loss_type": "sapo"}),
-    Algorithm("ppo", "learned critic, GAE over tokens, KL in the reward", "rlvr.training.ppo.PPOTrainer", "rlvr.training.ppo.PPOConfig", group_baseline=False),
-)}
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a
+    for a in (
+        Algorithm("grpo", "group z-score (r - mean) / std, PPO-clip"),
+        Algorithm(
+            "drgrpo",
+            "r - group mean, no std, no length normalisation",
+            requires={"scale_rewards": "none", "loss_type": "dr_grpo"},
+        ),
+        Algorithm(
+            "dapo",
+            "GRPO + clip-higher, token-level loss, overlong penalty, dynamic sampling",
+            "rlvr.training.dapo.DAPOTrainer",
+            "rlvr.training.dapo.DAPOConfig",
+        ),
+        Algorithm("rloo", "leave-one-out baseline, no ratio", advantage=leave_one_out, ratio=False),
+        Algorithm(
+            "reinforce",
+            "raw reward, no baseline, no ratio",
+            config="rlvr.training.config.SingleRolloutConfig",
+            advantage=no_baseline,
+            ratio=False,
+            group_baseline=False,
+        ),
+        Algorithm(
+            "maxrl",
+            "0/1 success over the group success rate, no ratio",
+            advantage=maxrl,
+            advantage_reward="success",
+            ratio=False,
+        ),
+        Algorithm(
+            "gspo", "sequence-level importance ratio, tight clip", requires={"importance_sampling_level": "sequence"}
+        ),
+        Algorithm("cispo", "clipped stop-gradient importance weight", requires={"loss_type": "cispo"}),
+        Algorithm("sapo", "soft temperature gate instead of a clip", requires={"loss_type": "sapo"}),
+        Algorithm(
+            "ppo",
+            "learned critic, GAE over tokens, KL in the reward",
+            "rlvr.training.ppo.PPOTrainer",
+            "rlvr.training.ppo.PPOConfig",
+            group_baseline=False,
+        ),
+    )
+}
 
 
 def _load(dotted: str) -> type:
@@ -131,12 +166,19 @@ def compute_advantages(name: str, components: dict[str, torch.Tensor], num_gener
     if algorithm.advantage is None:
         return None
     rewards = components[algorithm.advantage_reward]
-    advantages = torch.nan_to_num(algorithm.advantage(rewards, num_generations), nan=0.0).masked_fill(torch.isnan(rewards), 0.0)
+    advantages = torch.nan_to_num(algorithm.advantage(rewards, num_generations), nan=0.0).masked_fill(
+        torch.isnan(rewards), 0.0
+    )
     return zero_flat_groups(name, advantages, components, num_generations)
 
 
-def zero_flat_groups(name: str, advantages: torch.Tensor, components: dict[str, torch.Tensor], num_generations: int,
-                     rows: slice = slice(None)) -> torch.Tensor:
+def zero_flat_groups(
+    name: str,
+    advantages: torch.Tensor,
+    components: dict[str, torch.Tensor],
+    num_generations: int,
+    rows: slice = slice(None),
+) -> torch.Tensor:
     """`advantages` (the batch's `rows`) with every row of a flat group of the algorithm's advantage reward set to
     exactly 0, for algorithms with a group baseline. Float arithmetic does not give 0 on its own: for a group whose
     totals are all 1.1667, the float32 group mean is one ulp off and GRPO's division by (std + 1e-4) turns that into

@@ -5,6 +5,7 @@ file's on top; any `--field value` overrides both, as in TRL's `trl/scripts/grpo
 the config class from the registry. Everything that can be wrong in a config (unknown keys, bad rewards, batch
 arithmetic, task options) fails here with one line naming the field, before any model or tokenizer is loaded.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,14 +50,18 @@ class RecipeArguments(ScriptArguments):
 
     data: dict | str | None = field(
         default=None,
-        metadata={"help": "Inline data spec {size, seed, test_size, system_prompt, specs: [{name, weight, config}]}; "
-                  "ignored when dataset_name (a save_to_disk folder or Hub id) is set."},
+        metadata={
+            "help": "Inline data spec {size, seed, test_size, system_prompt, specs: [{name, weight, config}]}; "
+            "ignored when dataset_name (a save_to_disk folder or Hub id) is set."
+        },
     )
     curriculum: dict | str | None = field(
         default=None,
-        metadata={"help": "Online curriculum {policy: threshold|informative, window, advance_above, fall_back_below, "
-                  "mode, floor, start_level, attribute}: prompts drawn by the data task's reasoning_gym curriculum "
-                  "levels, weighted by the measured pass rate per level (rlvr/training/curriculum.py)."},
+        metadata={
+            "help": "Online curriculum {policy: threshold|informative, window, advance_above, fall_back_below, "
+            "mode, floor, start_level, attribute}: prompts drawn by the data task's reasoning_gym curriculum "
+            "levels, weighted by the measured pass rate per level (rlvr/training/curriculum.py)."
+        },
     )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["correctness", "format"],
@@ -66,14 +71,21 @@ class RecipeArguments(ScriptArguments):
         default=None, metadata={"help": "DAPO overlong penalty L_max in tokens; unset = no penalty."}
     )
     overlong_cache_length: int | None = field(
-        default=None, metadata={"help": "DAPO overlong penalty L_cache: the penalty ramps over the last L_cache tokens."}
+        default=None,
+        metadata={"help": "DAPO overlong penalty L_cache: the penalty ramps over the last L_cache tokens."},
     )
-    metrics_path: str | None = field(default=None, metadata={"help": "JSONL of every logged row; default <output_dir>/metrics.jsonl."})
-    rollouts_path: str | None = field(default=None, metadata={"help": "JSONL of every rollout; default <output_dir>/rollouts.jsonl."})
+    metrics_path: str | None = field(
+        default=None, metadata={"help": "JSONL of every logged row; default <output_dir>/metrics.jsonl."}
+    )
+    rollouts_path: str | None = field(
+        default=None, metadata={"help": "JSONL of every rollout; default <output_dir>/rollouts.jsonl."}
+    )
     eval_prompts: int | None = field(
         default=None,
-        metadata={"help": "The first N prompts of dataset_test_split that TRL evaluates every eval_steps, scored as "
-                  "rlvr evaluate scores them (rlvr/metrics/held_out.py); unset = the whole split."},
+        metadata={
+            "help": "The first N prompts of dataset_test_split that TRL evaluates every eval_steps, scored as "
+            "rlvr evaluate scores them (rlvr/metrics/held_out.py); unset = the whole split."
+        },
     )
     print_rollouts: bool = field(default=True, metadata={"help": "Print one rollout per generation step."})
     build_tiny_model: bool = field(
@@ -82,11 +94,15 @@ class RecipeArguments(ScriptArguments):
     dry_run: bool = field(default=False, metadata={"help": "Validate the config, print the batch plan, load nothing."})
     memory_budget: str = field(
         default="warn",
-        metadata={"help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."},
+        metadata={
+            "help": "Before loading weights, compare the planned peak GPU memory with free memory: warn, stop, or off."
+        },
     )
     divergence_guard: bool = field(
         default=True,
-        metadata={"help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/stopping.py)."},
+        metadata={
+            "help": "Stop, without saving the step, when loss or grad_norm is NaN/inf (rlvr/training/stopping.py)."
+        },
     )
     min_mean_reward: float | None = field(
         default=None, metadata={"help": "Stop, without saving the step, when the mean reward stays below this."}
@@ -99,25 +115,33 @@ class RecipeArguments(ScriptArguments):
     )
     speedups: str = field(
         default="none",
-        metadata={"help": "CPU / tiny-model speed-ups that leave samples and loss unchanged (rlvr/speedups): none, "
-                  "all, or a comma list of shared_prefix, group_prompts, prefix_attention. The tiny CPU recipes "
-                  "set all; unmeasured on GPUs (docs/speed.md)."},
+        metadata={
+            "help": "CPU / tiny-model speed-ups that leave samples and loss unchanged (rlvr/speedups): none, "
+            "all, or a comma list of shared_prefix, group_prompts, prefix_attention. The tiny CPU recipes "
+            "set all; unmeasured on GPUs (docs/speed.md)."
+        },
     )
     reward_time_limit: float = field(
         default=300.0,
-        metadata={"help": "Seconds one call of a reward function may take (0: no limit); past it the run stops with "
-                  "one line naming the reward and the step, the last checkpoint intact (rewards/guard.py)."},
+        metadata={
+            "help": "Seconds one call of a reward function may take (0: no limit); past it the run stops with "
+            "one line naming the reward and the step, the last checkpoint intact (rewards/guard.py)."
+        },
     )
     allow_recipe_change: bool = field(
         default=False,
-        metadata={"help": "Let a resume change a field that changes what is optimised (learning rate, G, rewards, "
-                  "data, ...); the change is recorded in the run's run.json (rlvr/runs/folder.py)."},
+        metadata={
+            "help": "Let a resume change a field that changes what is optimised (learning rate, G, rewards, "
+            "data, ...); the change is recorded in the run's run.json (rlvr/runs/folder.py)."
+        },
     )
     cpu_threads: str = field(
         default="auto",
-        metadata={"help": "Intra-op threads per process of a CPU run: auto (the cores available to the process / the "
-                  "local processes, whatever the load: the line says when other jobs hold the cores; wins over the "
-                  "OMP_NUM_THREADS=1 accelerate exports), 1 on a crowded machine, or N. See docs/speed.md."},
+        metadata={
+            "help": "Intra-op threads per process of a CPU run: auto (the cores available to the process / the "
+            "local processes, whatever the load: the line says when other jobs hold the cores; wins over the "
+            "OMP_NUM_THREADS=1 accelerate exports), 1 on a crowded machine, or N. See docs/speed.md."
+        },
     )
 
 
@@ -127,19 +151,25 @@ class RLVRConfig(GRPOConfig):
 
     algorithm: str = field(
         default="grpo",
-        metadata={"help": "The algorithm (rlvr/training/algorithms.py): grpo, drgrpo, dapo, rloo, reinforce, maxrl, "
-                  "gspo, cispo, sapo, ppo. It picks the trainer, the config class and the advantage estimator."},
+        metadata={
+            "help": "The algorithm (rlvr/training/algorithms.py): grpo, drgrpo, dapo, rloo, reinforce, maxrl, "
+            "gspo, cispo, sapo, ppo. It picks the trainer, the config class and the advantage estimator."
+        },
     )
     kl_estimator: str = field(
         default="k3",
-        metadata={"help": "Estimator of KL(policy || reference) in the loss when beta > 0: k1, k2 or k3 (TRL's); "
-                  "see rlvr/training/trainer.py."},
+        metadata={
+            "help": "Estimator of KL(policy || reference) in the loss when beta > 0: k1, k2 or k3 (TRL's); "
+            "see rlvr/training/trainer.py."
+        },
     )
     max_generated_samples: int | None = field(
         default=None,
-        metadata={"help": "Budget in generated samples: stop once the run has generated this many (resampling "
-                  "included) and run the lr schedule over samples; max_steps stays an upper bound. See "
-                  "rlvr/training/trainer.py."},
+        metadata={
+            "help": "Budget in generated samples: stop once the run has generated this many (resampling "
+            "included) and run the lr schedule over samples; max_steps stays an upper bound. See "
+            "rlvr/training/trainer.py."
+        },
     )
 
     def __post_init__(self):
@@ -163,7 +193,9 @@ class SingleRolloutConfig(RLVRConfig):
         if requested == 1:
             self.num_generations = 2
             if self.generation_batch_size is not None and self.generation_batch_size % 2:
-                raise ValueError(f"generation_batch_size ({self.generation_batch_size}) must be even with num_generations 1")
+                raise ValueError(
+                    f"generation_batch_size ({self.generation_batch_size}) must be even with num_generations 1"
+                )
         super().__post_init__()
         self.num_generations = requested
         if self.num_generations_eval is None:
@@ -255,7 +287,9 @@ def parse_error(err: Exception, dataclass_types) -> ConfigError:
     """A dataclass parser's error (or a config's own `__post_init__` check) as one ConfigError: an unknown flag or
     YAML key names itself, anything else the field its message names."""
     message = " ".join(str(err).split()) or type(err).__name__
-    unknown = re.search(r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message)
+    unknown = re.search(
+        r"(?:Unknown arguments from config file|not used by the HfArgumentParser): \[?'--?(\w+)'", message
+    )
     if unknown:
         return ConfigError(unknown.group(1), "unknown command-line field")
     return ConfigError(_field_named_in(message, dataclass_types), message)
@@ -284,8 +318,13 @@ def choose_algorithm(cli_value: str | None, config: dict, source: str, script_al
     return name
 
 
-def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = None, *, config: dict | None = None,
-                source: str = "the recipe") -> LoadedRecipe:
+def load_recipe(
+    argv: list[str] | None = None,
+    script_algorithm: str | None = None,
+    *,
+    config: dict | None = None,
+    source: str = "the recipe",
+) -> LoadedRecipe:
     """THE recipe loader: reads `--config PATH` once (`base:` chain resolved), then parses YAML + CLI into
     (RecipeArguments, the algorithm's config, ModelConfig). A caller holding the mapping already (a sweep) passes
     `config=` and no file is read at all. Every failure is a `ConfigError`."""
@@ -301,7 +340,9 @@ def load_recipe(argv: list[str] | None = None, script_algorithm: str | None = No
         raise ConfigError("env", "must be a mapping of environment variable: value")
     algorithm = choose_algorithm(flags.algorithm, config, source, script_algorithm)
     defaults = dict(config)
-    dry_run = flags.dry_run.lower() in ("true", "1", "yes") if flags.dry_run is not None else config.get("dry_run") is True
+    dry_run = (
+        flags.dry_run.lower() in ("true", "1", "yes") if flags.dry_run is not None else config.get("dry_run") is True
+    )
     if dry_run and "--use_cpu" not in rest and not torch.cuda.is_available():
         defaults["use_cpu"] = True  # a GPU recipe (bf16) still validates on a laptop: nothing is loaded anyway
     dataclass_types = (RecipeArguments, config_class(algorithm), ModelConfig)
@@ -347,8 +388,10 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         raise ConfigError("dynamic_sampling_reward", f"{filter_reward!r} is not among the rewards {rewards.names}")
     cap = training.max_completion_length
     if args.overlong_max_length is not None and cap is not None and args.overlong_max_length > cap:
-        raise ConfigError("overlong_max_length", f"({args.overlong_max_length}) exceeds max_completion_length ({cap}): "
-                                                 "the penalty could never reach -1")
+        raise ConfigError(
+            "overlong_max_length",
+            f"({args.overlong_max_length}) exceeds max_completion_length ({cap}): the penalty could never reach -1",
+        )
     if args.dataset_name:
         check_dataset_path(args.dataset_name)
         data_spec, dataset = None, load_task_dataset(args.dataset_name)
@@ -367,14 +410,21 @@ def validate(loaded: LoadedRecipe) -> Recipe:
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")
     if training.eval_strategy != "no" and args.dataset_test_split not in dataset:
-        raise ConfigError("eval_strategy", f"evaluates the {args.dataset_test_split!r} split, which the data lacks "
-                                           f"({list(dataset)}): set data.test_size or dataset_test_split")
-    probe_rewards(rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))],
-                  args.reward_time_limit)
+        raise ConfigError(
+            "eval_strategy",
+            f"evaluates the {args.dataset_test_split!r} split, which the data lacks "
+            f"({list(dataset)}): set data.test_size or dataset_test_split",
+        )
+    probe_rewards(
+        rewards, [dataset[split][i] for i in range(min(PROBE_ROWS, len(dataset[split])))], args.reward_time_limit
+    )
     check_sample_budget(training)
     prompts_per_step = training.generation_batch_size // training.num_generations
     if len(dataset[split]) < prompts_per_step:
-        raise ConfigError("data.size", f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step")
+        raise ConfigError(
+            "data.size",
+            f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step",
+        )
     check_quantization(model, training, dry_run=args.dry_run)  # QLoRA: LoRA, CUDA and bitsandbytes, before loading
     try:
         speedups = parse_speedups(args.speedups)
@@ -430,25 +480,78 @@ KL_ESTIMATORS = ("k1", "k2", "k3")
 # data, seed, sampling, the model and its adapters, ...) and every entry of `DERIVED` changes what is optimised.
 RESUME_MAY_CHANGE = {
     "memory or speed": (
-        "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",  # see DERIVED
-        "per_device_eval_batch_size", "gradient_checkpointing", "gradient_checkpointing_kwargs",
-        "activation_checkpointing", "speedups", "cpu_threads", "use_cpu", "bf16", "fp16", "tf32", "bf16_full_eval",
-        "fp16_full_eval", "torch_compile", "torch_compile_backend", "torch_compile_mode", "use_liger_kernel",
-        "dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
-        "dataloader_prefetch_factor", "memory_budget", "vllm_gpu_memory_utilization", "ddp_timeout", "ddp_backend",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "steps_per_generation",  # see DERIVED
+        "per_device_eval_batch_size",
+        "gradient_checkpointing",
+        "gradient_checkpointing_kwargs",
+        "activation_checkpointing",
+        "speedups",
+        "cpu_threads",
+        "use_cpu",
+        "bf16",
+        "fp16",
+        "tf32",
+        "bf16_full_eval",
+        "fp16_full_eval",
+        "torch_compile",
+        "torch_compile_backend",
+        "torch_compile_mode",
+        "use_liger_kernel",
+        "dataloader_num_workers",
+        "dataloader_pin_memory",
+        "dataloader_persistent_workers",
+        "dataloader_prefetch_factor",
+        "memory_budget",
+        "vllm_gpu_memory_utilization",
+        "ddp_timeout",
+        "ddp_backend",
         "env",
     ),
     "records and logging": (
-        "metrics_path", "rollouts_path", "print_rollouts", "report_to", "run_name", "project",
-        "trackio_space_id", "logging_steps", "logging_strategy", "logging_first_step", "logging_nan_inf_filter",
-        "log_level", "log_level_replica", "log_on_each_node", "log_completions", "num_completions_to_print",
-        "log_unique_prompts", "disable_tqdm", "push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo",
-        "hub_always_push", "hub_revision",
+        "metrics_path",
+        "rollouts_path",
+        "print_rollouts",
+        "report_to",
+        "run_name",
+        "project",
+        "trackio_space_id",
+        "logging_steps",
+        "logging_strategy",
+        "logging_first_step",
+        "logging_nan_inf_filter",
+        "log_level",
+        "log_level_replica",
+        "log_on_each_node",
+        "log_completions",
+        "num_completions_to_print",
+        "log_unique_prompts",
+        "disable_tqdm",
+        "push_to_hub",
+        "hub_model_id",
+        "hub_strategy",
+        "hub_private_repo",
+        "hub_always_push",
+        "hub_revision",
     ),
     "when to save, evaluate or stop early": (
-        "save_strategy", "save_steps", "save_total_limit", "save_only_model", "save_on_each_node", "eval_strategy",
-        "eval_steps", "eval_on_start", "eval_prompts", "num_generations_eval", "divergence_guard", "min_mean_reward",
-        "min_mean_reward_component", "min_mean_reward_patience", "reward_time_limit", "build_tiny_model",
+        "save_strategy",
+        "save_steps",
+        "save_total_limit",
+        "save_only_model",
+        "save_on_each_node",
+        "eval_strategy",
+        "eval_steps",
+        "eval_on_start",
+        "eval_prompts",
+        "num_generations_eval",
+        "divergence_guard",
+        "min_mean_reward",
+        "min_mean_reward_component",
+        "min_mean_reward_patience",
+        "reward_time_limit",
+        "build_tiny_model",
     ),
 }
 NOTED = {name: kind for kind, names in RESUME_MAY_CHANGE.items() for name in names}
@@ -456,12 +559,14 @@ NOTED = {name: kind for kind, names in RESUME_MAY_CHANGE.items() for name in nam
 NOT_COMPARED = ("resume_from_checkpoint", "allow_recipe_change", "dry_run", "output_dir", "logging_dir")
 # Quantities the micro-batch fields above combine into: changing these does change the optimisation.
 DERIVED = {
-    "completions per optimizer step": (("per_device_train_batch_size", "gradient_accumulation_steps", "processes"),
-                                       lambda v: v["per_device_train_batch_size"] * v["gradient_accumulation_steps"]
-                                       * v["processes"]),
-    "optimizer steps per generation step": (("steps_per_generation", "num_iterations", "gradient_accumulation_steps"),
-                                            lambda v: v["steps_per_generation"] * v["num_iterations"]
-                                            / v["gradient_accumulation_steps"]),
+    "completions per optimizer step": (
+        ("per_device_train_batch_size", "gradient_accumulation_steps", "processes"),
+        lambda v: v["per_device_train_batch_size"] * v["gradient_accumulation_steps"] * v["processes"],
+    ),
+    "optimizer steps per generation step": (
+        ("steps_per_generation", "num_iterations", "gradient_accumulation_steps"),
+        lambda v: v["steps_per_generation"] * v["num_iterations"] / v["gradient_accumulation_steps"],
+    ),
 }
 
 
@@ -491,8 +596,10 @@ def config_values(config_path: Path, processes: int) -> dict:
     try:
         loaded = load_recipe([], config=old, source=str(config_path))
     except ConfigError as err:
-        raise ConfigError("resume_from_checkpoint", f"cannot compare with the run's {config_path} ({err}); "
-                                                    f"pass {ALLOW_FLAG} to resume without the comparison") from None
+        raise ConfigError(
+            "resume_from_checkpoint",
+            f"cannot compare with the run's {config_path} ({err}); pass {ALLOW_FLAG} to resume without the comparison",
+        ) from None
     values = recipe_values(loaded.args, loaded.training, loaded.model, processes)
     values["env"] = env
     return values

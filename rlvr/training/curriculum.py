@@ -58,7 +58,12 @@ class CurriculumSpec:
         def number(name, low, high, integer=False):
             value = getattr(self, name)
             kind = int if integer else (int, float)
-            if not isinstance(value, kind) or isinstance(value, bool) or not math.isfinite(value) or not low <= value <= high:
+            if (
+                not isinstance(value, kind)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or not low <= value <= high
+            ):
                 what = "an integer" if integer else "a number"
                 raise ConfigError(f"{field_name}.{name}", f"must be {what} in [{low:g}, {high:g}], got {value!r}")
 
@@ -74,8 +79,10 @@ class CurriculumSpec:
         number("fall_back_below", 0, 1)
         number("floor", 0, 1)
         if self.fall_back_below >= self.advance_above:
-            raise ConfigError(f"{field_name}.fall_back_below", f"must be below advance_above ({self.advance_above}), "
-                                                               f"got {self.fall_back_below}")
+            raise ConfigError(
+                f"{field_name}.fall_back_below",
+                f"must be below advance_above ({self.advance_above}), got {self.fall_back_below}",
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,11 +95,16 @@ def check_curriculum(spec: CurriculumSpec, data_spec, training) -> None:
     if len(data_spec.specs) != 1:
         raise ConfigError("data.specs", f"a curriculum draws one task by level; got {len(data_spec.specs)} tasks")
     if training.dataloader_num_workers:
-        raise ConfigError("dataloader_num_workers", "must be 0 with a curriculum: workers fetch batches before the "
-                                                    "pass rates they should follow exist")
+        raise ConfigError(
+            "dataloader_num_workers",
+            "must be 0 with a curriculum: workers fetch batches before the pass rates they should follow exist",
+        )
     if getattr(training, "dynamic_sampling", False):
-        raise ConfigError("curriculum", "does not combine with DAPO's dynamic_sampling (its extra prompts are "
-                                        "drawn uniformly, outside the curriculum)")
+        raise ConfigError(
+            "curriculum",
+            "does not combine with DAPO's dynamic_sampling (its extra prompts are "
+            "drawn uniformly, outside the curriculum)",
+        )
 
 
 def informative_fraction(p: float, num_generations: int) -> float:
@@ -169,13 +181,21 @@ class Controller:
             rate = self.pass_rate(i)
             if rate is not None:
                 out[f"{PREFIX}pass_rate/{level.value}"] = rate
-        out[f"{PREFIX}level"] = float(self.levels[self.level].value if self.spec.policy == "threshold"
-                                      else sum(w * level.value for w, level in zip(drew, self.levels)))
+        out[f"{PREFIX}level"] = float(
+            self.levels[self.level].value
+            if self.spec.policy == "threshold"
+            else sum(w * level.value for w, level in zip(drew, self.levels))
+        )
         return out
 
     def state(self) -> dict:
-        return {"outcomes": [list(window) for window in self.outcomes], "level": self.level, "at_level": self.at_level,
-                "steps": self.steps, "history": {str(k): v for k, v in self.history.items()}}
+        return {
+            "outcomes": [list(window) for window in self.outcomes],
+            "level": self.level,
+            "at_level": self.at_level,
+            "steps": self.steps,
+            "history": {str(k): v for k, v in self.history.items()},
+        }
 
     def load_state(self, state: dict) -> None:
         self.outcomes = [deque(window, maxlen=self.spec.window) for window in state["outcomes"]]
@@ -197,8 +217,16 @@ class CurriculumSampler(Sampler):
     `repeat_count` times, every index `mini_repeat_count` times in a row. An epoch is as many chunks as RepeatSampler
     would make of the dataset; chunks are numbered across epochs (`set_epoch`, which the Trainer calls)."""
 
-    def __init__(self, levels_column: list[int], num_levels: int, weights_for, mini_repeat_count: int,
-                 batch_size: int, repeat_count: int, seed: int):
+    def __init__(
+        self,
+        levels_column: list[int],
+        num_levels: int,
+        weights_for,
+        mini_repeat_count: int,
+        batch_size: int,
+        repeat_count: int,
+        seed: int,
+    ):
         self.pools = [[i for i, level in enumerate(levels_column) if level == index] for index in range(num_levels)]
         self.weights_for = weights_for  # chunk -> weights: looked up at draw time (a resume replaces the controller)
         self.mini_repeat_count, self.batch_size, self.repeat_count = mini_repeat_count, batch_size, repeat_count
@@ -243,12 +271,16 @@ class CurriculumCallback(RewardBatchCallback, ExportableState):
         step = self.controller.steps - (batch.round > 0)  # this generation step's index (a later round: the same)
         drew = self.controller.weights_for(step)
         # a pass is a solved completion (`RewardBatch.solved`, the readings' one definition)
-        self.controller.observe([row.get("difficulty") for row in batch.rows], batch.solved().tolist(), batch.round == 0)
+        self.controller.observe(
+            [row.get("difficulty") for row in batch.rows], batch.solved().tolist(), batch.round == 0
+        )
         return self.controller.metrics(drew)
 
     def state(self) -> dict:
-        return {"args": {"spec": self.spec, "levels": self.levels, "num_generations": self.num_generations},
-                "attributes": {"controller_state": self.controller_state}}
+        return {
+            "args": {"spec": self.spec, "levels": self.levels, "num_generations": self.num_generations},
+            "attributes": {"controller_state": self.controller_state},
+        }
 
 
 class CurriculumSamplerTrainer(GRPOTrainer):
@@ -276,8 +308,9 @@ class CurriculumSamplerTrainer(GRPOTrainer):
 def with_curriculum(trainer_class: type) -> type:
     """`trainer_class` with the curriculum's sampler: `CurriculumSamplerTrainer` subclasses GRPOTrainer, so the MRO
     places it right above TRL, below every mixin of the repo's trainer."""
-    return type(f"{trainer_class.__name__}WithCurriculum", (trainer_class, CurriculumSamplerTrainer),
-                {"__module__": __name__})
+    return type(
+        f"{trainer_class.__name__}WithCurriculum", (trainer_class, CurriculumSamplerTrainer), {"__module__": __name__}
+    )
 
 
 def curriculum_callback_for(spec: CurriculumSpec, levels: list[Level], num_generations: int) -> CurriculumCallback:
@@ -290,6 +323,9 @@ def build_curriculum_data(spec: CurriculumSpec, data_spec):
     levels_of(data_spec.specs[0].name, spec.attribute)  # the attribute exists: one line before any generation
     dataset, levels = build_level_pools(data_spec, attribute=spec.attribute)
     if spec.start_level >= len(levels):
-        raise ConfigError("curriculum.start_level", f"must be below the number of levels ({len(levels)}: "
-                                                    f"{', '.join(str(lv.value) for lv in levels)}), got {spec.start_level}")
+        raise ConfigError(
+            "curriculum.start_level",
+            f"must be below the number of levels ({len(levels)}: "
+            f"{', '.join(str(lv.value) for lv in levels)}), got {spec.start_level}",
+        )
     return dataset, levels

@@ -28,13 +28,21 @@ LEFT_PADDED = ("prompt_ids", "prompt_mask")
 class DAPOConfig(RLVRConfig):
     """RLVRConfig plus dynamic sampling."""
 
-    dynamic_sampling: bool = field(default=True, metadata={"help": "Drop groups whose filter reward is flat, resample."})
+    dynamic_sampling: bool = field(
+        default=True, metadata={"help": "Drop groups whose filter reward is flat, resample."}
+    )
     dynamic_sampling_filter: str = field(
         default="zero_variance",
-        metadata={"help": "Which groups are dropped: zero_variance (all G values equal) or all_min_or_max (all 0 or all 1)."},
+        metadata={
+            "help": "Which groups are dropped: zero_variance (all G values equal) or all_min_or_max (all 0 or all 1)."
+        },
     )
-    max_resample_rounds: int = field(default=4, metadata={"help": "Extra generation rounds per step before topping up."})
-    dynamic_sampling_reward: str = field(default="correctness", metadata={"help": "Reward whose flat groups are dropped."})
+    max_resample_rounds: int = field(
+        default=4, metadata={"help": "Extra generation rounds per step before topping up."}
+    )
+    dynamic_sampling_reward: str = field(
+        default="correctness", metadata={"help": "Reward whose flat groups are dropped."}
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -80,7 +88,9 @@ def select_rows(outputs: list[tuple[dict, torch.Tensor]], pad_values: dict[str, 
             pad = pad_values.get(key, 0)
             left = key in LEFT_PADDED
             parts = [
-                torch.nn.functional.pad(part, (width - part.shape[1], 0) if left else (0, width - part.shape[1]), value=pad)
+                torch.nn.functional.pad(
+                    part, (width - part.shape[1], 0) if left else (0, width - part.shape[1]), value=pad
+                )
                 for part in parts
             ]
         merged[key] = torch.cat(parts)
@@ -142,7 +152,9 @@ class DAPOTrainer(RLVRTrainer):
     def _log_dynamic_sampling(self, generated: int, kept: int, rounds: int, topped_up: int, flat_partial: int) -> None:
         counts = [generated, kept, topped_up, flat_partial]
         local = torch.tensor(counts, dtype=torch.float32, device=self.accelerator.device)
-        generated, kept, topped_up, flat_partial = self.accelerator.gather(local).view(-1, len(counts)).sum(dim=0).tolist()
+        generated, kept, topped_up, flat_partial = (
+            self.accelerator.gather(local).view(-1, len(counts)).sum(dim=0).tolist()
+        )
         metrics = self._metrics["train"]
         metrics["dapo/groups_generated"].append(generated)
         metrics["dapo/groups_kept"].append(kept)

@@ -38,9 +38,11 @@ class PPOConfig(SingleRolloutConfig):
     value_learning_rate: float | None = field(default=None, metadata={"help": "Critic lr; default: learning_rate."})
     disable_dropout: bool = field(
         default=True,
-        metadata={"help": "No dropout in the policy, reference or critic (TRL's PPO default). transformers' token "
-                  "classifier puts dropout 0.1 before the critic's head: left on, the old values that GAE's returns "
-                  "come from would be noisy samples, not V."},
+        metadata={
+            "help": "No dropout in the policy, reference or critic (TRL's PPO default). transformers' token "
+            "classifier puts dropout 0.1 before the critic's head: left on, the old values that GAE's returns "
+            "come from would be noisy samples, not V."
+        },
     )
 
 
@@ -92,7 +94,9 @@ class PPOTrainer(RLVRTrainer):
 
     def _build_value_model(self, peft_config):
         policy = self.accelerator.unwrap_model(self.model)
-        source = self.args.value_model_name_or_path or getattr(policy, "name_or_path", None) or policy.config._name_or_path
+        source = (
+            self.args.value_model_name_or_path or getattr(policy, "name_or_path", None) or policy.config._name_or_path
+        )
         dtype = (self.args.model_init_kwargs or {}).get("dtype")
         value_model = AutoModelForTokenClassification.from_pretrained(source, num_labels=1, dtype=dtype)
         value_model.config.pad_token_id = self._tokenizer.pad_token_id
@@ -113,8 +117,10 @@ class PPOTrainer(RLVRTrainer):
     @staticmethod
     def _sequences(inputs) -> tuple[torch.Tensor, torch.Tensor]:
         """(input_ids, attention_mask) of the prompts followed by their completions."""
-        return (torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1),
-                torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1))
+        return (
+            torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1),
+            torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1),
+        )
 
     def _token_values(self, inputs) -> torch.Tensor:
         """V for each completion token: the critic's output at the position just before that token."""

@@ -72,9 +72,12 @@ def callbacks_for(recipe: Recipe) -> list:
     args = recipe.args
     ledger = RolloutLedger()
     budget = recipe.training.max_generated_samples
-    stops = (PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/stopping.py)
-             DivergenceGuard(args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component,
-                             args.min_mean_reward_patience))  # after PreemptionCallback: it sees (and may cancel) its save
+    stops = (
+        PreemptionCallback(),  # SIGTERM/SIGINT: finish the step, checkpoint, stop (rlvr/training/stopping.py)
+        DivergenceGuard(
+            args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component, args.min_mean_reward_patience
+        ),
+    )  # after PreemptionCallback: it sees (and may cancel) its save
     return [
         ReadingsCallback(),
         ledger,
@@ -92,8 +95,11 @@ def callbacks_for(recipe: Recipe) -> list:
 def build_trainer(recipe: Recipe):
     """Model, tokenizer and trainer from a validated recipe (this is where weights get loaded)."""
     args, training, model_args = recipe.args, recipe.training, recipe.model
-    apply_cpu_threads(args.cpu_threads, use_cpu=training.use_cpu or training.device.type == "cpu",
-                      echo=lambda line: print(line, flush=True))
+    apply_cpu_threads(
+        args.cpu_threads,
+        use_cpu=training.use_cpu or training.device.type == "cpu",
+        echo=lambda line: print(line, flush=True),
+    )
     if args.build_tiny_model:  # imported only when a recipe asks for it: a GPU recipe imports no tiny-model code
         from rlvr.recipes.tiny.model import ensure_tiny_model
 
@@ -195,11 +201,12 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     if warning := precision_warning(recipe):
         print(warning, flush=True)
     if args.memory_budget != "off":  # on a GPU: planned peak vs free memory, remedies in order of value
-
         check_memory_budget(recipe, stop=args.memory_budget == "stop")
     if args.dry_run:
-        print(f"[dry run] the recipe is valid; nothing loaded, nothing written (a run would write to {training.output_dir}/)",
-              flush=True)
+        print(
+            f"[dry run] the recipe is valid; nothing loaded, nothing written (a run would write to {training.output_dir}/)",
+            flush=True,
+        )
         return recipe, None, None
 
     # 2. Records and tracking: the trackers are checked first (a missing one is one line, nothing written), then the
@@ -210,8 +217,11 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     claim_run_folder(recipe, resume)
     try:
         if training.process_index == 0:
-            print(f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
-                  f"{layout.ROLLOUTS}, checkpoints, final model) as run {recipe.run_folder.run_id}", flush=True)
+            print(
+                f"[run] writing to {training.output_dir}/ ({layout.CONFIG}, {layout.CODE}, {layout.METRICS}, "
+                f"{layout.ROLLOUTS}, checkpoints, final model) as run {recipe.run_folder.run_id}",
+                flush=True,
+            )
             write_run_config(recipe)
             record_code(training.output_dir)  # which code trained it: sweeps share a run only with the same code
 
@@ -243,8 +253,11 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
         trainer.save_model(recipe.training.output_dir)
         if trainer.accelerator.is_main_process:
             out = recipe.training.output_dir
-            print(f"[run] saved the final model to {out}/; metrics in {recipe.args.metrics_path or f'{out}/{layout.METRICS}'}, "
-                  f"rollouts in {recipe.args.rollouts_path or f'{out}/{layout.ROLLOUTS}'}", flush=True)
+            print(
+                f"[run] saved the final model to {out}/; metrics in {recipe.args.metrics_path or f'{out}/{layout.METRICS}'}, "
+                f"rollouts in {recipe.args.rollouts_path or f'{out}/{layout.ROLLOUTS}'}",
+                flush=True,
+            )
     return trainer
 
 

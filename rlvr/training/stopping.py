@@ -123,15 +123,18 @@ def check_divergence_fields(args, reward_names) -> None:
     """The reward trigger's component must be one the run logs as `avg_<component>`."""
     components = (*DERIVED, *reward_names)
     if args.min_mean_reward_component not in components:
-        raise ConfigError("min_mean_reward_component", f"must be one of {', '.join(components)}, got "
-                                                       f"{args.min_mean_reward_component!r}")
+        raise ConfigError(
+            "min_mean_reward_component",
+            f"must be one of {', '.join(components)}, got {args.min_mean_reward_component!r}",
+        )
 
 
 class DivergenceGuard(TrainerCallback):
     """See the module docstring. `stop` is set (an `EarlyStop`) when the guard trips."""
 
-    def __init__(self, non_finite: bool = True, min_mean_reward: float | None = None, component: str = TOTAL,
-                 patience: int = 1):
+    def __init__(
+        self, non_finite: bool = True, min_mean_reward: float | None = None, component: str = TOTAL, patience: int = 1
+    ):
         self.non_finite = non_finite
         self.min_mean_reward = min_mean_reward
         self.key = reward_key(component)
@@ -153,8 +156,10 @@ class DivergenceGuard(TrainerCallback):
         if self.min_mean_reward is not None and isinstance(value, (int, float)):
             self.below = self.below + 1 if not value >= self.min_mean_reward else 0  # NaN counts as below
             if self.below >= self.patience:
-                return (f"{self.key} is {value:.4g}, below min_mean_reward {self.min_mean_reward:g} for "
-                        f"{self.below} logged step(s)")
+                return (
+                    f"{self.key} is {value:.4g}, below min_mean_reward {self.min_mean_reward:g} for "
+                    f"{self.below} logged step(s)"
+                )
         return None
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -165,15 +170,22 @@ class DivergenceGuard(TrainerCallback):
         control.should_save = False  # this step's weights are the bad ones: never written
         control.should_training_stop = True
         checkpoint, _ = last_complete_checkpoint(args.output_dir)
-        kept = f"newest complete checkpoint: {checkpoint}; resume with --resume_from_checkpoint true" if checkpoint \
+        kept = (
+            f"newest complete checkpoint: {checkpoint}; resume with --resume_from_checkpoint true"
+            if checkpoint
             else "no checkpoint was saved before it"
-        self.stop = EarlyStop(f"error: diverged at step {state.global_step}: {problem or 'on another rank'}; "
-                              f"step {state.global_step} was not saved; {kept}", DIVERGED_STATUS)
+        )
+        self.stop = EarlyStop(
+            f"error: diverged at step {state.global_step}: {problem or 'on another rank'}; "
+            f"step {state.global_step} was not saved; {kept}",
+            DIVERGED_STATUS,
+        )
 
 
 # ---- the sample budget (`max_generated_samples`, docs/algorithms.md): runs compared at equal generation compute.
 # DAPO's resampling generated 1.9x GRPO's samples in the same 140 steps; a cosine over samples generated / budget ends
 # at the budget however many steps that takes (`rlvr.training.trainer.SampleScheduleMixin`).
+
 
 class SampleBudgetCallback(TrainerCallback):
     """Stops training once the ledger (`rlvr.metrics.callbacks.RolloutLedger`) has counted `budget` generated samples.
@@ -186,6 +198,9 @@ class SampleBudgetCallback(TrainerCallback):
         if self.ledger.generated_samples >= self.budget and not control.should_training_stop:
             control.should_training_stop = True
             if state.is_world_process_zero and state.global_step < state.max_steps:
-                print(f"[budget] {self.ledger.generated_samples} generated samples >= max_generated_samples "
-                      f"{self.budget}: stopping at step {state.global_step} of max_steps {state.max_steps}", flush=True)
+                print(
+                    f"[budget] {self.ledger.generated_samples} generated samples >= max_generated_samples "
+                    f"{self.budget}: stopping at step {state.global_step} of max_steps {state.max_steps}",
+                    flush=True,
+                )
         return control

@@ -52,6 +52,7 @@ from rlvr.training.curriculum import with_curriculum
 # `beta * (k - k3) * ratio` aggregated as TRL aggregates that loss type. The logged `kl` is the chosen estimator's
 # masked mean. tests/test_kl_estimator.py checks the aggregation and the ratio against TRL's own for every loss type.
 
+
 def per_token_kl(logp: torch.Tensor, ref: torch.Tensor, estimator: str) -> torch.Tensor:
     """Schulman's k1, k2 or k3 per token; k3 is written exactly as TRL writes it, so the two agree bit for bit."""
     if estimator == "k1":
@@ -122,12 +123,15 @@ class KLEstimatorMixin:
         k3 = per_token_kl(logp, ref, "k3") * weight
         loss = loss + self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
         totals = self.accelerator.reduce(torch.stack([(chosen.detach() * mask).sum(), mask.sum().float()]), "sum")
-        self._metrics["train" if self.model.training else "eval"]["kl"][-1] = (totals[0] / totals[1].clamp(min=1.0)).item()
+        self._metrics["train" if self.model.training else "eval"]["kl"][-1] = (
+            totals[0] / totals[1].clamp(min=1.0)
+        ).item()
         return loss
 
 
 # ---- the sample budget (`max_generated_samples`): the learning-rate schedule follows generated samples; the stop at
 # the budget is `rlvr.training.stopping.SampleBudgetCallback`.
+
 
 class SampleScheduleMixin:
     """Trainer mixin: with `max_generated_samples`, the learning-rate schedule advances with generated samples."""
@@ -139,10 +143,13 @@ class SampleScheduleMixin:
             return super().create_scheduler(num_training_steps, optimizer)
 
         optimizer = self.optimizer if optimizer is None else optimizer
-        steps_schedule = get_scheduler(self.args.lr_scheduler_type, optimizer=optimizer,
-                                       num_warmup_steps=self.args.get_warmup_steps(num_training_steps),
-                                       num_training_steps=num_training_steps,
-                                       scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)
+        steps_schedule = get_scheduler(
+            self.args.lr_scheduler_type,
+            optimizer=optimizer,
+            num_warmup_steps=self.args.get_warmup_steps(num_training_steps),
+            num_training_steps=num_training_steps,
+            scheduler_specific_kwargs=self.args.lr_scheduler_kwargs,
+        )
         if not isinstance(steps_schedule, LambdaLR):  # e.g. reduce_lr_on_plateau: no progress function to remap
             self.lr_scheduler = steps_schedule
             return self.lr_scheduler
@@ -229,6 +236,7 @@ class TimingMixin:
     def create_optimizer(self, *args, **kwargs):
         optimizer = super().create_optimizer(*args, **kwargs)
         if hasattr(optimizer, "register_step_post_hook") and not getattr(optimizer, "_rlvr_timed", False):
+
             def started(*_):
                 self._optimizer_started = time.perf_counter()
 
@@ -247,7 +255,11 @@ class TimingMixin:
         """Seconds spent per phase since the last log, then reset. Rollouts happen inside training steps."""
         spent = getattr(self, "_time_accounts", None) or {}
         self._time_accounts = defaultdict(float)
-        generation, scoring, rollout = spent.get("generation", 0.0), spent.get("scoring", 0.0), spent.get("rollout", 0.0)
+        generation, scoring, rollout = (
+            spent.get("generation", 0.0),
+            spent.get("scoring", 0.0),
+            spent.get("rollout", 0.0),
+        )
         step = spent.get("step", 0.0) or rollout
         if step == 0.0:
             return {}
@@ -332,10 +344,12 @@ class AlgorithmMixin:
             output["advantages"] = advantages[rows].to(output["advantages"].device)
             self.log_trained_advantages(advantages)
         else:  # TRL's own (GRPO, Dr. GRPO, DAPO, ...): its float arithmetic leaves residues on flat groups
-            output["advantages"] = zero_flat_groups(self.args.algorithm, output["advantages"], components,
-                                                    num_generations, rows)
-            self.log_trained_advantages(lambda logged: zero_flat_groups(self.args.algorithm, logged, components,
-                                                                        num_generations))
+            output["advantages"] = zero_flat_groups(
+                self.args.algorithm, output["advantages"], components, num_generations, rows
+            )
+            self.log_trained_advantages(
+                lambda logged: zero_flat_groups(self.args.algorithm, logged, components, num_generations)
+            )
         return output
 
     def log_trained_advantages(self, advantages) -> None:
@@ -405,8 +419,10 @@ PRIVATE_OVERRIDES = {
     ("TimingMixin", "_generate"): "times generation (`time/generation_s`); no callback runs around it",
     ("TimingMixin", "_generate_and_score_completions"): "times the rollout (generation + scoring + log-probs)",
     ("TimingMixin", "_get_per_token_logps_and_entropies"): "splits log-prob time into reference / old policy",
-    ("AlgorithmMixin", "_generate_and_score_completions"):
-        "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups",
+    (
+        "AlgorithmMixin",
+        "_generate_and_score_completions",
+    ): "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups",
     ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
     ("KLEstimatorMixin", "_compute_loss"): "adds beta * (k - k3) for kl_estimator k1 / k2 (TRL has k3 only)",
     ("KLEstimatorMixin", "_get_per_token_logps_and_entropies"): "captures the policy log-probs of the loss's pass",
@@ -414,15 +430,26 @@ PRIVATE_OVERRIDES = {
     ("PPOTrainer", "_generate_and_score_completions"): "GAE advantages from the critic replace the group ones",
     ("PPOTrainer", "_compute_loss"): "adds the clipped value loss; moves the KL into the reward",
     ("PPOTrainer", "_load_optimizer_and_scheduler"): "restores the critic beside the policy on resume",
-    ("CurriculumSamplerTrainer", "_get_train_sampler"):
-        "draws prompts by curriculum level weights (Trainer builds its sampler only here)",
+    (
+        "CurriculumSamplerTrainer",
+        "_get_train_sampler",
+    ): "draws prompts by curriculum level weights (Trainer builds its sampler only here)",
     ("SharedPrefixTrainer", "_get_per_token_logps_and_entropies"): "speed-up: the shared prompt prefix once",
     ("SharedPrefixTrainer", "_generate_single_turn"): "speed-up: prefills the shared prefix once / prefix_attention",
 }
 
 
-class RLVRTrainer(TimingMixin, RewardDispatchMixin, HeldOutMixin, LoggedRowMixin, AlgorithmMixin, KLEstimatorMixin,
-                  RawCompletionsMixin, SampleScheduleMixin, GRPOTrainer):
+class RLVRTrainer(
+    TimingMixin,
+    RewardDispatchMixin,
+    HeldOutMixin,
+    LoggedRowMixin,
+    AlgorithmMixin,
+    KLEstimatorMixin,
+    RawCompletionsMixin,
+    SampleScheduleMixin,
+    GRPOTrainer,
+):
     """TRL's GRPOTrainer with every mixin above, in `MRO_CONTRACT`'s order (the module docstring says what each does)."""
 
 

@@ -46,10 +46,17 @@ class Num:
             return None
         if not math.isfinite(value):
             return f"must be a finite number, got {value!r}"
-        bounds = [f"{op} {b:.10g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
-                  if b is not None]
-        ok = ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
-              and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        bounds = [
+            f"{op} {b:.10g}"
+            for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+            if b is not None
+        ]
+        ok = (
+            (self.ge is None or value >= self.ge)
+            and (self.gt is None or value > self.gt)
+            and (self.le is None or value <= self.le)
+            and (self.lt is None or value < self.lt)
+        )
         if ok:
             return None
         extra = f" (or {', '.join(map(str, self.also))})" if self.also else ""
@@ -163,7 +170,11 @@ def _annotations(cls) -> dict:
 
 def _kinds(annotation) -> tuple[set, bool]:
     """({'int'|'float'|'bool'|'numbers'}, allows None) for the annotations whose type we check; other types -> {}."""
-    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union else (annotation,)
+    args = (
+        typing.get_args(annotation)
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+        else (annotation,)
+    )
     kinds, optional = set(), type(None) in args
     for arg in args:
         if arg is bool:
@@ -229,18 +240,21 @@ def check_values(values: dict, dataclass_types) -> None:
             continue  # a non-numeric alternative of the annotation (e.g. a string schedule): not a range question
         if problem := rule.problem(value):
             raise ConfigError(name, problem)
-    minimum = min((getattr(cls, "min_generations", 2) for cls in dataclass_types if hasattr(cls, "num_generations")),
-                  default=2)
+    minimum = min(
+        (getattr(cls, "min_generations", 2) for cls in dataclass_types if hasattr(cls, "num_generations")), default=2
+    )
     if isinstance(values.get("num_generations"), int) and values["num_generations"] < minimum:
-        raise ConfigError("num_generations", f"must be >= {minimum} (a group needs a baseline), got "
-                                             f"{values['num_generations']}")
+        raise ConfigError(
+            "num_generations", f"must be >= {minimum} (a group needs a baseline), got {values['num_generations']}"
+        )
 
 
 def check_recipe(args, training, model) -> None:
     """The built configs: every field again (they may come from code, not argparse), then rules across fields."""
     parts = (args, training, model)
-    check_values({f.name: getattr(p, f.name) for p in parts for f in fields(p) if f.name in RULES},
-                 [type(p) for p in parts])
+    check_values(
+        {f.name: getattr(p, f.name) for p in parts for f in fields(p) if f.name in RULES}, [type(p) for p in parts]
+    )
     if args.overlong_cache_length is not None and args.overlong_max_length is None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
     if training.max_steps == -1 and training.num_train_epochs <= 0:
@@ -251,9 +265,12 @@ def check_sample_budget(training) -> None:
     """A sample budget below one generation step would stop after the first step whatever it says: refused."""
     budget, per_step = training.max_generated_samples, training.generation_batch_size
     if budget is not None and per_step and budget < per_step:
-        raise ConfigError("max_generated_samples", f"{budget} is less than one generation step ({per_step} samples = "
-                                                   f"generation_batch_size): the run would still train one step; set "
-                                                   f"at least {per_step}, or leave it unset")
+        raise ConfigError(
+            "max_generated_samples",
+            f"{budget} is less than one generation step ({per_step} samples = "
+            f"generation_batch_size): the run would still train one step; set "
+            f"at least {per_step}, or leave it unset",
+        )
 
 
 def flag_type(name: str, kind=float):
@@ -265,7 +282,9 @@ def flag_type(name: str, kind=float):
         try:
             value = kind(text)
         except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"must be {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
         if problem := rule.problem(value):
             raise argparse.ArgumentTypeError(problem)
         return value
@@ -325,8 +344,11 @@ def check_dataset_path(value: str, field: str = "dataset_name") -> None:
     path = Path(os.path.expanduser(value))
     if path.is_dir():
         if not any((path / name).exists() for name in DATASET_FILES):
-            raise ConfigError(field, f"{value} is a folder but not a saved dataset (no dataset_dict.json); write one "
-                                     "with `python -m rlvr data --output_dir`")
+            raise ConfigError(
+                field,
+                f"{value} is a folder but not a saved dataset (no dataset_dict.json); write one "
+                "with `python -m rlvr data --output_dir`",
+            )
         return
     if path.exists():
         raise ConfigError(field, f"{value} is a file; give a save_to_disk folder or a Hub dataset id")
