@@ -314,3 +314,17 @@ def test_maj_at_k_counts_what_enumerating_every_subset_gives():
     assert maj_at_k(votes, "c", 8) == 0.0 and maj_at_k(votes, None, 3) == 0.0
     with pytest.raises(ValueError):
         maj_at_k(votes, "a", 9)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [("{not json", "is not readable JSON"), ("[1, 2]", "must hold"), ('{"r": 16}', "names no base_model_name_or_path")],
+)
+def test_a_damaged_adapter_config_is_one_error_naming_the_file(tmp_path, content, message):
+    from rlvr.training.config import load_recipe, validate
+
+    (tmp_path / "adapter_config.json").write_text(content)
+    recipe = validate(load_recipe(["--config", FAST_RECIPE, "--dry_run", "true"]))
+    with pytest.raises(ConfigError, match=message) as err:
+        ev.load_policy(str(tmp_path), recipe, "cpu")
+    assert err.value.field == "--model"

@@ -32,7 +32,15 @@ from rich.text import Text
 from transformers import AutoTokenizer, GenerationConfig
 from trl.trainer.utils import create_model_from_path
 
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    check_writable_folder,
+    cli,
+    non_negative_float,
+    positive_int,
+    read_json,
+)
 from rlvr.metrics.keys import EXACT_MATCH, MEAN_PREFIX, PER_K
 from rlvr.metrics.scoring import RECORD_FIELDS, WATCHES, score, step_metrics_of, summarize
 from rlvr.planning import generation_batch_for, shape_from_config
@@ -87,7 +95,9 @@ def load_policy(model_path: str, recipe, device: str):
         kwargs["quantization_config"] = quant
     adapter = Path(model_path) / "adapter_config.json"
     if adapter.exists() and not (Path(model_path) / "config.json").exists():
-        base = json.loads(adapter.read_text())["base_model_name_or_path"]
+        base = read_json(adapter, "--model", dict).get("base_model_name_or_path")
+        if not isinstance(base, str):
+            raise ConfigError("--model", f"{adapter} names no base_model_name_or_path for its LoRA adapter")
         return PeftModel.from_pretrained(create_model_from_path(base, **kwargs), model_path).eval()
     return create_model_from_path(model_path, **kwargs).eval()
 
