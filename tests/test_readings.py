@@ -181,7 +181,7 @@ def test_plots_smooth_as_trackers_do_and_skip_panels_constant_by_construction():
 
     assert smoothed([2.0] * 4) == pytest.approx([2.0] * 4)  # debiased: no pull toward 0 at the start
     step = smoothed([0.0] * 3 + [1.0] * 7)
-    assert step[:3] == [0.0] * 3 and all(a < b < 1.0 for a, b in itertools.pairwise(step))
+    assert step[:3] == [0.0] * 3 and all(a < b < 1.0 for a, b in itertools.pairwise(step[3:]))
     assert step[3] == pytest.approx(0.4 / (1 - 0.6**4))  # 0.6 x 0 + 0.4 x 1, debiased at the 4th point
     rows = [{"step": i, "avg_penalty": 0.0, "zero_std_frac/penalty": 1.0, "zero_std_frac/total": 0.5} for i in range(6)]
     keys = ["avg_penalty", "zero_std_frac/penalty", "zero_std_frac/total"]
