@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -61,7 +62,10 @@ def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     print("$", " ".join(command), flush=True)
     start = time.perf_counter()
-    subprocess.run(command, check=True, env=env, cwd=Path(__file__).resolve().parents[1])
+    done = subprocess.run(command, check=False, env=env, cwd=Path(__file__).resolve().parents[1])
+    if done.returncode != 0:  # its own output above says why; the job stops here, with the evaluation it has
+        print(f"error: the GRPO run exited {done.returncode}: {shlex.join(command)}", file=sys.stderr)
+        sys.exit(1)
     return time.perf_counter() - start
 
 
