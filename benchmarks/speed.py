@@ -152,8 +152,9 @@ def run_once(
 
 
 def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> None:
-    """The bare contender, in its own process: plain trl.GRPOTrainer with the recipe's model, rows, reward callables
-    and GRPOConfig fields; writes TRL's log history as metrics.jsonl."""
+    """The bare contender, in its own process: plain trl.GRPOTrainer with the recipe's model, rows (the train split,
+    and the held-out prompts TRL evaluates every eval_steps, as the recipe's run gets them), reward callables and
+    GRPOConfig fields; writes TRL's log history as metrics.jsonl."""
     import dataclasses
 
     import torch
@@ -162,6 +163,7 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     from rlvr.runs.cpu_threads import cpu_threads_for
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.model_loading import model_init_kwargs
+    from rlvr.training.runner import held_out_prompts
 
     argv = [
         "--config",
@@ -187,6 +189,7 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
         reward_funcs=list(recipe.rewards.funcs),
         args=GRPOConfig(**values),
         train_dataset=recipe.dataset[recipe.args.dataset_train_split],
+        eval_dataset=held_out_prompts(recipe),  # None under eval_strategy "no"; TRL refuses "steps" without one
     )
     trainer.train()
     Path(output_dir, "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in trainer.state.log_history))

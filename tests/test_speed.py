@@ -471,3 +471,23 @@ def test_each_configs_floor_table_is_shown_with_that_configs_values(monkeypatch)
     for shower in showers:
         shower("all", {})
     assert shown == [("a.yaml", "all", ("a.yaml", 1.0, 0.1)), ("b.yaml", "all", ("b.yaml", 2.0, 0.2))]
+
+
+def test_bare_trl_contender_trains_on_the_main_jobs_recipe(tmp_path):
+    """The contender every speed ratio is taken against runs on the recipe that has in-training evaluations
+    (`eval_strategy: steps`): plain TRL refuses that setting without an eval_dataset, so it gets the held-out prompts
+    the recipe's own run evaluates; one step, with one evaluation of them."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out, recipe = tmp_path / "bare", tmp_path / "grpo_eval_every_step.yaml"
+    recipe.write_text(f"base: {REPO / 'recipes' / 'tiny' / 'grpo.yaml'}\neval_steps: 1\n")
+    command = [sys.executable, "benchmarks/speed.py", "--_bare", str(recipe), "--max_steps", "1"]
+    command += ["--output_dir", str(out), "--cpu_threads", "1"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("loss" in row for row in rows) and any("eval_reward" in row for row in rows)
