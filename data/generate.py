@@ -20,8 +20,7 @@ from pathlib import Path
 
 import yaml
 from datasets import Dataset, DatasetDict, Value, concatenate_datasets, load_dataset, load_from_disk
-from rlvr.data.levels import HELD_OUT_SETS, levels_of, range_attribute
-from rlvr.data.spec import TINY_SYSTEM_PROMPT, DataSpec
+from rlvr.data.spec import HELD_OUT_SETS, TINY_SYSTEM_PROMPT, DataSpec, levels_of, range_attribute
 
 from rlvr.inputs import ConfigError
 
@@ -141,7 +140,7 @@ def dataset_card(spec: DataSpec, dataset: DatasetDict) -> str:
     )
 
 
-# ---- curriculum level pools and named held-out sets (their definitions: rlvr/data/levels.py) ----
+# ---- curriculum level pools and named held-out sets (their definitions: rlvr/data/spec.py) ----
 
 _SAID: set = set()
 

@@ -2,6 +2,13 @@
 
 Validation instantiates each reasoning_gym config and runs its own `validate()`, so a bad task option (say
 `min_word_len > max_word_len`) fails here with reasoning_gym's message, naming the field.
+
+It also says what the difficulty levels and the named fixed held-out sets are; building their rows (per-level pools,
+the held-out Dataset) is `rlvr.data.generate`'s. Levels come from the task's registered curriculum
+(`reasoning_gym.factory.create_curriculum`; for spell_backward `word_len`, levels 3, 5, 7, 9, 11); level i covers its
+value up to the next level's minus one, so levels tile the range (docs/curriculum.md). A held-out set is named once in
+`HELD_OUT_SETS` and built the same way for every recipe that names it (`data.held_out`), so runs trained on different
+mixes are measured on the same prompts.
 """
 
 from __future__ import annotations
@@ -11,9 +18,68 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rlvr.data.levels import HELD_OUT_SETS
-
 from rlvr.inputs import ConfigError, mapping_field, one_line
+
+# ---------------------------------------------------------------- difficulty levels and named held-out sets
+
+
+@dataclass(frozen=True)
+class Level:
+    """One difficulty level: its reasoning_gym level value (the label in metrics) and the attribute range it covers."""
+
+    value: int
+    low: int
+    high: int
+
+    def covers(self, difficulty) -> bool:
+        return isinstance(difficulty, (int, float)) and self.low <= difficulty <= self.high
+
+
+def range_attribute(task: str, attribute: str | None, where: str = "curriculum.attribute"):
+    """The task's registered curriculum attribute (a reasoning_gym RangeAttributeDefinition); one line if none."""
+    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
+    from reasoning_gym.coaching.attributes import RangeAttributeDefinition
+    from reasoning_gym.factory import create_curriculum, has_curriculum
+
+    if not has_curriculum(task):
+        raise ConfigError(where, f"reasoning_gym registers no curriculum for task {task!r}")
+    attributes = create_curriculum(task).attributes
+    name = attribute or (next(iter(attributes)) if len(attributes) == 1 else None)
+    if name not in attributes:
+        raise ConfigError(where, f"{attribute!r} is not an attribute of {task}'s curriculum ({', '.join(attributes)})")
+    definition = attributes[name]
+    if not isinstance(definition, RangeAttributeDefinition):
+        raise ConfigError(where, f"{task}'s {name!r} is not a range attribute (lower and upper config fields)")
+    return definition
+
+
+def levels_of(task: str, attribute: str | None = None) -> list[Level]:
+    """Every level of the attribute, each covering [its value, the next level's value - 1]."""
+    values = list(range_attribute(task, attribute).levels)
+    return [Level(v, v, (values[i + 1] - 1) if i + 1 < len(values) else v) for i, v in enumerate(values)]
+
+
+@dataclass(frozen=True)
+class HeldOutSet:
+    """`per_value` distinct questions at each attribute value in `values` (a balanced set: every length counts the
+    same), drawn with `seed`, never with a training seed's draws in mind: training drops these questions instead."""
+
+    task: str
+    attribute: str
+    values: tuple
+    per_value: int
+    seed: int
+
+
+# One source of truth for the fixed held-out sets a recipe or sweep can name (`data.held_out`).
+# spell_backward_3_10: every word length of the curriculum's 3-11 range that reasoning_gym's word list has
+# (words3to10.txt: no 11-letter word), 40 words each.
+HELD_OUT_SETS = {
+    "spell_backward_3_10": HeldOutSet("spell_backward", "word_len", tuple(range(3, 11)), 40, 7),
+}
+
+
+# ---------------------------------------------------------------- the spec
 
 # A short system prompt for byte-level tiny models: reasoning_gym's DeepSeekZero prompt alone is ~600 byte tokens.
 TINY_SYSTEM_PROMPT = "Reverse the word. Reply as <think>letters</think><answer>word</answer>."
@@ -67,7 +133,7 @@ class DataSpec:
     test_size: int = 200
     # A reasoning_gym SYSTEM_PROMPTS key ("DeepSeekZero"), the literal text of a prompt, "tiny", or None for no system turn.
     system_prompt: str | None = "DeepSeekZero"
-    # A named fixed held-out set (rlvr/data/levels.py HELD_OUT_SETS): it becomes the test split, whatever the training
+    # A named fixed held-out set (HELD_OUT_SETS above): it becomes the test split, whatever the training
     # mix, and its questions are removed from train; test_size is then unused. None: test_size rows of the mix.
     held_out: str | None = None
 

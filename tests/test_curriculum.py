@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import REPO, read_jsonl
-from rlvr.data.levels import Level, levels_of
+from rlvr.data.spec import Level, levels_of
 
 from rlvr.inputs import ConfigError, cli
 from rlvr.metrics.reward_batch import RewardBatch

@@ -91,7 +91,7 @@ def test_a_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(
 
 
 def test_disk_full_is_recognised_under_its_several_names():
-    from rlvr.runs.disk import is_disk_full
+    from rlvr.runs.checkpoints import is_disk_full
 
     assert is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
     assert is_disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))

@@ -9,7 +9,7 @@ from conftest import FAST_RECIPE, REPO, read_jsonl
 
 from rlvr.inputs import ConfigError
 from rlvr.runs.cpu_threads import apply_cpu_threads, cpu_threads_for, local_processes, threads_pay_off
-from rlvr.speedups.registry import SPEEDUPS, parse_speedups
+from rlvr.speedups import SPEEDUPS, parse_speedups
 from rlvr.speedups.shared_prefix import common_prefix_length, shared_prefix_length
 from rlvr.training.runner import main
 

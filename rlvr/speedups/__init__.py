@@ -9,4 +9,26 @@ were never measured exact or faster on a GPU.
   prefix_attention  generation attends the prefix's single copy of keys and values (prefix_attention.py)
 
 What each does, where it applies and what it bought: docs/speed.md and docs/measurements/speed.md.
+
+The names and the recipe field that lists them live here, in the package itself and importing nothing, so the
+recipe parser reads them without importing any speed-up implementation.
 """
+
+from __future__ import annotations
+
+SPEEDUPS = ("shared_prefix", "group_prompts", "prefix_attention")
+LOGPROB_SPEEDUPS = frozenset({"shared_prefix", "group_prompts"})  # either one takes the prefix-once log-prob path
+
+
+def parse_speedups(value: str | None) -> frozenset[str]:
+    """'all' | 'none' | 'a,b' -> the set of enabled speed-ups; raises ValueError naming an unknown one."""
+    text = (value or "none").strip().lower()
+    if text == "all":
+        return frozenset(SPEEDUPS)
+    if text in ("none", "off", "false", ""):
+        return frozenset()
+    names = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(names - set(SPEEDUPS))
+    if unknown:
+        raise ValueError(f"unknown speed-up(s) {unknown}; choose from {list(SPEEDUPS)}, 'all' or 'none'")
+    return names

@@ -16,8 +16,7 @@ import torch
 from trl import GRPOTrainer
 from trl.models import unwrap_model_for_generation
 
-from rlvr.speedups import prefix_attention
-from rlvr.speedups.registry import LOGPROB_SPEEDUPS
+from rlvr.speedups import LOGPROB_SPEEDUPS, prefix_attention
 
 MIN_SHARED_PREFIX = 16  # tokens; below this the extra forward call costs more than it saves
 MAX_LOGITS = 64 * 1024 * 1024  # elements of the materialised (B, kept positions, vocab) logits

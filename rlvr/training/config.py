@@ -35,10 +35,9 @@ from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.runs.cpu_threads import parse_cpu_threads
 from rlvr.runs.resume import ALLOW_FLAG, RecipeFields
-from rlvr.speedups.registry import parse_speedups
+from rlvr.speedups import parse_speedups
 from rlvr.training import algorithms
 from rlvr.training.algorithms import check_algorithm_config, config_class
-from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
 from rlvr.training.model_loading import check_quantization
 from rlvr.training.stopping import check_divergence_fields
 from rlvr.training.validation import check_dataset_path, check_paths, check_recipe, check_sample_budget, check_values
@@ -402,6 +401,9 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         raise ConfigError("data", "set an inline data spec or dataset_name")
     curriculum = None
     if args.curriculum is not None:  # the train split becomes per-level pools of the data spec's task
+        # opt-in layer, imported only when named (as the speed-ups): a recipe without one loads no curriculum code
+        from rlvr.training.curriculum import CurriculumSpec, build_curriculum_data, check_curriculum
+
         spec = CurriculumSpec.from_dict(args.curriculum)
         check_curriculum(spec, data_spec, training)
         dataset, levels = build_curriculum_data(spec, data_spec)

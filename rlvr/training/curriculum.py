@@ -22,7 +22,7 @@ from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 
 from rlvr.data.generate import build_level_pools
-from rlvr.data.levels import Level, levels_of
+from rlvr.data.spec import Level, levels_of
 from rlvr.inputs import ConfigError, mapping_field
 from rlvr.metrics.keys import CURRICULUM_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback

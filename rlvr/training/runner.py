@@ -35,15 +35,13 @@ from rlvr.metrics.readings import ReadingsCallback
 from rlvr.planning.plan import check_memory_budget
 from rlvr.rewards.guard import guard_rewards
 from rlvr.runs import layout
-from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
+from rlvr.runs.checkpoints import checkpoint_problem, disk_full_exits, last_complete_checkpoint
 from rlvr.runs.code_record import record_code
 from rlvr.runs.cpu_threads import apply_cpu_threads
-from rlvr.runs.disk import disk_full_exits
 from rlvr.runs.folder import check_model_outside, claim, refuse_if_in_use
 from rlvr.runs.resume import RunIdentityCallback, check_resume
 from rlvr.runs.tracking import configure_trackers
 from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, resume_fields, validate
-from rlvr.training.curriculum import curriculum_callback_for
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
 from rlvr.training.stopping import (
     DivergenceGuard,
@@ -78,6 +76,11 @@ def callbacks_for(recipe: Recipe) -> list:
             args.divergence_guard, args.min_mean_reward, args.min_mean_reward_component, args.min_mean_reward_patience
         ),
     )  # after PreemptionCallback: it sees (and may cancel) its save
+    curriculum = []
+    if recipe.curriculum:  # opt-in layer, imported only when named (as in `trainer_for`)
+        from rlvr.training.curriculum import curriculum_callback_for
+
+        curriculum = [curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)]
     return [
         ReadingsCallback(),
         ledger,
@@ -85,7 +88,7 @@ def callbacks_for(recipe: Recipe) -> list:
         RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
         # the closing row of a run the stops end early says so (`Run.finished` reads it)
         MetricsJsonlCallback(recipe.args.metrics_path, partial(closing_note, callbacks=stops)),
-        *([curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)] if recipe.curriculum else []),
+        *curriculum,
         *stops,
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
         RunIdentityCallback(recipe.run_folder.run_id if recipe.run_folder else None),  # the run id, in each checkpoint
@@ -242,7 +245,7 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
         return None
     # 4. Train (resuming if requested), then save the final policy beside the checkpoints. A run stopped early
     #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
-    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/runs/disk.py).
+    #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/runs/checkpoints.py).
 
     with disk_full_exits(recipe.training.output_dir), released(recipe.run_folder):
         trainer.train(resume_from_checkpoint=checkpoint)

@@ -42,7 +42,6 @@ from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training import algorithms
 from rlvr.training.algorithms import compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.config import KL_ESTIMATORS
-from rlvr.training.curriculum import with_curriculum
 
 # ---- the KL estimator (`kl_estimator: k1 | k2 | k3`; TRL 1.16 has only k3)
 # What each estimator's expected gradient pulls toward, with and without TRL's `use_bias_correction_kl`:
@@ -457,9 +456,12 @@ def trainer_for(recipe) -> type:
     """The recipe's algorithm's trainer class, plus the layers the recipe names (its `curriculum:` sampler, then its
     `speedups:`), each placed by the MRO right above TRL, below every mixin."""
     trainer = trainer_class(recipe.training.algorithm)
+    # opt-in layers, imported only when named: a recipe without them loads no curriculum or speed-up code
     if recipe.curriculum:
+        from rlvr.training.curriculum import with_curriculum
+
         trainer = with_curriculum(trainer)
-    if recipe.speedups:  # opt-in layers, imported only when named: a recipe without them imports no rlvr/speedups
+    if recipe.speedups:
         from rlvr.speedups.shared_prefix import with_speedups
 
         trainer = with_speedups(trainer, recipe.speedups)
