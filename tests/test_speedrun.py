@@ -4,7 +4,8 @@ evaluations, reaches the target; with the samples generated and the step time sp
 from pathlib import Path
 
 from rlvr.analysis.loaders import Run
-from rlvr.analysis.summaries import speedrun, speedrun_line
+from rlvr.analysis.report import settings_section
+from rlvr.analysis.summaries import SPEEDRUN_SAMPLES, speedrun, speedrun_line, summarize
 from rlvr.metrics.keys import EVAL_EXACT, GENERATED_SAMPLES, TIME_TOTAL
 
 
@@ -33,3 +34,20 @@ def test_never_reached_and_the_printed_line():
     assert speedrun_line(None).endswith("not reached")
     line = speedrun_line({"step": 90, "samples": 5760, "seconds": 146.4, "value": 0.651})
     assert "at step 90: 5,760 samples, 146 s of step time" in line and ">= 60%" in line
+
+
+def test_a_sweeps_summary_and_settings_table_carry_the_speedrun_samples():
+    runs = [
+        Run(path=Path("."), label="fast-s1", rows=run_with({2: 0.6, 4: 0.7, 6: 0.8}).rows),
+        Run(path=Path("."), label="fast-s2", rows=run_with({2: 0.5, 4: 0.6, 6: 0.7}).rows),
+        Run(path=Path("."), label="slow-s1", rows=run_with({2: 0.1, 4: 0.2, 6: 0.3}).rows),
+    ]
+    summary = summarize(runs)
+    assert [row[SPEEDRUN_SAMPLES] for row in summary] == [384, 384, None]  # (.6+.7+.8)/3, (.5+.6+.7)/3 at step 6
+    summary[1][SPEEDRUN_SAMPLES] = 256  # a second seed that got there earlier: the setting's mean and spread
+    table = "\n".join(settings_section(summary))
+    header = next(line for line in table.splitlines() if line.startswith("| setting"))
+    assert SPEEDRUN_SAMPLES in header
+    fast = next(line for line in table.splitlines() if line.startswith("| fast"))
+    assert "320 ± 64" in fast
+    assert SPEEDRUN_SAMPLES in table.split("spread = half the range")[1]  # the legend says what the column is

@@ -31,6 +31,9 @@ from rlvr.analysis.loaders import (
 from rlvr.analysis.plots import plot_runs
 from rlvr.analysis.summaries import (
     REACH_CORRECTNESS,
+    SPEEDRUN_SAMPLES,
+    SPEEDRUN_TARGET,
+    SPEEDRUN_WINDOW,
     aggregate,
     last,
     mean,
@@ -262,6 +265,7 @@ SETTING_COLUMNS = (
     f"samples_to_{REACH_CORRECTNESS}",
     "mean_zero_std_correctness",
     REFERENCE_REACH,
+    SPEEDRUN_SAMPLES,
     GENERATED_SAMPLES,
     "wall_time_s",
 )
@@ -297,7 +301,10 @@ def settings_section(summary: list[dict]) -> list[str]:
             f"rose by at least {LEARNS_GAIN:.0%} points on every seed, else *does not learn* (read its curves). "
             "(2 of 3): the mean covers the seeds that have the value, e.g. those that reached the threshold. "
             f"{REFERENCE_REACH}: generated samples until held-out exact match first reached the final mean of the "
-            "spec's first setting (checkpoints evaluated every `evaluate.every_steps`; the end point otherwise)."
+            "spec's first setting (checkpoints evaluated every `evaluate.every_steps`; the end point otherwise). "
+            f"{SPEEDRUN_SAMPLES}: generated samples until the in-training held-out exact match, averaged over "
+            f"{SPEEDRUN_WINDOW} evaluations, first reached {SPEEDRUN_TARGET:.0%} (the main job's speedrun line; "
+            "blank: never)."
         ),
     ]
 

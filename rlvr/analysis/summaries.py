@@ -85,6 +85,8 @@ def samples_to_reach(run: Run, threshold: float, window: int = 5) -> int | None:
     """Generated samples when avg_correctness, averaged over `window` logged steps, first reaches `threshold`. Only
     full windows count: one lucky first batch (64 samples of easy words) is not "reached"."""
     xs, ys = run.series(reward_key("correctness"), "samples")
+    if not ys:  # no step logged (a run stopped before its first, or records without rewards): nothing reached
+        return None
     for i in range(min(window, len(ys)) - 1, len(ys)):
         if mean(ys[max(0, i - window + 1) : i + 1]) >= threshold:
             return count(xs[i])
@@ -105,6 +107,7 @@ def samples_to_reach_held_out(run: Run, threshold: float) -> int | None:
 # prompts every time), averaged over the last SPEEDRUN_WINDOW of them so one lucky evaluation does not count, first
 # at SPEEDRUN_TARGET (the main job, seed 42 on AVX-512 kernels, reaches it at step 90 of 140).
 SPEEDRUN_TARGET, SPEEDRUN_WINDOW = 0.60, 3
+SPEEDRUN_SAMPLES = "speedrun_samples"  # the summary column: generated samples until the speedrun target (None: never)
 
 
 def speedrun(run: Run, target: float = SPEEDRUN_TARGET, window: int = SPEEDRUN_WINDOW) -> dict | None:
@@ -146,6 +149,7 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
     for run in runs:
         xs, ys = run.series(reward_key("correctness"), "samples")
         totals = time_totals(run)
+        reached = speedrun(run)
         rows.append(
             {
                 "run": run.label,
@@ -165,6 +169,7 @@ def summarize(runs: list[Run], last_k: int = 5) -> list[dict]:
                 f"samples_to_{REACH_CORRECTNESS}": samples_to_reach(run, REACH_CORRECTNESS),
                 "mean_zero_std_total": mean(run.values(zero_std_key(TOTAL))),
                 "mean_zero_std_correctness": mean(run.values(zero_std_key("correctness"))),
+                SPEEDRUN_SAMPLES: reached and reached["samples"],
                 "wall_time_s": wall_time(run),
                 "generation_share": totals["generation_share"],
                 **{
