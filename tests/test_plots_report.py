@@ -203,7 +203,7 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     ):
         assert series in text
     assert (
-        "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.125 | 0.333 | 64 | - | 0.250 | 0.688 | 12.500 | 0.500 |"
+        "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.125 | 0.333 | 64 | - | 0.250 | 0.688 | - | 12.500 | 0.500 |"
         in text
     )
     assert "On average 25% of prompt groups had zero reward spread" in text
