@@ -14,6 +14,7 @@ CPU kernel settings it was measured over (docs/measurements/main-job.md).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shlex
@@ -39,6 +40,7 @@ from rlvr.metrics.keys import GENERATED_SAMPLES, zero_std_key
 from rlvr.metrics.keys import TIME_PHASES as PHASES
 from rlvr.runs import layout, tools
 from rlvr.runs.cpu_threads import apply_cpu_threads
+from rlvr.training import runner
 from rlvr.training.config import load_recipe, validate
 
 ZERO_STD_CORRECTNESS = zero_std_key("correctness")
@@ -55,14 +57,34 @@ def grpo_time_split(run_dir: Path) -> dict:
     }
 
 
+RUN_ENV = {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+
+
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
-    """The main command, as a user types it; returns its wall time in seconds."""
-    prefix = tools.command("accelerate launch") if launcher == "accelerate" else [sys.executable]
-    command = [*prefix, "recipes/grpo.py", "--config", config, "--output_dir", str(output_dir), *extra]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    """The main command; returns its wall time in seconds. `inprocess` (the default) runs it in this process, which
+    has already imported what it needs for the evaluation: the same recipe, run folder and records as the typed
+    command (tests/test_tiny_main_job.py compares them), without a second interpreter's start-up (~12 s here:
+    accelerate's launcher, the imports, the exit; docs/measurements/speed.md). `accelerate` and `python` start it as
+    a user types it."""
+    recipe_args = ["recipes/grpo.py", "--config", config, "--output_dir", str(output_dir), *extra]
+    typed = [*tools.command("accelerate launch"), *recipe_args]
+    if launcher == "inprocess":
+        print("$", shlex.join(["accelerate", "launch", *recipe_args]), "(run in this process)", flush=True)
+        os.environ.update(RUN_ENV)
+        start = time.perf_counter()
+        try:
+            trainer = runner.main(recipe_args[1:], "grpo")
+        except SystemExit as stop:  # a run stopped early has said why; the job stops here, with the evaluation it has
+            print(f"error: the GRPO run stopped with status {stop.code}", file=sys.stderr)
+            sys.exit(1)
+        seconds = time.perf_counter() - start
+        del trainer  # the trained policy is read back from its folder by the evaluation after
+        gc.collect()
+        return seconds
+    command = typed if launcher == "accelerate" else [sys.executable, *recipe_args]
     print("$", " ".join(command), flush=True)
     start = time.perf_counter()
-    done = subprocess.run(command, check=False, env=env, cwd=Path(__file__).resolve().parents[1])
+    done = subprocess.run(command, check=False, env={**os.environ, **RUN_ENV}, cwd=Path(__file__).resolve().parents[1])
     if done.returncode != 0:  # its own output above says why; the job stops here, with the evaluation it has
         print(f"error: the GRPO run exited {done.returncode}: {shlex.join(command)}", file=sys.stderr)
         sys.exit(1)
@@ -74,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--output_dir", default="runs/bench-tiny")
     parser.add_argument("--num_samples", type=positive_int, default=8, help="evaluation samples per held-out prompt")
-    parser.add_argument("--launcher", choices=["accelerate", "python"], default="accelerate")
+    parser.add_argument("--launcher", choices=["inprocess", "accelerate", "python"], default="inprocess")
     parser.add_argument("--cpu_threads", default="auto", help="the recipe field, for the evaluations and the GRPO run")
     parser.add_argument(
         "--fail_outside_range",

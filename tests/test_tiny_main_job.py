@@ -1,0 +1,38 @@
+"""The main job runs its GRPO phase in its own process (benchmarks/tiny_main_job.py, `--launcher inprocess`, the
+default): that run must be the typed command's run, record for record, so that the phase's seconds are the only thing
+the launcher changes."""
+
+import importlib.util
+import json
+
+import torch
+from conftest import REPO, TINY_RECIPE
+
+from rlvr.metrics.keys import is_timing
+from rlvr.runs import layout
+
+spec = importlib.util.spec_from_file_location("tiny_main_job", REPO / "benchmarks" / "tiny_main_job.py")
+tiny_main_job = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tiny_main_job)
+
+OVERRIDES = ["--cpu_threads", "1", "--max_steps", "3", "--eval_steps", "2", "--eval_prompts", "4"]
+
+
+def records(run_dir) -> list[dict]:
+    rows = [json.loads(line) for line in (run_dir / layout.METRICS).read_text().splitlines() if line]
+    return [{k: v for k, v in row.items() if not is_timing(k) and k not in ("epoch", "timestamp")} for row in rows]
+
+
+def test_the_in_process_grpo_phase_is_the_typed_commands_run(tmp_path):
+    threads = torch.get_num_threads()
+    try:  # the in-process run applies the recipe's cpu_threads to this process
+        seconds = tiny_main_job.run_grpo(TINY_RECIPE, tmp_path / "inprocess", "inprocess", OVERRIDES)
+    finally:
+        torch.set_num_threads(threads)
+    tiny_main_job.run_grpo(TINY_RECIPE, tmp_path / "typed", "python", OVERRIDES)
+    inprocess, typed = records(tmp_path / "inprocess"), records(tmp_path / "typed")
+    assert seconds > 0 and len(inprocess) == 3 + 2 + 1  # 3 steps, 2 evaluations, the run's summary row
+    assert inprocess == typed
+    assert sorted(p.name for p in (tmp_path / "inprocess").iterdir()) == sorted(
+        p.name for p in (tmp_path / "typed").iterdir()
+    )
