@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
             quiet = ROOT / f"{setting}-s{seed}"
             if args.busy and (quiet / "benchmark.json").exists():
                 same = "yes" if metrics_without_timing(out) == metrics_without_timing(quiet) else "NO"
-            load = report.get("load", {}).get("before", "?")
+            load = report.get("load", {}).get("before")
+            load = "?" if load is None else f"{load:.2f}"
             lines.append(
                 f"| {setting}{' + busy' if args.busy else ''} | {seed} | {load} | "
                 f"{report['before']['exact_match']:.1%} | {report['after']['exact_match']:.1%} | "
