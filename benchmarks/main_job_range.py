@@ -28,6 +28,7 @@ from pathlib import Path
 
 from rlvr.inputs import ArgumentParser, cli
 from rlvr.metrics.keys import is_timing
+from rlvr.runs import layout
 
 SETTINGS = {
     "default": {},
@@ -42,7 +43,8 @@ def spin() -> None:
 
 
 def metrics_without_timing(run_dir: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run_dir / "grpo" / "metrics.jsonl").read_text().splitlines() if line]
+    """A run folder's metrics rows without what the machine's speed moves: the time/* keys, epoch and timestamp."""
+    rows = [json.loads(line) for line in (run_dir / layout.METRICS).read_text().splitlines() if line]
     return [{k: v for k, v in row.items() if not is_timing(k) and k not in ("epoch", "timestamp")} for row in rows]
 
 
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
             same = "-"
             quiet = ROOT / f"{setting}-s{seed}"
             if args.busy and (quiet / "benchmark.json").exists():
-                same = "yes" if metrics_without_timing(out) == metrics_without_timing(quiet) else "NO"
+                same = "yes" if metrics_without_timing(out / "grpo") == metrics_without_timing(quiet / "grpo") else "NO"
             load = report.get("load", {}).get("before")
             load = "?" if load is None else f"{load:.2f}"
             lines.append(

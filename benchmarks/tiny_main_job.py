@@ -63,11 +63,10 @@ RUN_ENV = {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
     """The main command; returns its wall time in seconds. `inprocess` (the default) runs it in this process, which
     has already imported what it needs for the evaluation: the same recipe, run folder and records as the typed
-    command (tests/test_tiny_main_job.py compares them), without a second interpreter's start-up (~12 s here:
+    command (tests/test_tiny_main_job.py compares them), without a second interpreter's start-up (~8 s here:
     accelerate's launcher, the imports, the exit; docs/measurements/speed.md). `accelerate` and `python` start it as
     a user types it."""
     recipe_args = ["recipes/grpo.py", "--config", config, "--output_dir", str(output_dir), *extra]
-    typed = [*tools.command("accelerate launch"), *recipe_args]
     if launcher == "inprocess":
         print("$", shlex.join(["accelerate", "launch", *recipe_args]), "(run in this process)", flush=True)
         os.environ.update(RUN_ENV)
@@ -81,7 +80,8 @@ def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> 
         del trainer  # the trained policy is read back from its folder by the evaluation after
         gc.collect()
         return seconds
-    command = typed if launcher == "accelerate" else [sys.executable, *recipe_args]
+    prefix = tools.command("accelerate launch") if launcher == "accelerate" else [sys.executable]
+    command = [*prefix, *recipe_args]
     print("$", " ".join(command), flush=True)
     start = time.perf_counter()
     done = subprocess.run(command, check=False, env={**os.environ, **RUN_ENV}, cwd=Path(__file__).resolve().parents[1])

@@ -3,24 +3,22 @@ default): that run must be the typed command's run, record for record, so that t
 the launcher changes."""
 
 import importlib.util
-import json
 
 import torch
 from conftest import REPO, TINY_RECIPE
 
-from rlvr.metrics.keys import is_timing
-from rlvr.runs import layout
 
-spec = importlib.util.spec_from_file_location("tiny_main_job", REPO / "benchmarks" / "tiny_main_job.py")
-tiny_main_job = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tiny_main_job)
+def benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tiny_main_job = benchmark("tiny_main_job")
+records = benchmark("main_job_range").metrics_without_timing  # the rows a run's machine speed does not move
 
 OVERRIDES = ["--cpu_threads", "1", "--max_steps", "3", "--eval_steps", "2", "--eval_prompts", "4"]
-
-
-def records(run_dir) -> list[dict]:
-    rows = [json.loads(line) for line in (run_dir / layout.METRICS).read_text().splitlines() if line]
-    return [{k: v for k, v in row.items() if not is_timing(k) and k not in ("epoch", "timestamp")} for row in rows]
 
 
 def test_the_in_process_grpo_phase_is_the_typed_commands_run(tmp_path):
