@@ -25,8 +25,14 @@ WHEEL_DIR := build/wheel-check
 
 .PHONY: main test lint wheel
 
+# A .venv whose interpreter no longer runs (the python3 that made it was moved, upgraded or a temporary link) is
+# rebuilt, not trusted for its stamp.
+ifneq ($(shell $(BIN)/python -c "" 2>/dev/null && echo runs),runs)
+.PHONY: $(BIN)/.installed
+endif
+
 $(BIN)/.installed: pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "" 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/python -m pip install -q torch==2.13.0 $(TORCH_INDEX)
 	$(BIN)/python -m pip install -q -e ".[dev,deepspeed]" -c constraints.txt
 	touch $@
