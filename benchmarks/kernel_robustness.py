@@ -9,7 +9,7 @@ the same switch), same seeds.
 
 A reading "A ahead of B" (held-out exact match after training, mean over seeds) **holds** on one kernel set when the
 gap is larger than the seed spread there (half the best-to-worst range, the larger of A's and B's); it **holds on
-both** when it holds on each set with the same sign. Anything else is **within noise**, and the table says why: the
+both** (given more sets, on all N) when it holds on each set with the same sign. Anything else is **within noise**, and the table says why: the
 order flips between kernel sets, or the gap is inside the spread on one of them. Each setting's numbers are printed
 per kernel set and pooled over both (seeds x kernels), the range a stranger's machine should land in.
 
@@ -106,12 +106,14 @@ def reading(a: tuple[float, float], b: tuple[float, float], a_seeds: dict[int, f
 
 
 def verdict(readings: list[tuple[float, float, list[float], bool]]) -> str:
+    """The reading over every kernel set: "both" for two sets, "all N" for more (a third CPU's sweeps, say)."""
     signs = {gap > 0 for gap, *_ in readings}
     if len(signs) > 1:
         return "within noise (order flips)"
     if not all(holds for *_, holds in readings):
         return "within noise (gap inside the spread)"
-    return "**holds on both**" if next(iter(signs)) else "**reversed on both**"
+    every = "both" if len(readings) == 2 else f"all {len(readings)}"
+    return f"**holds on {every}**" if next(iter(signs)) else f"**reversed on {every}**"
 
 
 def page(sets: list[Path], exclude_lengths: set[str] = frozenset()) -> str:

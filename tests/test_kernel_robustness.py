@@ -60,6 +60,21 @@ def test_holds_flips_and_inside_the_spread(tmp_path):
     assert "Not in every kernel set yet (left out): kl-beta" in text  # only one set has it: no reading from it
 
 
+def test_three_sets_say_all_three(tmp_path):
+    # A third CPU's sweep: a reading that holds on every set says so; one that flips on the third is noise.
+    for kernel, t14 in (("a", [0.52, 0.53, 0.52]), ("b", [0.55, 0.54, 0.55]), ("c", [0.70, 0.71, 0.70])):
+        write_sweep(
+            tmp_path / kernel,
+            "temperature",
+            {"T1.0": [0.60, 0.61, 0.59], "T0.6": [0.50, 0.51, 0.49], "T1.4": t14},
+        )
+    text = kernel_robustness.page([tmp_path / k for k in "abc"])
+    lines = {line.split(" | ")[1]: line for line in text.splitlines() if line.startswith("| which temperature")}
+    assert lines["T1.0 − T0.6"].endswith("| **holds on all 3** |")
+    assert lines["T1.0 − T1.4"].endswith("| within noise (order flips) |")
+    assert "| temperature | T1.0 | 60.0 ± 1.0 | 60.0 ± 1.0 | 60.0 ± 1.0 | 60.0 ± 1.0 (9 runs) |" in text
+
+
 def test_exclude_lengths_reads_each_runs_evaluation(tmp_path):
     # The 4-letter words jump on one run (0.9 instead of 0.1): without them the two settings read the same.
     ones = [{3: (0.8, 10), 4: (0.1, 10)}] * 3
