@@ -25,10 +25,39 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_RECIPE = str(REPO / "recipes" / "tiny" / "grpo.yaml")  # the main job (README's command)
 FAST_RECIPE = str(REPO / "tests" / "recipes" / "tiny_grpo_fast.yaml")  # 16 samples per step, for quick checks
+
+# Small random decoders of each family the written-out speed-ups accept (tests/test_prefix_attention.py,
+# tests/test_gqa_attention.py)
+SMALL = {
+    "vocab_size": 61,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "pad_token_id": 60,
+    "eos_token_id": 59,
+}
+FAMILIES = {
+    "qwen3": lambda: Qwen3Config(**SMALL, head_dim=8),  # q/k norms, no biases
+    "qwen2": lambda: Qwen2Config(**SMALL),  # q/k/v biases, no norms
+    "llama": lambda: LlamaConfig(**SMALL, head_dim=8, attention_bias=True, mlp_bias=True),  # every bias
+}
+
+
+def small_model(family: str, seed: int = 0):
+    """A random 2-layer model of `family` (4 query heads over 2 key/value heads), sdpa attention, in eval mode."""
+    torch.manual_seed(seed)
+    config = FAMILIES[family]()
+    config._attn_implementation = "sdpa"
+    return AutoModelForCausalLM.from_config(config).eval()
 
 
 @pytest.fixture(scope="session")

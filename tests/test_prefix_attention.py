@@ -6,33 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qwen2Config, Qwen3Config
+from conftest import FAMILIES, SMALL, small_model
+from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config, Qwen3Config
 
 from rlvr.speedups import prefix_attention
-
-SMALL = {
-    "vocab_size": 61,
-    "hidden_size": 32,
-    "intermediate_size": 48,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-    "pad_token_id": 60,
-    "eos_token_id": 59,
-}
-FAMILIES = {
-    "qwen3": lambda: Qwen3Config(**SMALL, head_dim=8),  # q/k norms, no biases
-    "qwen2": lambda: Qwen2Config(**SMALL),  # q/k/v biases, no norms
-    "llama": lambda: LlamaConfig(**SMALL, head_dim=8, attention_bias=True, mlp_bias=True),  # every bias
-}
-
-
-def _model(family: str, seed: int = 0):
-    torch.manual_seed(seed)
-    config = FAMILIES[family]()
-    config._attn_implementation = "sdpa"
-    return AutoModelForCausalLM.from_config(config).eval()
 
 
 def _rows(batch=6, prefix=20, seed=1):
@@ -61,7 +38,7 @@ def _left_padded(prefix_ids, rest, completions=None, pad=60):
 def test_restated_logits_match_the_models_own_forward(family):
     """Every position of every row (prefix once, then each row's rest of prompt and tokens, right-aligned as the
     sampling loop lays them out) against the model's forward over TRL's left-padded rows."""
-    model = _model(family)
+    model = small_model(family)
     prefix_ids, rest = _rows()
     ids, mask = _left_padded(prefix_ids, rest)
     assert prefix_attention.reason_not(model) is None
@@ -100,7 +77,7 @@ GENERATION = {
 def test_sampling_loop_draws_generates_tokens_with_the_same_seed(family, settings, group_prompts):
     """Distinct prompts, and (group_prompts) GRPO-style groups: 3 prompts x 3 rows, interleaved, the prompt pass run
     once per distinct prompt."""
-    model = _model(family)
+    model = small_model(family)
     prefix_ids, rest = _rows(batch=8)
     if group_prompts:
         rest = [rest[i % 3] for i in range(9)]
@@ -119,7 +96,7 @@ def test_sampling_loop_draws_generates_tokens_with_the_same_seed(family, setting
 
 def test_random_stream_after_sampling_is_generates():
     """Training draws the next batch after generation: the loop must leave the generator where generate leaves it."""
-    model = _model("qwen3")
+    model = small_model("qwen3")
     prefix_ids, rest = _rows(batch=8)
     config = GenerationConfig(max_new_tokens=10, do_sample=True, pad_token_id=60, eos_token_id=[59, 7])
     ids, mask = _left_padded(prefix_ids, rest)
@@ -135,9 +112,9 @@ def test_random_stream_after_sampling_is_generates():
 
 
 def test_it_says_no_to_what_it_does_not_restate():
-    model = _model("qwen3")
+    model = small_model("qwen3")
     assert prefix_attention.reason_not(model.to(torch.bfloat16)) == "torch.bfloat16 weights"
-    model = _model("qwen3")
+    model = small_model("qwen3")
     assert "num_beams" in prefix_attention.reason_not(model, GenerationConfig(num_beams=2, max_new_tokens=4))
     assert "min_new_tokens" in prefix_attention.reason_not(model, GenerationConfig(min_new_tokens=3, max_new_tokens=4))
     assert "max_new_tokens" in prefix_attention.reason_not(model, GenerationConfig(max_length=40))
@@ -151,7 +128,7 @@ def test_it_says_no_to_what_it_does_not_restate():
     assert "dynamic RoPE" in prefix_attention.reason_not(dynamic)  # frequencies that move with the length
     from peft import LoraConfig, get_peft_model
 
-    lora = get_peft_model(_model("qwen3"), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    lora = get_peft_model(small_model("qwen3"), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     assert "LoRA" in prefix_attention.reason_not(lora.base_model.model)  # the adapters' output is not F.linear
     model.config.model_type = "gemma"
     assert "gemma" in prefix_attention.reason_not(model)
@@ -196,7 +173,7 @@ def test_evaluation_samples_the_same_completions_with_and_without_it(tiny_model_
 
 
 def test_without_an_eos_every_row_runs_to_max_new_tokens_as_in_generate():
-    model = _model("llama")
+    model = small_model("llama")
     model.generation_config.eos_token_id = None
     prefix_ids, rest = _rows(batch=4)
     config = GenerationConfig(max_new_tokens=6, do_sample=True, pad_token_id=60, eos_token_id=None)

@@ -7,6 +7,8 @@ were never measured exact or faster on a GPU.
   shared_prefix     the prompt prefix every row shares runs once, at batch size 1, in generation and log-prob passes
   group_prompts     rows that share their whole prompt (a GRPO group) run that prompt's rest once per group
   prefix_attention  generation attends the prefix's single copy of keys and values (prefix_attention.py)
+  gqa_attention     transformers' SDPA attention reads each key/value head once instead of a copy per query head
+                    (gqa_attention.py)
 
 What each does, where it applies and what it bought: docs/speed.md and docs/measurements/speed.md.
 
@@ -16,7 +18,7 @@ recipe parser reads them without importing any speed-up implementation.
 
 from __future__ import annotations
 
-SPEEDUPS = ("shared_prefix", "group_prompts", "prefix_attention")
+SPEEDUPS = ("shared_prefix", "group_prompts", "prefix_attention", "gqa_attention")
 LOGPROB_SPEEDUPS = frozenset({"shared_prefix", "group_prompts"})  # either one takes the prefix-once log-prob path
 
 

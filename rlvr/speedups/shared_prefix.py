@@ -16,7 +16,7 @@ import torch
 from trl import GRPOTrainer
 from trl.models import unwrap_model_for_generation
 
-from rlvr.speedups import LOGPROB_SPEEDUPS, prefix_attention
+from rlvr.speedups import LOGPROB_SPEEDUPS, gqa_attention, prefix_attention
 
 MIN_SHARED_PREFIX = 16  # tokens; below this the extra forward call costs more than it saves
 MAX_LOGITS = 64 * 1024 * 1024  # elements of the materialised (B, kept positions, vocab) logits
@@ -41,11 +41,24 @@ def shared_prompt_prefix(rows) -> int:
 
 class SharedPrefixTrainer(GRPOTrainer):
     """`speedups`: the names `with_speedups` puts on the class. `_shared_prefix_calls` counts the passes that took the
-    shortcut, `_prefix_attention_calls` the generations that ran prefix_attention's sampling loop."""
+    shortcut, `_prefix_attention_calls` the generations that ran prefix_attention's sampling loop,
+    `_gqa_attention_models` the models switched to gqa_attention's attention."""
 
     speedups: frozenset[str] = frozenset()
     _shared_prefix_calls = 0
     _prefix_attention_calls = 0
+    _gqa_attention_models = 0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._take_gqa_attention(self.model, self.ref_model)
+
+    def _take_gqa_attention(self, *models) -> None:
+        """The models that `gqa_attention` applies to run its attention from here on (a switch of their config)."""
+        if "gqa_attention" in self.speedups:
+            for model in models:
+                if model is not None:
+                    self._gqa_attention_models += gqa_attention.take(self.accelerator.unwrap_model(model))
 
     def _get_per_token_logps_and_entropies(
         self,
@@ -192,7 +205,12 @@ class SharedPrefixTrainer(GRPOTrainer):
 
 class SharedPrefixCritic:
     """PPO's critic on the shared-prefix layout (`shared_prefix_values`). Goes in front of PPOTrainer, whose
-    `_token_values` it takes over where the layout applies (a token classifier with `.model`, `.dropout`, `.score`)."""
+    `_token_values` it takes over where the layout applies (a token classifier with `.model`, `.dropout`, `.score`).
+    PPO builds its critic after TRL's init, so the critic takes gqa_attention here, in front of PPO's own init."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._take_gqa_attention(self.value_model)
 
     def _token_values(self, inputs) -> torch.Tensor:
         completion_ids = inputs["completion_ids"]
