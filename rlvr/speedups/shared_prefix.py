@@ -7,7 +7,8 @@ generation (`_generate_single_turn`) prefills the prefix once and repeats its KV
 rlvr/speedups/prefix_attention.py. Same math: causal attention over the same keys, RoPE positions are relative (each
 row's left padding is dropped, which only shifts absolute positions). Where it applies (`_shared_prefix_applies`,
 `MIN_SHARED_PREFIX`) and its hidden costs (float rounding ~1e-6; materialised logits, hence `MAX_LOGITS`; a third
-forward call and a per-row key copy under `group_prompts`): docs/measurements/speed.md.
+forward call and a per-row key copy under `group_prompts`): docs/measurements/speed.md. It is also where the trainer's
+models take `gqa_attention` (rlvr/speedups/gqa_attention.py), at init.
 """
 
 from __future__ import annotations
