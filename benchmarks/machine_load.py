@@ -10,6 +10,7 @@ its baseline in that run.
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 
 BUSY_PER_CORE = 0.5
@@ -40,3 +41,19 @@ def measured_load(name: str, echo=print):
         line, _ = load_line("after")
         record["after"] = os.getloadavg()[0]
         echo(f"[{name}] {line}")
+
+
+def settle(below: float, max_wait_s: float = 600.0, poll_s: float = 5.0, echo=print) -> float:
+    """Wait until the 1-minute load average is at most `below` (or `max_wait_s` has passed); returns the load then.
+
+    Why: runs one after another each start in the load the previous one left (a 2-thread run leaves ~1.5-2 on 2 cores,
+    which takes minutes to decay), so a timing table from back-to-back runs has one quiet figure, the first. Waiting
+    before each run makes every figure a quiet one, or says it is not."""
+    waited, load = 0.0, os.getloadavg()[0]
+    while load > below and waited < max_wait_s:
+        time.sleep(poll_s)
+        waited += poll_s
+        load = os.getloadavg()[0]
+    note = "" if load <= below else f", still above {below} after {max_wait_s:.0f} s"
+    echo(f"[settle] 1-minute load {load:.2f} after waiting {waited:.0f} s{note}")
+    return load

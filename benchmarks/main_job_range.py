@@ -11,6 +11,10 @@ is not this one, so the stated range spans the seeds and the kernel settings thi
   avx2     every library held to AVX2 (ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS, ONEDNN_MAX_CPU_ISA), as on a CPU
            without AVX-512
 
+`--settle LOAD` waits before each run until the 1-minute load average is at most LOAD (benchmarks/machine_load.py), so
+every run's GRPO phase is a quiet figure and not only the first one's; the table's load column is each run's load at
+its start either way.
+
 `--busy N` runs N busy-looping processes beside each run: a run's metrics must not depend on the machine's load, so
 its `metrics.jsonl` must equal the quiet run's (timing fields aside); the table says whether it does. Each run is
 `benchmarks/tiny_main_job.py --seed S --output_dir runs/main-job-range/<setting>-s<S>[-busy]`, skipped when its
@@ -26,6 +30,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
+
+from benchmarks.machine_load import settle
 from rlvr.inputs import ArgumentParser, cli
 from rlvr.metrics.keys import is_timing
 from rlvr.runs import layout
@@ -48,10 +55,12 @@ def metrics_without_timing(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in row.items() if not is_timing(k) and k not in ("epoch", "timestamp")} for row in rows]
 
 
-def run(setting: str, seed: int, busy: int) -> Path:
+def run(setting: str, seed: int, busy: int, settle_below: float | None = None) -> Path:
     out = ROOT / f"{setting}-s{seed}{'-busy' if busy else ''}"
     if (out / "benchmark.json").exists():
         return out
+    if settle_below is not None:
+        settle(settle_below)
     hogs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(busy)]
     for hog in hogs:
         hog.start()
@@ -73,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--busy", type=int, default=0, help="busy-looping processes beside each run")
+    parser.add_argument(
+        "--settle", type=float, default=None, help="before each run, wait until the 1-minute load is at most this"
+    )
     args = parser.parse_args(argv)
     lines = [
         "| setting | seed | load | before | after | mean correctness | pass@8 | GRPO s | same metrics as quiet |",
@@ -80,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for setting in args.settings:
         for seed in args.seeds:
-            out = run(setting, seed, args.busy)
+            out = run(setting, seed, args.busy, args.settle)
             report = json.loads((out / "benchmark.json").read_text())
             same = "-"
             quiet = ROOT / f"{setting}-s{seed}"

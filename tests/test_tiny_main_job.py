@@ -34,3 +34,16 @@ def test_the_in_process_grpo_phase_is_the_typed_commands_run(tmp_path):
     assert sorted(p.name for p in (tmp_path / "inprocess").iterdir()) == sorted(
         p.name for p in (tmp_path / "typed").iterdir()
     )
+
+
+def test_settle_waits_for_the_load_to_fall_and_says_when_it_did_not(monkeypatch):
+    """`main_job_range.py --settle`: every run starts at a quiet load, or its line says the wait ran out."""
+    machine_load = benchmark("machine_load")
+    loads, slept, lines = iter([1.8, 1.2, 0.6, 0.4]), [], []
+    monkeypatch.setattr(machine_load.os, "getloadavg", lambda: (next(loads), 0.0, 0.0))
+    monkeypatch.setattr(machine_load.time, "sleep", slept.append)
+    assert machine_load.settle(0.5, poll_s=5, echo=lines.append) == 0.4
+    assert slept == [5, 5, 5] and lines == ["[settle] 1-minute load 0.40 after waiting 15 s"]
+    loads, lines = iter([2.0] * 10), []
+    assert machine_load.settle(0.5, max_wait_s=10, poll_s=5, echo=lines.append) == 2.0
+    assert lines == ["[settle] 1-minute load 2.00 after waiting 10 s, still above 0.5 after 10 s"]
