@@ -33,8 +33,9 @@ What was measured toward the floor, and why it is or is not a switch:
   log-prob passes and the prompt pass of generation; x0.96 of the previous default's training time, reference
   0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/measurements/speed.md).
 - gqa_attention (a switch, on by default): transformers' SDPA attention reads each key/value head once (`enable_gqa`)
-  instead of repeat_kv's copy under a mask; policy forward/backward 0.219 -> 0.192 s and reference 0.066 -> 0.059 s a
-  step, the training loop at x0.79-0.91 (2-core Intel Xeon; docs/measurements/speed.md).
+  instead of repeat_kv's copy under a mask; policy forward/backward 0.280 -> 0.208 s and reference 0.083 -> 0.061 s a
+  step, the training loop at x0.79 (x0.91 in a second run that started under load; 2-core Intel Xeon;
+  docs/measurements/speed.md).
 - torch.compile (inductor, CPU, dynamic shapes), measured per part by benchmarks/compile_probe.py: generation x0.90,
   reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
   first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~110 s GRPO phase for

@@ -9,7 +9,7 @@ a mask (or, process-wide, under TRANSFORMERS_SDPA_FORCE_GQA=1). So this module r
 AttentionMaskInterface: sdpa's masks), and a trainer with the speed-up switches its CPU models to it
 (`set_attn_implementation`). The config it switches is never saved: a saved model loads with sdpa.
 
-Same outputs: tests/test_speed.py holds it to sdpa's logits and gradients. Measured in docs/measurements/speed.md.
+Same outputs: tests/test_gqa_attention.py holds it to sdpa's logits and gradients. Measured in docs/measurements/speed.md.
 """
 
 from __future__ import annotations
