@@ -111,6 +111,23 @@ def test_random_stream_after_sampling_is_generates():
     assert torch.equal(after[0], after[1])
 
 
+def test_draw_is_multinomials_draw_token_for_token_and_stream_for_stream():
+    """`draw` restates torch.multinomial's one-sample path (argmax of p / Exp(1)) with the exponential from float64
+    uniforms: on decode-sized batches, peaked and flat, the same tokens and the generator left where multinomial
+    leaves it; NaN probabilities raise as they do there."""
+    for seed in range(40):
+        logits = torch.randn(64, 263, generator=torch.Generator().manual_seed(seed)) * (1 + seed % 4) * 3
+        logits[:, seed % 7] = float("-inf")  # a masked token (top-k, top-p) has p = 0
+        probs = torch.softmax(logits, dim=-1)
+        got = []
+        for sampler in (lambda p: torch.multinomial(p, num_samples=1).squeeze(1), prefix_attention.draw):
+            torch.manual_seed(seed)
+            got.append((sampler(probs), torch.rand(3)))
+        assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+    with pytest.raises(RuntimeError, match="nan"):
+        prefix_attention.draw(torch.full((2, 5), float("nan")))
+
+
 def test_it_says_no_to_what_it_does_not_restate():
     model = small_model("qwen3")
     assert prefix_attention.reason_not(model.to(torch.bfloat16)) == "torch.bfloat16 weights"

@@ -221,6 +221,55 @@ def test_shared_prefix_gives_trls_logps_entropies_and_gradients(run_recipe, spee
         torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-4)
 
 
+def test_group_prompts_tokenizes_each_distinct_prompt_once_to_trls_ids(run_recipe, monkeypatch):
+    """A GRPO batch (each prompt G times, groups adjacent or not): the same ids as TRL's call on every row, from one
+    chat-template call over the distinct prompts; all-distinct batches and other speed-ups take TRL's call as is."""
+    trainer, _ = run_recipe("--max_steps", "1")
+    prompts = [trainer.train_dataset[i]["prompt"] for i in (0, 1, 2)]
+    batch = [prompts[i % 3] for i in range(9)] + [prompts[0]]
+    calls = []
+    template = trainer.processing_class.apply_chat_template
+    monkeypatch.setattr(
+        trainer.processing_class,
+        "apply_chat_template",
+        lambda conversation, **kw: calls.append(len(conversation)) or template(conversation=conversation, **kw),
+    )
+    for speedups, rows, expected_calls in (
+        (frozenset(), batch, [10]),
+        (frozenset({"group_prompts"}), batch, [3]),
+        (frozenset({"group_prompts"}), prompts, [3]),
+        (frozenset({"shared_prefix"}), batch, [10]),
+    ):
+        calls.clear()
+        trainer.speedups = frozenset()
+        expected = trainer._tokenize_prompts(rows)
+        calls.clear()
+        trainer.speedups = speedups
+        ids, images, fields = trainer._tokenize_prompts(rows)
+        assert calls == expected_calls
+        assert [list(row) for row in ids] == [list(row) for row in expected[0]] and images is None and fields == {}
+
+
+def test_row_copy_is_index_select_to_the_gradient_bit():
+    """RowCopy's backward adds a contiguous copy of the gradient: the bits of index_select's own backward, for the
+    (B, S, H, D)-ordered, column-sliced gradients SDPA hands the cache and for plain ones."""
+    from rlvr.speedups.shared_prefix import RowCopy
+
+    gen = torch.Generator().manual_seed(0)
+    index = torch.randperm(64, generator=gen) // 8
+    for grad in (
+        torch.randn(64, 40, 2, 32, generator=gen).permute(0, 2, 1, 3)[:, :, :30],
+        torch.randn(64, 2, 30, 32, generator=gen),
+    ):
+        got = []
+        for select in (lambda x: x.index_select(0, index), lambda x: RowCopy.apply(x, index)):
+            source = torch.randn(8, 2, 30, 32, generator=torch.Generator().manual_seed(1), requires_grad=True)
+            out = select(source)
+            out.backward(grad)
+            got.append((out.detach(), source.grad))
+        assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+
+
 def test_group_layout_runs_each_distinct_prompt_once_whatever_its_length():
     """GroupLayout on the tiny speller: rests of 5, 1 and 9 tokens (and all of length 1: no rest pass), groups not
     consecutive; log-probs match the model's plain forward over the left-padded rows, and the rest pass sees U rows."""

@@ -33,6 +33,7 @@ METHODS = {
         "num_generations",
         "has_tool_images",
     ],  # shared-prefix generation
+    "_tokenize_prompts": ["self", "prompts"],  # group_prompts: each distinct prompt once
     "_get_per_token_logps_and_entropies": [
         "self",
         "model",
@@ -83,6 +84,8 @@ ATTRIBUTES = (
     "num_iterations",  # the curriculum sampler repeats a chunk as TRL does
     "_step",  # PPO steps its critic's optimizer when TRL's training_step completes an accumulation
     "_logs",
+    "_is_vlm",  # group_prompts tokenizes text prompts only
+    "environment_factories",
     "log_completions",  # the completions table shows the advantages the algorithm trained with
 )
 

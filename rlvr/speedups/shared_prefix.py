@@ -108,6 +108,23 @@ class SharedPrefixTrainer(GRPOTrainer):
             entropies.append(ent)
         return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
+    def _tokenize_prompts(self, prompts: list):
+        """`group_prompts`: each distinct prompt through TRL's chat template once, its ids repeated to the rows that
+        share it (a GRPO batch holds each prompt num_generations times): the same ids, in ~x0.2 of the time on the
+        main job's 64 rows of 8 prompts (docs/measurements/speed.md). Images, environments' per-prompt tools and
+        extra tokenizer fields take TRL's call on every row."""
+        if "group_prompts" not in self.speedups or self._is_vlm or self.environment_factories is not None:
+            return super()._tokenize_prompts(prompts)
+        keys = [repr(prompt) for prompt in prompts]
+        distinct = {key: i for i, key in reversed(list(enumerate(keys)))}  # each key's first row
+        if len(distinct) == len(prompts):
+            return super()._tokenize_prompts(prompts)
+        ids, images, multimodal_fields = super()._tokenize_prompts([prompts[i] for i in distinct.values()])
+        if images is not None or multimodal_fields:
+            return super()._tokenize_prompts(prompts)
+        by_key = dict(zip(distinct, ids, strict=True))
+        return [list(by_key[key]) for key in keys], None, {}
+
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         """Rows laid out prefix + [pad ...] + rest_i (pads in the middle, masked): `generate` numbers positions by the
         attention mask's cumsum, so every real token keeps the position it has under TRL's left padding."""
@@ -376,8 +393,29 @@ class GroupLayout(SuffixLayout):
         return {**super().pass_kwargs(), "position_ids": self.position_ids}
 
 
+class RowCopy(torch.autograd.Function):
+    """`source.index_select(0, index)` whose backward adds a contiguous copy of the gradient.
+
+    Why: index_select's own backward is `zeros.index_add_(0, index, grad)`, and the gradient that reaches the cache's
+    keys and values comes out of SDPA's backward in (B, S, H, D) memory order, sliced to the cached columns; over
+    that layout `index_add_` took ~1.0 ms a tensor against ~0.2 ms for a copy and the add (docs/measurements/speed.md).
+    The adds are the same, in the same order: the same gradient bits.
+    """
+
+    @staticmethod
+    def forward(ctx, source: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.rows = source.shape[0]
+        return source.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        return grad.new_zeros((ctx.rows, *grad.shape[1:])).index_add_(0, index, grad.contiguous()), None
+
+
 def copy_rows(cache, index: torch.Tensor) -> None:
-    """Row i of every layer's keys and values becomes row index[i], by `index_select`.
+    """Row i of every layer's keys and values becomes row index[i], by `index_select` (`RowCopy`).
 
     Not the cache's own `batch_select_indices`: the backward of indexing is `index_put_` with accumulate=True, whose
     parallel adds land in a different order from run to run at 2 threads, so two runs of one recipe with one seed
@@ -385,7 +423,7 @@ def copy_rows(cache, index: torch.Tensor) -> None:
     faster (docs/measurements/speed.md); `tests/test_speed.py` checks repeated calls give the same gradients to the bit.
     """
     for layer in cache.layers:
-        layer.keys, layer.values = layer.keys.index_select(0, index), layer.values.index_select(0, index)
+        layer.keys, layer.values = RowCopy.apply(layer.keys, index), RowCopy.apply(layer.values, index)
 
 
 def prompt_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int):

@@ -435,6 +435,7 @@ PRIVATE_OVERRIDES = {
     ): "draws prompts by curriculum level weights (Trainer builds its sampler only here)",
     ("SharedPrefixTrainer", "_get_per_token_logps_and_entropies"): "speed-up: the shared prompt prefix once",
     ("SharedPrefixTrainer", "_generate_single_turn"): "speed-up: prefills the shared prefix once / prefix_attention",
+    ("SharedPrefixTrainer", "_tokenize_prompts"): "speed-up: each distinct prompt through the chat template once",
 }
 
 
