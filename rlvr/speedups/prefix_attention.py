@@ -263,14 +263,14 @@ def draw(probs: torch.Tensor) -> torch.Tensor:
     the same order), -log1p(-u) runs vectorised and is rounded to float32 as torch rounds it. The vectorised double
     `log1p` may differ from libm's in a double's last bit, which the float32 rounding hides unless the value sits on a
     rounding boundary (no difference in 15 million draws; tests/test_prefix_attention.py holds tokens and stream to
-    `generate`'s). NaN probabilities raise as `multinomial` does; softmax output is never negative or infinite.
+    `generate`'s). NaN or infinite probabilities raise as in `multinomial`; softmax output is never negative.
     """
     if probs.device.type != "cpu" or probs.dtype != torch.float32:
         return torch.multinomial(probs, num_samples=1).squeeze(1)
-    if bool(probs.isnan().any()):
+    if not bool(probs.sum().isfinite()):  # one reduction: a NaN or inf anywhere makes the sum so
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     exponential = torch.rand(probs.shape, dtype=torch.float64).neg_().log1p_().neg_().to(torch.float32)
-    return probs.div(exponential).argmax(dim=-1)
+    return probs.div(exponential).max(dim=-1).indices  # argmax's first maximum, in ~half its time on (64, 263)
 
 
 # inference mode, not no_grad: the loop is ~200 small ops a token, and skipping autograd's version counters and views
