@@ -116,13 +116,15 @@ class SharedPrefixTrainer(GRPOTrainer):
         if "group_prompts" not in self.speedups or self._is_vlm or self.environment_factories is not None:
             return super()._tokenize_prompts(prompts)
         keys = [repr(prompt) for prompt in prompts]
-        distinct = {key: i for i, key in reversed(list(enumerate(keys)))}  # each key's first row
-        if len(distinct) == len(prompts):
+        first_row = {}
+        for row, key in enumerate(keys):
+            first_row.setdefault(key, row)
+        if len(first_row) == len(prompts):
             return super()._tokenize_prompts(prompts)
-        ids, images, multimodal_fields = super()._tokenize_prompts([prompts[i] for i in distinct.values()])
+        ids, images, multimodal_fields = super()._tokenize_prompts([prompts[row] for row in first_row.values()])
         if images is not None or multimodal_fields:
             return super()._tokenize_prompts(prompts)
-        by_key = dict(zip(distinct, ids, strict=True))
+        by_key = dict(zip(first_row, ids, strict=True))
         return [list(by_key[key]) for key in keys], None, {}
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
