@@ -4,12 +4,18 @@ evaluation every `eval_steps` on `eval_prompts` held-out words x `num_generation
 
     python benchmarks/held_out_cost.py                    # 2 rounds: 4 main-job runs, ~8 minutes on a quiet 2-core CPU
     python benchmarks/held_out_cost.py --rounds 1 --max_steps 20
+    python benchmarks/held_out_cost.py --log_probs 12     # one evaluation with and without TRL's log-prob passes
+
 
 Two figures per pair: the extra wall time of the run that evaluates, as a share of the GRPO time of the run that
 does not, and, inside the evaluating run, the seconds TRL spent evaluating (the evaluation rows' `eval_runtime`) as a
 share of its training time (train_runtime minus those seconds). The second is the steadier on a busy machine (both
 parts see the same load); the first is the cost a user pays. The training rows of the two runs are the same (the
 evaluation samples on a forked RNG; tests/test_held_out.py), so the difference is the evaluation alone.
+
+`--log_probs N` times one evaluation instead: the main job's trainer after two training steps, `trainer.evaluate()`
+with `eval_log_probs` true (TRL's two log-prob passes for eval_loss / eval_kl / eval_entropy) and false (sample and
+score only, the recipe's setting), alternating in one process for N rounds; it prints both medians and their ratio.
 """
 
 from __future__ import annotations
@@ -57,12 +63,46 @@ def train(output_dir: Path, extra: list[str]) -> dict:
     return {"wall_s": wall, "train_runtime": runtime, "eval_s": sum(evaluations), "evaluations": len(evaluations)}
 
 
+def time_log_probs(rounds: int, output_dir: Path, extra: list[str]) -> dict:
+    """Median seconds of one evaluation with and without TRL's log-prob passes, alternating in one process."""
+    from rlvr.training.runner import prepare
+
+    flags = ["--config", "recipes/tiny/grpo.yaml", "--output_dir", str(output_dir), "--print_rollouts", "false"]
+    _, trainer, _ = prepare([*flags, "--max_steps", "2", "--report_to", "none", *extra], "grpo")
+    trainer.train()
+    seconds = {True: [], False: []}
+    with measured_load("held_out_cost log_probs"):
+        for i in range(rounds + 1):  # the first round warms up, not counted
+            for passes in (True, False) if i % 2 == 0 else (False, True):
+                trainer.args.eval_log_probs = passes
+                start = time.perf_counter()
+                trainer.evaluate()
+                if i:
+                    seconds[passes].append(time.perf_counter() - start)
+    median = {passes: sorted(times)[len(times) // 2] for passes, times in seconds.items()}
+    result = {"with_log_probs_s": median[True], "scored_only_s": median[False], "ratio": median[False] / median[True]}
+    print(
+        f"one evaluation: {median[True]:.3f} s with TRL's log-prob passes, {median[False]:.3f} s sampled and scored "
+        f"only (x{result['ratio']:.2f}; medians of {rounds} alternating rounds, ranges "
+        f"{min(seconds[True]):.3f}-{max(seconds[True]):.3f} and {min(seconds[False]):.3f}-{max(seconds[False]):.3f} s)",
+        flush=True,
+    )
+    return result
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--rounds", type=positive_int, default=2, help="pairs of runs (with / without), order alternating"
     )
     parser.add_argument("--output_dir", default="runs/bench-held-out")
+    parser.add_argument(
+        "--log_probs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="time one evaluation with and without TRL's log-prob passes, N alternating rounds, instead of runs",
+    )
     args, extra = parser.parse_known_args(argv)  # anything else goes to both runs, e.g. --max_steps 20
     check_writable_folder(args.output_dir, "--output_dir")  # and the runs' own flags, before the first one trains:
     validate(
@@ -79,6 +119,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
             "grpo",
         )
     )
+    if args.log_probs:
+        result = time_log_probs(args.log_probs, Path(args.output_dir) / "log-probs", extra)
+        Path(args.output_dir, "held_out_log_probs.json").write_text(json.dumps(result, indent=2) + "\n")
+        return [result]
     pairs = []
     for i in range(args.rounds):
         order = ("with", "without") if i % 2 == 0 else ("without", "with")

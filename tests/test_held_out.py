@@ -122,13 +122,15 @@ EVAL = [
 
 
 def test_a_run_that_evaluates_writes_the_figures_and_trains_exactly_as_without(run_recipe, tmp_path):
-    _, plain = run_recipe("--max_steps", "4", output_dir=tmp_path / "plain")
-    _, evaluated = run_recipe("--max_steps", "4", *EVAL, output_dir=tmp_path / "evaluated")
+    steps = ("--max_steps", "4", "--beta", "0.04")  # a KL term: the reference pass runs in training and evaluation
+    _, plain = run_recipe(*steps, output_dir=tmp_path / "plain")
+    with_passes, evaluated = run_recipe(*steps, *EVAL, output_dir=tmp_path / "evaluated")
     rows = read_jsonl(f"{evaluated}/metrics.jsonl")
-    evaluations = [row for row in rows if "eval_loss" in row]
+    evaluations = [row for row in rows if "eval_runtime" in row]
     assert [row["step"] for row in evaluations] == [2, 4]
     assert all(
-        {"eval_exact_match", "eval_pass@1", "eval_mean_correctness", "eval_runtime"} <= set(row) for row in evaluations
+        {"eval_exact_match", "eval_pass@1", "eval_mean_correctness", "eval_loss", "eval_kl"} <= set(row)
+        for row in evaluations
     )
     training = lambda rs: [{k: v for k, v in r.items() if not is_timing(k)} for r in rs if "loss" in r]
     assert training(rows) == training(read_jsonl(f"{plain}/metrics.jsonl"))  # a forked RNG: the same samples
@@ -138,6 +140,24 @@ def test_a_run_that_evaluates_writes_the_figures_and_trains_exactly_as_without(r
         None,
         evaluations[1]["eval_exact_match"],
     ]  # joined to their step
+
+    # eval_log_probs: false: the same run and held-out figures, without TRL's two log-prob passes and their keys
+    without, scored_only = run_recipe(*steps, *EVAL, "--eval_log_probs", "false", output_dir=tmp_path / "scored-only")
+    passes_keys = ("eval_loss", "eval_kl", "eval_entropy", "eval_clip_ratio")
+    lean = read_jsonl(f"{scored_only}/metrics.jsonl")
+    assert not any(key.startswith(passes_keys) for row in lean for key in row)
+    figures = lambda rs: [
+        {k: v for k, v in r.items() if not is_timing(k) and not k.startswith(passes_keys)} for r in rs
+    ]
+    assert figures(lean) == figures(rows)
+    for trainer, passes in ((without, 0), (with_passes, 2)):  # the reference's and the policy's
+        calls, pass_ = [], trainer._get_per_token_logps_and_entropies
+        trainer._get_per_token_logps_and_entropies = lambda *a, calls=calls, pass_=pass_, **k: (
+            calls.append(1) or pass_(*a, **k)
+        )
+        trainer.evaluate()
+        assert len(calls) == passes * len(trainer.get_eval_dataloader()) > 0 or passes == 0 == len(calls)
+        assert trainer.beta == with_passes.args.beta  # put back after the evaluation
 
 
 def test_with_readings_a_plain_trl_trainer_gets_the_same_figures(tmp_path):
@@ -163,6 +183,6 @@ def test_with_readings_a_plain_trl_trainer_gets_the_same_figures(tmp_path):
         ],
         model=str(REPO / "models" / "tiny-speller"),
     )
-    [evaluation] = [row for row in trainer.state.log_history if "eval_loss" in row]
+    [evaluation] = [row for row in trainer.state.log_history if "eval_runtime" in row]
     assert 0 <= evaluation["eval_exact_match"] == evaluation["eval_pass@1"] <= 1
     assert {key for key in evaluation if key.startswith("eval_exact_match/")}  # the 8 words span lengths

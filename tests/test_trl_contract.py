@@ -52,6 +52,7 @@ METHODS = {
     "create_scheduler": ["self", "num_training_steps", "optimizer"],  # the samples-budget lr schedule
     "save_model": ["self", "output_dir", "_internal_call"],  # PPO saves its critic beside the policy
     "evaluate": ["self", "eval_dataset", "ignore_keys", "metric_key_prefix"],  # held-out: forked RNG, own time account
+    "prediction_step": ["self", "model", "inputs", "prediction_loss_only", "ignore_keys"],  # eval_log_probs: false
 }
 
 # attributes GRPOTrainer (or transformers' Trainer) sets, which the mixins read

@@ -170,6 +170,14 @@ class RLVRConfig(GRPOConfig):
             "rlvr/training/trainer.py."
         },
     )
+    eval_log_probs: bool = field(
+        default=True,
+        metadata={
+            "help": "Each evaluation also runs TRL's two log-prob passes (reference and policy) for eval_loss, "
+            "eval_kl, eval_entropy and eval_clip_ratio; false = sample and score only (the held-out figures, "
+            "eval_reward and the readings stay)."
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -548,6 +556,7 @@ RESUME_MAY_CHANGE = {
         "eval_on_start",
         "eval_prompts",
         "num_generations_eval",
+        "eval_log_probs",
         "divergence_guard",
         "min_mean_reward",
         "min_mean_reward_component",

@@ -299,6 +299,23 @@ class HeldOutMixin:
         with torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else []):
             return super().evaluate(*args, **kwargs)
 
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """With `eval_log_probs: false` an evaluation batch is sampled and scored, and that is all.
+
+        Why: TRL's `prediction_step` then runs two log-prob passes, the reference's (for the KL term) and the
+        policy's, whose only products are `eval_loss`, `eval_kl`, `eval_entropy` and `eval_clip_ratio/*`; in the
+        main job they are ~40% of each evaluation (docs/evaluation-and-reports.md). The held-out figures come from
+        the scored completions alone, and the passes draw no random numbers, so training is the same either way.
+        """
+        if self.args.eval_log_probs:
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys)
+        beta, self.beta = self.beta, 0.0  # TRL's rollout runs the reference pass only for a KL term
+        try:
+            self._generate_and_score_completions(inputs)  # what TRL's _prepare_inputs does with an eval batch
+        finally:
+            self.beta = beta
+        return None, None, None
+
 
 class LoggedRowMixin:
     """TRL's logged row as the records read it: a cumulative counter (`COUNTERS`) keeps its last value in a log window
@@ -408,6 +425,7 @@ MRO_CONTRACT = {
     "create_scheduler": ("SampleScheduleMixin",),
     "__init__": ("RewardDispatchMixin", "HeldOutMixin", "RawCompletionsMixin"),
     "evaluate": ("TimingMixin", "HeldOutMixin"),
+    "prediction_step": ("HeldOutMixin",),
 }  # what RLVRTrainer's mixins override, outermost first; a subclass (DAPO, PPO) goes in front of its own overrides
 
 # Every TRL-private method (a leading underscore: TRL may change it in any release) that a class of this repo
