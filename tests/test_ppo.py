@@ -1,5 +1,5 @@
 """PPO: GAE on hand-built rewards and values; a 2-step run where both the policy and the critic get
-finite, non-zero updates."""
+finite, non-zero updates; evaluations that leave the training rows alone."""
 
 import math
 from pathlib import Path
@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import REPO, read_jsonl
 
+from rlvr.metrics.keys import is_timing
 from rlvr.training.ppo import PPOTrainer, generalized_advantages, masked_whiten, sequence_reward_on_last_token
 
 
@@ -79,3 +80,47 @@ def test_two_ppo_steps_give_policy_and_critic_finite_updates(run_recipe, tiny_mo
         assert key in rows[0], key
     assert rows[0]["zero_std_frac/total"] == 1.0  # one rollout per prompt: no group contrast, by construction
     assert (Path(out) / "value_model" / "config.json").exists()
+
+
+def test_ppo_evaluations_leave_the_training_rows_alone_and_sample_and_score_only_without_log_probs(
+    run_recipe, tmp_path
+):
+    """An evaluation's values, advantages and KL penalty are logged as its own (eval_ppo/...), not into the next
+    training row; with `eval_log_probs: false` it runs no critic or log-prob pass and logs none of them."""
+    recipe = str(REPO / "recipes" / "tiny" / "ppo.yaml")
+    batch = ("--generation_batch_size", "8", "--per_device_train_batch_size", "8", "--beta", "0.05")
+    evaluate = (
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "1",
+        "--eval_prompts",
+        "4",
+        "--per_device_eval_batch_size",
+        "4",
+    )
+    _, plain = run_recipe(
+        "--max_steps", "2", *batch, "--eval_strategy", "no", recipe=recipe, output_dir=tmp_path / "plain"
+    )
+    _, full = run_recipe(
+        "--max_steps", "2", *batch, *evaluate, "--eval_log_probs", "true", recipe=recipe, output_dir=tmp_path / "full"
+    )
+    lean_trainer, lean = run_recipe(
+        "--max_steps", "2", *batch, *evaluate, "--eval_log_probs", "false", recipe=recipe, output_dir=tmp_path / "lean"
+    )
+    training = lambda out: [
+        {k: v for k, v in row.items() if not is_timing(k)}
+        for row in read_jsonl(f"{out}/metrics.jsonl")
+        if "loss" in row
+    ]
+    assert training(full) == training(plain) == training(lean)
+    evaluations = lambda out: [row for row in read_jsonl(f"{out}/metrics.jsonl") if "eval_runtime" in row]
+    assert all("eval_ppo/advantage_early" in row and "eval_ppo/value_loss" in row for row in evaluations(full))
+    assert [row["eval_exact_match"] for row in evaluations(lean)] == [
+        row["eval_exact_match"] for row in evaluations(full)
+    ]
+    assert not any(key.startswith("eval_ppo/") for row in evaluations(lean) for key in row)
+    critic_calls = []
+    lean_trainer.value_model.register_forward_hook(lambda *_: critic_calls.append(1))
+    lean_trainer.evaluate()
+    assert critic_calls == []

@@ -129,11 +129,14 @@ class PPOTrainer(RLVRTrainer):
         start = inputs["prompt_ids"].shape[1] - 1
         return scores[:, start : start + inputs["completion_ids"].shape[1]]
 
-    def _log_mean(self, key: str, value: torch.Tensor, mode: str = "train") -> None:
+    def _log_mean(self, key: str, value: torch.Tensor, mode: str) -> None:
         self._metrics[mode][key].append(self.accelerator.gather(value.detach()).mean().item())
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
+        if not self.model.training and not self.args.eval_log_probs:
+            return output  # an evaluation that samples and scores only computes no loss: no values, no advantages
+        mode = "train" if self.model.training else "eval"
         mask = output["completion_mask"].float()
         with torch.no_grad():
             if output.get("old_per_token_logps") is None:  # PPO always needs the sampling-time log-probs
@@ -149,9 +152,9 @@ class PPOTrainer(RLVRTrainer):
         if self.beta != 0.0 and "ref_per_token_logps" in output:
             kl = (output["old_per_token_logps"] - output["ref_per_token_logps"]) * mask
             token_rewards = token_rewards - self.beta * kl
-            self._log_mean("ppo/kl_penalty", masked_mean(kl, mask))
+            self._log_mean("ppo/kl_penalty", masked_mean(kl, mask), mode)
         advantages, returns = generalized_advantages(token_rewards, values, mask, self.args.gamma, self.args.lam)
-        self._log_advantage_by_position(advantages, mask)
+        self._log_advantage_by_position(advantages, mask, mode)
         if self.args.whiten_advantages:
             advantages = masked_whiten(advantages, mask)
         if self.log_completions:  # the completions table: each completion's trained advantage, mean over its tokens
@@ -159,13 +162,13 @@ class PPOTrainer(RLVRTrainer):
         output.update(advantages=advantages, old_values=values, returns=returns)
         return output
 
-    def _log_advantage_by_position(self, advantages: torch.Tensor, mask: torch.Tensor) -> None:
+    def _log_advantage_by_position(self, advantages: torch.Tensor, mask: torch.Tensor, mode: str) -> None:
         """Mean raw advantage over each completion's first and last quarter of tokens: per-token credit, seen."""
         length = mask.sum(dim=1, keepdim=True).clamp(min=1.0)
         position = torch.arange(mask.shape[1], device=mask.device).unsqueeze(0) / length
         early, late = mask * (position < 0.25), mask * (position >= 0.75)
-        self._log_mean("ppo/advantage_early", masked_mean(advantages, early))
-        self._log_mean("ppo/advantage_late", masked_mean(advantages, late))
+        self._log_mean("ppo/advantage_early", masked_mean(advantages, early), mode)
+        self._log_mean("ppo/advantage_late", masked_mean(advantages, late), mode)
 
     def _compute_loss(self, model, inputs):
         beta, self.beta = self.beta, 0.0  # KL is already in the reward: no GRPO-style KL term in the loss
