@@ -6,7 +6,6 @@ evaluation every `eval_steps` on `eval_prompts` held-out words x `num_generation
     python benchmarks/held_out_cost.py --rounds 1 --max_steps 20
     python benchmarks/held_out_cost.py --log_probs 12     # one evaluation with and without TRL's log-prob passes
 
-
 Two figures per pair: the extra wall time of the run that evaluates, as a share of the GRPO time of the run that
 does not, and, inside the evaluating run, the seconds TRL spent evaluating (the evaluation rows' `eval_runtime`) as a
 share of its training time (train_runtime minus those seconds). The second is the steadier on a busy machine (both

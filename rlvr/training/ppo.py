@@ -20,7 +20,7 @@ from trl.trainer.utils import disable_dropout_in_model
 
 from rlvr.metrics.keys import TOTAL
 from rlvr.training.config import SingleRolloutConfig
-from rlvr.training.trainer import RLVRTrainer
+from rlvr.training.trainer import RLVRTrainer, without_kl_term
 
 VALUE_STATE = "value_state.safetensors"
 
@@ -171,11 +171,8 @@ class PPOTrainer(RLVRTrainer):
         self._log_mean("ppo/advantage_late", masked_mean(advantages, late), mode)
 
     def _compute_loss(self, model, inputs):
-        beta, self.beta = self.beta, 0.0  # KL is already in the reward: no GRPO-style KL term in the loss
-        try:
+        with without_kl_term(self):  # KL is already in the reward: no GRPO-style KL term in the loss
             policy_loss = super()._compute_loss(model, inputs)
-        finally:
-            self.beta = beta
         mask = inputs["completion_mask"].float()
         values = self._token_values(inputs)
         old_values, returns = inputs["old_values"], inputs["returns"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
@@ -285,6 +286,18 @@ class TimingMixin:
         super().log(logs, start_time)
 
 
+@contextmanager
+def without_kl_term(trainer):
+    """`trainer.beta` at 0 inside the block, then back: TRL then computes no KL term and runs no reference pass for it.
+    Held-out evaluations that sample and score only (`HeldOutMixin.prediction_step`) and PPO, whose KL is in the
+    reward instead of the loss, use it."""
+    beta, trainer.beta = trainer.beta, 0.0
+    try:
+        yield
+    finally:
+        trainer.beta = beta
+
+
 class HeldOutMixin:
     """The held-out evaluation TRL runs every eval_steps: `rlvr evaluate`'s figures added to its rows
     (`rlvr.metrics.held_out`), and its sampling on a forked RNG, so the training steps after it draw what they would
@@ -304,16 +317,13 @@ class HeldOutMixin:
 
         Why: TRL's `prediction_step` then runs two log-prob passes, the reference's (for the KL term) and the
         policy's, whose only products are `eval_loss`, `eval_kl`, `eval_entropy` and `eval_clip_ratio/*`; in the
-        main job they are ~40% of each evaluation (docs/evaluation-and-reports.md). The held-out figures come from
+        main job they are about half of each evaluation (docs/evaluation-and-reports.md). The held-out figures come from
         the scored completions alone, and the passes draw no random numbers, so training is the same either way.
         """
         if self.args.eval_log_probs:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys)
-        beta, self.beta = self.beta, 0.0  # TRL's rollout runs the reference pass only for a KL term
-        try:
+        with without_kl_term(self):  # TRL's rollout runs the reference pass only for a KL term
             self._generate_and_score_completions(inputs)  # what TRL's _prepare_inputs does with an eval batch
-        finally:
-            self.beta = beta
         return None, None, None
 
 
