@@ -12,6 +12,7 @@ from rlvr.speedups.shared_prefix import SharedPrefixTrainer, with_speedups
 from rlvr.training import config
 from rlvr.training.algorithms import ALGORITHMS, trainer_class
 from rlvr.training.curriculum import CurriculumSamplerTrainer, with_curriculum
+from rlvr.training.cuda_memory import GenerationPiecesTrainer, with_generation_pieces
 from rlvr.training.dapo import DAPOTrainer
 from rlvr.training.ppo import PPOTrainer
 from rlvr.training.trainer import MRO_CONTRACT, PRIVATE_OVERRIDES, RLVRTrainer, trainer_for
@@ -65,19 +66,21 @@ def private_overrides(trainer: type) -> set[tuple[str, str]]:
 
 
 def every_trainer() -> list[type]:
-    """Each algorithm's trainer as a recipe can get it: plain, with a curriculum, with speed-ups, with both."""
+    """Each algorithm's trainer as a recipe can get it: plain, with a curriculum, with speed-ups, with both; and each
+    of those as a CUDA run gets it, with generation in pieces."""
     speedups = frozenset({"shared_prefix"})
-    return [
-        layered
+    layered = [
+        trainer
         for name in ALGORITHMS
         for plain in [trainer_class(name)]
-        for layered in (
+        for trainer in (
             plain,
             with_curriculum(plain),
             with_speedups(plain, speedups),
             with_speedups(with_curriculum(plain), speedups),
         )
     ]
+    return layered + [with_generation_pieces(trainer) for trainer in layered]
 
 
 def test_private_overrides_lists_exactly_the_private_methods_overridden():
@@ -105,6 +108,12 @@ def test_opt_in_layers_sit_right_above_trl_below_every_mixin():
     assert mro.index("KLEstimatorMixin") < mro.index("CurriculumSamplerTrainer") < mro.index("SharedPrefixTrainer")
     assert mro.index("SharedPrefixTrainer") == mro.index("GRPOTrainer") - 1
     assert mro[:3] == ["PPOTrainerWithCurriculumWithSpeedups", "SharedPrefixCritic", "PPOTrainerWithCurriculum"]
+
+
+def test_generation_pieces_sit_right_above_trl_below_the_speedups():
+    trainer = with_generation_pieces(with_speedups(trainer_class("grpo"), frozenset({"shared_prefix"})))
+    mro = list(trainer.__mro__)
+    assert mro.index(SharedPrefixTrainer) < mro.index(GenerationPiecesTrainer) == mro.index(GRPOTrainer) - 1
 
 
 def recipe_trainer(monkeypatch, path: str) -> type:
@@ -135,3 +144,18 @@ def test_tiny_recipes_name_the_speedups_and_get_them(monkeypatch, path):
     trainer = recipe_trainer(monkeypatch, path)
     assert issubclass(trainer, SharedPrefixTrainer) and trainer.speedups
     assert issubclass(trainer, CurriculumSamplerTrainer) == ("curriculum" in path)
+
+
+def test_a_run_on_cuda_gets_generation_in_pieces_and_a_cpu_run_does_not(monkeypatch):
+    import torch
+
+    cpu = recipe_trainer(monkeypatch, "recipes/grpo_qwen3_0.6b_full.yaml")
+    assert not issubclass(cpu, GenerationPiecesTrainer)
+    monkeypatch.setattr(config, "check_model_reachable", lambda *args, **kwargs: None)
+    recipe = config.validate(
+        config.load_recipe(["--config", "recipes/grpo_qwen3_0.6b_full.yaml", "--bf16", "false", "--use_cpu", "true"])
+    )
+    recipe.training.use_cpu = False
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    cuda = trainer_for(recipe)
+    assert issubclass(cuda, GenerationPiecesTrainer) and issubclass(cuda, RLVRTrainer)

@@ -58,6 +58,9 @@ COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = (
 TIME_PHASES = ("generation", "scoring", "logprobs", "optimization")  # time/<phase>_s, then time/total_s
 STOPPED_EARLY = "stopped_early"  # in the closing row of a run stopped before its end (a signal, the divergence guard)
 TIME_TOTAL, GENERATION_SHARE = "time/total_s", "time/generation_share"  # the step's time, generation's share of it
+# A CUDA run's peaks since the previous logged row, this process's (rlvr/training/cuda_memory.py): what the tensors
+# held, and what the caching allocator reserved for them (the figure a card's free memory must cover)
+PEAK_ALLOCATED, PEAK_RESERVED = "memory/peak_allocated_gib", "memory/peak_reserved_gib"
 
 # TRL's own keys that the readers (plots, report, doctor) read.
 LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE, REWARD = "loss", "kl", "entropy", "grad_norm", "learning_rate", "reward"
@@ -82,9 +85,11 @@ CLIP_RATIO = "clip_ratio/region_mean"  # beside clip_ratio/{low_mean,high_mean,l
 OFF_POLICY_SERIES = (f"{IS_RATIO}mean", f"{IS_RATIO}min", f"{LOGP_DIFF}mean", f"{LOGP_DIFF}max", CLIP_RATIO)
 
 
-# Wall-clock readings: the only values two runs of the same recipe and seed may differ in (the machine, not the math).
+# Wall-clock and memory readings: the only values two runs of the same recipe and seed may differ in (the machine,
+# not the math).
 TIMING = (
     "time",
+    "memory/",
     "step_time",
     "tokens_per_s/",
     TRAIN_RUNTIME,

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> MemoryPlan:
         zero_stage=opts.zero_stage if opts.zero_stage is not None else stage,
         ppo=opts.ppo or None,
         total_bytes=total,
+        free_bytes=free,
     )
     print(format_plan(plan, free))
     return plan

@@ -162,6 +162,14 @@ class Workload:
     ds3_gather_for_generation: bool = True
     offloaded_cache: bool = False  # cache_implementation: offloaded
     total_bytes: float | None = None  # device memory, for vLLM's reserved fraction
+    optim: str = "adamw_torch"  # transformers' `optim` (adamw_torch_fused, HF's default, allocates the same)
+    optim_block: int | None = None  # `optim_args: block_size=N` of torchao's low-bit AdamW (None: its default)
+    generation_chunk: int | None = None  # generation_chunk_size: sequences sampled at once (None: all of them)
+
+    @property
+    def sequences_at_once(self) -> int:
+        """Sequences whose KV cache exists together: the generation batch, or its pieces."""
+        return min(self.generation_chunk or self.generation_sequences, self.generation_sequences)
 
 
 def zero_stage_of(training, env=os.environ) -> int:
@@ -242,7 +250,22 @@ def workload_from_config(
         ds3_gather_for_generation=training.ds3_gather_for_generation,
         offloaded_cache=str(training.cache_implementation).startswith("offloaded"),
         total_bytes=total_bytes,
+        optim=getattr(training.optim, "value", training.optim),
+        optim_block=optim_block_size(training.optim_args),
+        generation_chunk=getattr(training, "generation_chunk_size", None),
     )
+
+
+def optim_block_size(optim_args: str | None) -> int | None:
+    """`block_size` of transformers' comma-separated `optim_args` ("block_size=256,bf16_stochastic_round=True")."""
+    for item in (optim_args or "").split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == "block_size":
+            try:
+                return int(value)
+            except ValueError:
+                raise ConfigError("optim_args", f"block_size must be an integer, got {value.strip()!r}") from None
+    return None
 
 
 # --- Prompt length -------------------------------------------------------------------------------------------------

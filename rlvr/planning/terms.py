@@ -11,19 +11,37 @@ from rlvr.planning.shapes import GIB, ModelShape, linear_shapes
 TOKEN_TILE, VOCAB_TILE = 4096, 32768  # trl.kernels.chunked_logprob: TOKEN_CHUNK_SIZE, _CHUNKED_LOGPROB_CHUNK_SIZE
 MARGIN_BYTES = GIB // 2
 
+# The caching allocator's reserved-but-unallocated memory while sampling, as a share of the KV cache. Calibrated on
+# the H200 runs at a 6.9 GiB cap (docs/measurements/gpu-h200-2026-12-04.md; planned bytes without the margin):
+# - Qwen3-0.6B full, second cycle: 5.87 GiB allocated while generating, out of memory -> slack > 1.03 GiB = 0.42 x 2.43;
+# - Qwen3-1.7B LoRA, first cycle (no optimizer states yet): 5.80 GiB, fitted -> slack < 1.10 GiB = 0.45 x 2.43;
+# - Qwen3-1.7B LoRA, second cycle: 5.93 GiB, out of memory -> slack > 0.97 GiB = 0.40 x 2.43;
+# - Qwen3-4B QLoRA, first cycle: out of memory at 5.70 GiB allocated, cache 3.13 GiB -> slack > 0.38 x 3.13.
+# All four hold for a share between 0.42 and 0.45; the plan takes 0.45. Measured without expandable segments; with
+# them it is not measured yet (benchmarks/gpu_check.py's `run` section records it), so the plan keeps the same share.
+GENERATION_SLACK = 0.45
+
+
+def parameter_tensors(s: ModelShape) -> list[int]:
+    """Every weight tensor's size: per layer the seven projections, Qwen3's per-head q/k RMSNorms and two RMSNorms;
+    then the embedding, the final norm, and an LM head unless it is tied to the embedding."""
+    layer = [a * b for a, b in linear_shapes(s).values()] + [s.head_dim] * 2 + [s.hidden] * 2
+    head = [] if s.tie_word_embeddings else [s.vocab * s.hidden]
+    return layer * s.layers + [s.vocab * s.hidden, s.hidden] + head
+
 
 def parameter_count(s: ModelShape) -> int:
-    """Every weight: per layer the seven projections, Qwen3's per-head q/k RMSNorms and two RMSNorms; then the
-    embedding, the final norm, and an LM head unless it is tied to the embedding."""
-    layer = sum(a * b for a, b in linear_shapes(s).values()) + 2 * s.head_dim + 2 * s.hidden
-    head = 0 if s.tie_word_embeddings else s.vocab * s.hidden
-    return s.layers * layer + s.vocab * s.hidden + s.hidden + head
+    return sum(parameter_tensors(s))
+
+
+def lora_tensors(s: ModelShape, r: int, targets: tuple[str, ...]) -> list[int]:
+    """Trainable LoRA tensors: A (r x in) and B (out x r) for each targeted projection of every layer."""
+    shapes = linear_shapes(s)
+    return [size for t in targets for size in (r * shapes[t][0], shapes[t][1] * r)] * s.layers
 
 
 def lora_parameter_count(s: ModelShape, r: int, targets: tuple[str, ...]) -> int:
-    """Trainable LoRA weights: A (r x in) and B (out x r) for each targeted projection of every layer."""
-    shapes = linear_shapes(s)
-    return s.layers * sum(r * (shapes[t][0] + shapes[t][1]) for t in targets)
+    return sum(lora_tensors(s, r, targets))
 
 
 BNB_BLOCK = 64  # bitsandbytes 4-bit blocksize: one absmax scale per 64 weights
@@ -64,6 +82,40 @@ def training_state_bytes(trainable: int, param_bytes: int, zero_stage: int = 0, 
     master = 4 if param_bytes < 4 else 0
     grads = trainable * param_bytes / (world if zero_stage >= 2 else 1)
     return grads, trainable * (8 + master) / world
+
+
+# torchao's low-bit AdamW (transformers' `optim: adamw_torch_8bit / adamw_torch_4bit`): bits per state value, and the
+# smallest tensor it quantizes (smaller ones, and those not divisible by the block, keep states in the parameter dtype)
+LOW_BIT_STATES = {"adamw_torch_8bit": (8, 256), "adamw_torch_4bit": (4, 128)}  # optim -> (bits, default block_size)
+TORCHAO_MIN_QUANTIZED = 4096
+FULL_PRECISION_ADAMW = ("adamw_torch", "adamw_torch_fused")
+
+
+def optimizer_state_bytes(tensor_sizes, param_bytes: int, optim: str, block_size: int | None = None) -> float:
+    """AdamW's two moments for tensors of `tensor_sizes` elements, as the optimizer allocates them.
+
+    torch's AdamW (HF's default `adamw_torch_fused`): `zeros_like(p)` twice, in the parameter's dtype. torchao's
+    `AdamW8bit` / `AdamW4bit` (`optim: adamw_torch_8bit / adamw_torch_4bit`): each moment as 8 or 4 bits per value
+    plus one fp32 scale per block of `block_size` values (`optim_args: block_size=N`), for tensors of at least 4096
+    values that the block divides; other tensors (norm weights) keep `zeros_like(p)`."""
+    if optim in FULL_PRECISION_ADAMW:
+        return 2 * param_bytes * sum(tensor_sizes)
+    if optim not in LOW_BIT_STATES:
+        raise ValueError(f"optimizer {optim!r}: the planner knows {FULL_PRECISION_ADAMW + tuple(LOW_BIT_STATES)}")
+    bits, default_block = LOW_BIT_STATES[optim]
+    block = block_size or default_block
+    total = 0.0
+    for n in tensor_sizes:
+        quantized = n >= TORCHAO_MIN_QUANTIZED and n % block == 0
+        total += 2 * (n * (bits / 8 + 4 / block) if quantized else n * param_bytes)
+    return total
+
+
+def generation_slack_bytes(kv_bytes: float) -> float:
+    """Reserved but unallocated memory while sampling: every decoding step re-allocates each layer's keys and values
+    one token longer (transformers' DynamicCache concatenates), so the blocks it frees never fit the next request;
+    `GENERATION_SLACK` x the KV cache, calibrated on the H200 runs (see above)."""
+    return GENERATION_SLACK * kv_bytes
 
 
 def ddp_bucket_bytes(trainable: int, param_bytes: int, world: int, zero_stage: int) -> int:

@@ -170,6 +170,14 @@ class RLVRConfig(GRPOConfig):
             "rlvr/training/trainer.py."
         },
     )
+    generation_chunk_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "On a GPU, sample at most this many sequences at once (the KV cache scales with it); unset: the "
+            "whole generation batch when the memory planner says it fits the free memory, else the pieces the "
+            "planner sizes (rlvr/training/cuda_memory.py). A CPU run samples the whole batch."
+        },
+    )
     eval_log_probs: bool = field(
         default=True,
         metadata={
@@ -514,6 +522,7 @@ RESUME_MAY_CHANGE = {
         "dataloader_persistent_workers",
         "dataloader_prefetch_factor",
         "memory_budget",
+        "generation_chunk_size",
         "vllm_gpu_memory_utilization",
         "ddp_timeout",
         "ddp_backend",

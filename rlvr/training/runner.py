@@ -51,7 +51,7 @@ from rlvr.training.stopping import (
     closing_note,
     early_stop,
 )
-from rlvr.training.trainer import trainer_for
+from rlvr.training.trainer import trainer_for, trains_on_cuda
 
 STEP_FILES = (
     "rlvr/training/trainer.py",  # RLVRTrainer: TRL's step plus its seams (rewards in, advantages, KL, sample budget)
@@ -82,7 +82,13 @@ def callbacks_for(recipe: Recipe) -> list:
         from rlvr.training.curriculum import curriculum_callback_for
 
         curriculum = [curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)]
+    cuda = []
+    if trains_on_cuda(recipe.training):  # memory/peak_* into the row before the records and the console read it
+        from rlvr.training.cuda_memory import CudaMemoryCallback
+
+        cuda = [CudaMemoryCallback()]
     return [
+        *cuda,
         ReadingsCallback(),
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
@@ -195,13 +201,18 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     # 1. Parse YAML + CLI and validate everything that can be checked without a model; a folder another live run
     #    holds is refused first, and a resume must continue this folder's run with the same recipe.
     loaded = load_recipe(argv, algorithm)
+    allocator = ""
+    if trains_on_cuda(loaded.training) and not loaded.args.dry_run:  # before the planner's mem_get_info starts CUDA
+        from rlvr.training.cuda_memory import configure_allocator
+
+        allocator = f"; CUDA allocator: {configure_allocator()}"
     if not loaded.args.dry_run:
         refuse_if_in_use(loaded)
     recipe = validate(loaded)
     args, training = recipe.args, recipe.training
     resume = hold_run_folder(recipe)
     checkpoint = resume.checkpoint
-    print(f"[plan] {batch_plan(recipe)}", flush=True)
+    print(f"[plan] {batch_plan(recipe)}{allocator}", flush=True)
     if warning := precision_warning(recipe):
         print(warning, flush=True)
     if args.memory_budget != "off":  # on a GPU: planned peak vs free memory, remedies in order of value

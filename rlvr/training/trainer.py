@@ -464,6 +464,10 @@ PRIVATE_OVERRIDES = {
     ("SharedPrefixTrainer", "_get_per_token_logps_and_entropies"): "speed-up: the shared prompt prefix once",
     ("SharedPrefixTrainer", "_generate_single_turn"): "speed-up: prefills the shared prefix once / prefix_attention",
     ("SharedPrefixTrainer", "_tokenize_prompts"): "speed-up: each distinct prompt through the chat template once",
+    (
+        "GenerationPiecesTrainer",
+        "_generate_single_turn",
+    ): "CUDA: releases the cached blocks, then samples the batch in pieces that fit (TRL has no hook before it)",
 }
 
 
@@ -481,9 +485,15 @@ class RLVRTrainer(
     """TRL's GRPOTrainer with every mixin above, in `MRO_CONTRACT`'s order (the module docstring says what each does)."""
 
 
+def trains_on_cuda(training) -> bool:
+    """A run on a CUDA device: the only runs that load `rlvr.training.cuda_memory` (a CPU run's path has none of it)."""
+    return not training.use_cpu and torch.cuda.is_available()
+
+
 def trainer_for(recipe) -> type:
     """The recipe's algorithm's trainer class, plus the layers the recipe names (its `curriculum:` sampler, then its
-    `speedups:`), each placed by the MRO right above TRL, below every mixin."""
+    `speedups:`) and, on CUDA, generation in pieces (`rlvr.training.cuda_memory`), each placed by the MRO right above
+    TRL, below every mixin."""
     trainer = trainer_class(recipe.training.algorithm)
     # opt-in layers, imported only when named: a recipe without them loads no curriculum or speed-up code
     if recipe.curriculum:
@@ -494,4 +504,8 @@ def trainer_for(recipe) -> type:
         from rlvr.speedups.shared_prefix import with_speedups
 
         trainer = with_speedups(trainer, recipe.speedups)
+    if trains_on_cuda(recipe.training):
+        from rlvr.training.cuda_memory import with_generation_pieces
+
+        trainer = with_generation_pieces(trainer)
     return trainer

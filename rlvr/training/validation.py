@@ -94,6 +94,7 @@ RULES: dict[str, Num | OneOf] = {
     "num_iterations": POSITIVE_INT,
     "max_completion_length": POSITIVE_INT,
     "max_steps": Num(ge=1, also=(-1,)),
+    "generation_chunk_size": POSITIVE_INT,  # sequences sampled at once on a GPU (unset: sized by the planner)
     "max_generated_samples": POSITIVE_INT,  # -1: train num_train_epochs instead; 0 would silently train one step
     "num_train_epochs": POSITIVE,
     "logging_steps": POSITIVE,
