@@ -11,8 +11,8 @@ from trl import GRPOTrainer
 from rlvr.speedups.shared_prefix import SharedPrefixTrainer, with_speedups
 from rlvr.training import config
 from rlvr.training.algorithms import ALGORITHMS, trainer_class
-from rlvr.training.curriculum import CurriculumSamplerTrainer, with_curriculum
 from rlvr.training.cuda_memory import GenerationPiecesTrainer, with_generation_pieces
+from rlvr.training.curriculum import CurriculumSamplerTrainer, with_curriculum
 from rlvr.training.dapo import DAPOTrainer
 from rlvr.training.ppo import PPOTrainer
 from rlvr.training.trainer import MRO_CONTRACT, PRIVATE_OVERRIDES, RLVRTrainer, trainer_for
