@@ -15,9 +15,12 @@ from its published shape (no download, nothing to reach), written to /dev/shm wh
   generation batch. The training phase is measured at its steady state (the second micro-batch of a cycle, after a
   warm-up step allocated AdamW's states). Planned figures leave out the planner's fixed margin (CUDA context,
   fragmentation), which the allocator does not count.
-- fit: `--steps` GRPO steps (`--quantized_steps` for a 4-bit config) of each config shipped for a 6.9 GiB card, through the real runner, in a child process
-  capped with `torch.cuda.set_per_process_memory_fraction` at `--budget_gib`. A run that hits the cap is rerun
-  uncapped, so the table says by how much it misses. Its training throughput (samples/s, generated tokens/s, seconds
+- fit: a whole run at the cap: `--steps` GRPO steps (12: three generation cycles) of each config shipped for a 6.9 GiB
+  card, through the real runner with its whole-run fixes (expandable segments, the cache released before each
+  generation, the generation pieces the planner sizes for the cap), in a child process capped with
+  `torch.cuda.set_per_process_memory_fraction` at `--budget_gib`; then the first config again with expandable
+  segments off. Each row has the peak allocated and reserved GiB of every generation cycle against the whole-run
+  plan, and how many steps ran. A run that hits the cap is rerun uncapped, so the table says by how much it misses. Its training throughput (samples/s, generated tokens/s, seconds
   per phase) is read off `metrics.jsonl` over the steps after the first generation cycle (`window_figures`). The model folder pairs the shape's random weights with the tiny
   byte tokenizer; the recipe's system prompt is cut so that its prompts are as many byte tokens as the planner
   estimates the real tokenizer makes, so KV cache and activations match the real run's.
@@ -47,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -65,6 +69,8 @@ from rlvr.metrics.keys import (
     GENERATED_TOKENS,
     GENERATION_STEP,
     LOSS,
+    PEAK_ALLOCATED,
+    PEAK_RESERVED,
     TIME_PHASES,
     TIME_TOTAL,
     time_key,
@@ -82,8 +88,8 @@ from rlvr.planning import (
 
 SECTIONS = ("memory", "fit", "main", "speedups", "eval", "speed")
 # The longest one measurement of a section may take, in seconds (and never past --max_minutes): a slow step cannot eat
-# the steps after it. fit: a random model written and loaded, then --steps GRPO steps (4B: --quantized_steps).
-BOX_S = {"fit": 150, "main": 200, "speedups": 90, "eval": 120, "speed": 150}
+# the steps after it. fit: a random model written and loaded, then --steps GRPO steps.
+BOX_S = {"fit": 330, "main": 200, "speedups": 90, "eval": 120, "speed": 150}
 FIT_CONFIGS = (
     "recipes/grpo_qwen3_0.6b_full.yaml",
     "recipes/grpo_qwen3_1.7b_lora.yaml",
@@ -103,6 +109,7 @@ RAM_WORK_GIB = 12  # /dev/shm holds the random models when this much is free (th
 # checks the script, it measures nothing
 SMOKE_SHAPE = ModelShape("smoke", 64, 2, 4, 2, 16, 128, 1000, True)
 SMOKE_FLAGS = ["--use_cpu", "true", "--bf16", "false", "--max_completion_length", "16", "--load_in_4bit", "false"]
+SMOKE_FLAGS += ["--optim", "adamw_torch"]  # torchao's step compiles for minutes per tensor shape on a CPU
 SMOKE_MAIN_FLAGS = ["--num_samples", "1", "--max_steps", "2", "--eval_steps", "1"]
 
 
@@ -389,9 +396,11 @@ def fit_one(
     work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = (), smoke: bool = False
 ) -> dict:
     """In a fresh process: the runner's GRPO steps on the random-weight model of the recipe's shape, capped at
-    `budget_gib` (None: uncapped), `extra` flags on top. Returns planned (margin left out) and measured peak bytes,
-    whether it ran, the seconds of the model write and of the run, the throughput of the steps after the first
-    generation cycle (`window_figures`) and every step's loss. `smoke`: on the CPU at SMOKE_SHAPE (nothing measured)."""
+    `budget_gib` (None: uncapped), `extra` flags on top, with the runner's whole-run fixes (the allocator setting in
+    the environment, the cache released before each generation, the pieces the planner sizes for the cap). Returns the
+    planned whole-run and first-generation peaks (margin left out), the measured peak allocated and reserved bytes of
+    the run and of each generation cycle, how many steps ran, the seconds of the model write and of the run, the
+    throughput after the first cycle (`window_figures`) and every step's loss. `smoke`: on the CPU at SMOKE_SHAPE."""
     import torch
 
     from rlvr.planning import plan_recipe, resolve_shape
@@ -408,21 +417,12 @@ def fit_one(
         torch.cuda.empty_cache()
     write_s = time.perf_counter() - t0
     recipe_path = byte_token_recipe(config, model_dir, work)
-    argv = [
-        "--config",
-        str(recipe_path),
-        "--max_steps",
-        str(steps),
-        "--print_rollouts",
-        "false",
-        "--memory_budget",
-        "off",
-        "--logging_steps",
-        "1",
-        *extra,
-        *(SMOKE_FLAGS if smoke else []),
-    ]
-    planned = plan_recipe(validate(load_recipe(argv))).peak - MARGIN_BYTES
+    argv = ["--config", str(recipe_path), "--max_steps", str(steps), "--print_rollouts", "false"]
+    argv += ["--memory_budget", "off", "--logging_steps", "1", *extra, *(SMOKE_FLAGS if smoke else [])]
+    recipe = validate(load_recipe(argv))
+    plan = plan_recipe(recipe, free_bytes=budget_gib * GIB if budget_gib else None)  # the runner's pieces at the cap
+    if plan.workload.generation_chunk:
+        argv += ["--generation_chunk_size", str(plan.workload.generation_chunk)]
     if cuda and budget_gib is not None:
         torch.cuda.set_per_process_memory_fraction(budget_gib * GIB / torch.cuda.get_device_properties(0).total_memory)
     if cuda:
@@ -434,20 +434,37 @@ def fit_one(
         error = "OOM: " + str(err).splitlines()[0][:80]
     rows = read_metrics(work / "run" / "metrics.jsonl")
     window = None if error else window_figures(rows)
+    trained = [row for row in rows if TIME_TOTAL in row]
     return {
-        "planned": planned,
+        "planned": plan.peak - MARGIN_BYTES,
+        "planned_first": plan.first_generation - MARGIN_BYTES,
+        "chunk": plan.workload.generation_chunk,
+        "allocator": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True (runner)"),
         "measured": torch.cuda.max_memory_allocated() if cuda else None,
         "reserved": torch.cuda.max_memory_reserved() if cuda else None,
+        "cycles": cycle_peaks(trained, recipe.training.steps_per_generation),
         "ok": not error,
         "error": error,
+        "steps_done": len(trained),
         "seconds": round(time.perf_counter() - start, 1),
         "write_s": round(write_s, 1),
         "steps": steps,
         "window": window,
         "samples_per_s": window and window["samples_per_s"],
-        "losses": [row.get(LOSS) for row in rows if TIME_TOTAL in row],
-        "step_seconds": [row[TIME_TOTAL] for row in rows if TIME_TOTAL in row],
+        "losses": [row.get(LOSS) for row in trained],
+        "step_seconds": [row[TIME_TOTAL] for row in trained],
     }
+
+
+def cycle_peaks(rows: list[dict], steps_per_generation: int) -> list[list[float]]:
+    """[peak allocated, peak reserved] GiB of each generation cycle, from the runner's per-row peaks (logging_steps 1:
+    a cycle is `steps_per_generation` rows, its generation in the first)."""
+    cycles = [rows[i : i + steps_per_generation] for i in range(0, len(rows), steps_per_generation)]
+    return [
+        [round(max(r.get(key, 0.0) for r in cycle), 2) for key in (PEAK_ALLOCATED, PEAK_RESERVED)]
+        for cycle in cycles
+        if any(PEAK_ALLOCATED in r for r in cycle)
+    ]
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -551,10 +568,10 @@ def child_env() -> dict:
     }
 
 
-def child(args: list, timeout: float, log: Path) -> dict:
+def child(args: list, timeout: float, log: Path, env: dict | None = None) -> dict:
     """Run one measurement in a fresh Python (its own CUDA context and memory cap) in a work folder this process
     creates and removes (a killed child leaves GBs of random weights behind otherwise); its last tagged line is the
-    result."""
+    result. `env`: variables on top of the caller's (the allocator setting of the run without the fix)."""
     work = Path(tempfile.mkdtemp(prefix="gpu_check_", dir=work_root()))
     try:
         command = [
@@ -563,7 +580,7 @@ def child(args: list, timeout: float, log: Path) -> dict:
             "--_child",
             json.dumps([args[0], str(work), *args[1:]]),
         ]
-        code = run_in_group(command, timeout, log, child_env())
+        code = run_in_group(command, timeout, log, {**child_env(), **(env or {})})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if code is None:
@@ -597,6 +614,9 @@ def over_cap_note(uncapped: dict, budget_gib: float) -> str:
     )
 
 
+ALLOCATOR_OFF = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}  # the run without the allocator fix
+
+
 def fit_rows(
     run: bool,
     budget_gib: float,
@@ -605,44 +625,81 @@ def fit_rows(
     configs=FIT_CONFIGS,
     logs: Path = Path("runs"),
     smoke: bool = False,
-    quantized_steps: int = 3,
 ):
-    """One row per config, yielded as each child finishes."""
-    for config in configs:
-        name = Path(config).stem
-        n = quantized_steps if "qlora" in name else steps
-        phase = f"{n} GRPO steps <= {budget_gib:g} GiB"
-        if not run or time.time() >= deadline:
-            yield Row(
-                "fit", name, phase, planned=planned_fit(config), note="pending a GPU run" if not run else OUT_OF_TIME
-            )
-            continue
-        result = child(["fit", config, budget_gib, n, [], smoke], box("fit", deadline), logs / f"fit_{name}.log")
-        result.setdefault("planned", planned_fit(config))  # a child that timed out still has a plan to compare with
-        note = "" if result.get("ok") else result.get("error", "")
-        if result.get("error", "").startswith("OOM") and time.time() < deadline:  # by how much it misses: uncapped
-            uncapped = child(
-                ["fit", config, None, n, [], smoke], box("fit", deadline), logs / f"fit_{name}_uncapped.log"
-            )
-            result["uncapped"] = uncapped
-            if uncapped.get("ok"):
-                result["measured"] = uncapped["measured"]
-                note = over_cap_note(uncapped, budget_gib)
-        yield Row(
-            "fit",
-            name,
-            phase,
-            result.get("planned"),
-            result.get("measured"),
-            fits=bool(result.get("ok")),
-            value=result.get("samples_per_s"),
-            figures=result,
-            note=note
-            or (
-                f"{result.get('seconds')} s for {n} steps after a {result.get('write_s')} s model write; "
-                + throughput_note(result.get("window"))
-            ),
+    """One row per config over a whole run at the cap (`steps`: 12 = three generation cycles), and the first config
+    again with the allocator's expandable segments off, all else equal (what the setting buys). The runs go at once,
+    one process each under its own cap (decoding a few dozen sequences leaves most of the GPU idle; their throughput
+    is shared, their memory is not); a run that hits the cap is then rerun uncapped, to say by how much it misses.
+    Yielded as each finishes."""
+    cases = [(config, Path(config).stem, None) for config in configs]
+    cases += [(configs[0], f"{Path(configs[0]).stem} (expandable segments off)", ALLOCATOR_OFF)] if configs else []
+    phase = f"{steps} GRPO steps <= {budget_gib:g} GiB"
+    if not run or time.time() >= deadline:
+        for config, name, _ in cases:
+            note = OUT_OF_TIME if run else "pending a GPU run"
+            yield Row("fit", name, phase, planned=planned_fit(config, budget_gib), note=note)
+        return
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        futures = [pool.submit(fit_case, *case, budget_gib, steps, deadline, logs, smoke) for case in cases]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def fit_case(config: str, name: str, env, budget_gib: float, steps: int, deadline: float, logs: Path, smoke: bool):
+    """One fit row: the capped run, and the uncapped rerun when the cap was hit."""
+    log = logs / f"fit_{Path(config).stem}{'_allocator_off' if env else ''}.log"
+    result = child(["fit", config, budget_gib, steps, [], smoke], box("fit", deadline), log, env)
+    result.setdefault("planned", planned_fit(config, budget_gib))  # a child that timed out still has a plan
+    note = "" if result.get("ok") else result.get("error", "")
+    if result.get("error", "").startswith("OOM") and time.time() < deadline:  # by how much it misses: uncapped
+        uncapped = child(
+            ["fit", config, None, steps, [], smoke], box("fit", deadline), log.with_suffix(".uncapped.log"), env
         )
+        result["uncapped"] = uncapped
+        if uncapped.get("ok"):
+            result["measured"] = uncapped["measured"]
+            note = over_cap_note(uncapped, budget_gib)
+    cycles = "; ".join(f"cycle {i} {a:.2f}/{r:.2f}" for i, (a, r) in enumerate(result.get("cycles") or [], 1))
+    pieces = f", pieces of {result['chunk']}" if result.get("chunk") else ""
+    ran = f"{result.get('steps_done', 0)}/{steps} steps{pieces}; GiB allocated/reserved: {cycles or '-'}"
+    done = f"{result.get('seconds')} s after a {result.get('write_s')} s model write, with the other fit runs at once; "
+    return Row(
+        "fit",
+        name,
+        f"{steps} GRPO steps <= {budget_gib:g} GiB",
+        result.get("planned"),
+        result.get("measured"),
+        fits=bool(result.get("ok")),
+        value=result.get("samples_per_s"),
+        figures=result,
+        note=f"{ran}; " + (note or done + throughput_note(result.get("window"))),
+    )
+
+
+# Seconds of one fit run on one H200, for the section's own estimate (printed first): the model write plus the first
+# cycle (CUDA start-up, kernel choices, the first generation), then each further generation cycle, per generation
+# piece. Measured for 0.6B full (43.5 s first step, 18.1 s a cycle of 32 x 512 tokens) and 1.7B LoRA (59.2 s first
+# step); the others' cycles scaled by their layers and width.
+FIT_SECONDS = {
+    "grpo_qwen3_0.6b_full": (10 + 44, 19),
+    "grpo_qwen3_1.7b_lora": (15 + 60, 25),
+    "grpo_qwen3_4b_qlora": (25 + 75, 32),
+}
+
+
+def fit_estimate(configs, steps: int, budget_gib: float, steps_per_generation: int = 4) -> float:
+    """The fit section's seconds: its runs go at once, so the longest run's (first cycle, then each cycle once per
+    generation piece); an uncapped rerun after an OOM adds up to one more."""
+    from rlvr.planning import plan_recipe
+    from rlvr.training.config import load_recipe, validate
+
+    cycles, longest = -(-steps // steps_per_generation), 0.0
+    for config in configs:
+        recipe = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+        w = plan_recipe(recipe, free_bytes=budget_gib * GIB).workload
+        first, cycle = FIT_SECONDS[Path(config).stem]
+        longest = max(longest, first + (cycles - 1) * cycle * -(-w.generation_sequences // w.sequences_at_once))
+    return longest
 
 
 def main_job_recipe(folder: Path) -> Path:
@@ -774,17 +831,14 @@ def speed_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs")
         )
 
 
-def planned_fit(config: str) -> float:
-    """The planner's peak for a shipped config, margin left out (what the fit row compares with, on any machine)."""
+def planned_fit(config: str, budget_gib: float | None = None) -> float:
+    """The planner's whole-run peak for a shipped config, in the pieces it sizes for `budget_gib`, margin left out
+    (what the fit row compares with, on any machine)."""
     from rlvr.planning import plan_recipe
     from rlvr.training.config import load_recipe, validate
 
-    return (
-        plan_recipe(
-            validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
-        ).peak
-        - MARGIN_BYTES
-    )
+    recipe = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+    return plan_recipe(recipe, free_bytes=budget_gib * GIB if budget_gib else None).peak - MARGIN_BYTES
 
 
 def eval_rows(run: bool, num_prompts: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
@@ -831,15 +885,9 @@ def parse(argv: list[str] | None):
     parser.add_argument(
         "--steps",
         type=int,
-        default=8,
-        help="GRPO steps per config in the fit and speed sections (8: "
-        "a warm-up generation cycle of 4 optimizer steps, then one measured cycle)",
-    )
-    parser.add_argument(
-        "--quantized_steps",
-        type=int,
-        default=3,
-        help="GRPO steps for the 4-bit config (its figure is the peak, reached once AdamW's states exist)",
+        default=12,
+        help="GRPO steps per config in the fit and speed sections (12: three generation cycles of 4 optimizer steps; "
+        "the first is the warm-up, the second the first with the optimizer states beside the cache)",
     )
     parser.add_argument("--speedup_steps", type=int, default=3, help="GRPO steps per run in the speedups section")
     parser.add_argument(
@@ -873,7 +921,7 @@ def parse(argv: list[str] | None):
     for flag in ("budget_gib", "max_minutes"):
         if getattr(args, flag) <= 0:
             raise ConfigError(f"--{flag}", f"must be positive, got {getattr(args, flag)}")
-    for flag in ("steps", "quantized_steps", "speedup_steps", "eval_prompts"):
+    for flag in ("steps", "speedup_steps", "eval_prompts"):
         if getattr(args, flag) < 1:
             raise ConfigError(f"--{flag}", f"must be >= 1, got {getattr(args, flag)}")
     if not 0 < args.tolerance < 1:
@@ -916,13 +964,16 @@ def main(argv: list[str] | None = None) -> int:
             [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs],
             out / "logs",
             smoke,
-            args.quantized_steps,
         ),
         "main": lambda: main_job_rows(run, deadline, out, smoke),
         "speedups": lambda: speedup_rows(run, args.speedup_steps, deadline, out / "logs", smoke),
         "eval": lambda: eval_rows(run, args.eval_prompts, deadline, out / "logs", smoke),
         "speed": lambda: speed_rows(run, args.steps, deadline, out / "logs", smoke),
     }
+    if "fit" in args.sections:
+        fit_configs = [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs]
+        minutes = fit_estimate(fit_configs, args.steps, args.budget_gib) / 60
+        print(f"[gpu_check] fit section: about {minutes:.1f} minutes on an H200 (its own estimate)", flush=True)
     with measured_load("gpu_check"):  # the CPU side (generation loop, rewards) shows in GPU throughput too
         for section in args.sections:
             for row in sections[section]():

@@ -85,7 +85,8 @@ def test_dry_run_plans_every_row_on_any_machine(capsys):
     out = capsys.readouterr().out
     assert all(name in out for name in ("grpo_qwen3_0.6b_full", "grpo_qwen3_1.7b_lora", "grpo_qwen3_4b_qlora"))
     fit_lines = [line for line in out.splitlines() if line.startswith("fit ")]
-    assert len(fit_lines) == 3 and all(line.endswith("pending a GPU run") for line in fit_lines)
+    assert len(fit_lines) == 4 and all(line.endswith("pending a GPU run") for line in fit_lines)
+    assert "(expandable segments off)" in fit_lines[-1]  # the first config again, without the allocator fix
 
 
 def test_dry_run_lists_the_training_throughput_rows_and_the_load(capsys):
@@ -231,7 +232,7 @@ def test_byte_token_recipe_matches_the_planners_prompt_length(tmp_path):
 def test_fit_configs_selects_which_configs_run(capsys):
     assert gpu_check.main(["--dry_run", "--sections", "fit", "--fit_configs", "grpo_qwen3_4b_qlora"]) == 0
     fit_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fit ")]
-    assert len(fit_lines) == 1 and "grpo_qwen3_4b_qlora" in fit_lines[0]
+    assert len(fit_lines) == 2 and all("grpo_qwen3_4b_qlora" in line for line in fit_lines)
     with pytest.raises(ConfigError, match="--fit_configs"):
         gpu_check.parse(["--fit_configs", "grpo_qwen3_70b"])
 
@@ -283,7 +284,7 @@ def test_a_measurement_past_its_time_is_killed_with_its_children(tmp_path):
 def test_smoke_and_dry_run_exclude_each_other_and_steps_are_positive():
     with pytest.raises(ConfigError, match="--cpu_smoke"):
         gpu_check.parse(["--cpu_smoke", "--dry_run"])
-    for flag in ("--quantized_steps", "--speedup_steps"):
+    for flag in ("--steps", "--speedup_steps"):
         with pytest.raises(ConfigError, match=flag):
             gpu_check.parse([flag, "0"])
     assert gpu_check.parse(["--sections", "main", "fit", "main"]).sections == ["main", "fit"]
@@ -330,3 +331,31 @@ def test_over_cap_note_tells_tensors_over_the_cap_from_a_fragmented_cache():
     cache = gpu_check.over_cap_note({"measured": 6.12 * gib, "reserved": 7.4 * gib}, 6.9)
     assert "allocated peak is 6.12 GiB" in cache and "cached blocks" in cache and "reserves 7.40 GiB" in cache
     assert "over" not in cache  # never a negative excess ("-0.78 over")
+
+
+def test_cpu_smoke_of_the_whole_run_section(tmp_path):
+    """The fit section's code path end to end on the CPU (toy shape, 2 steps): the capped runs at once, the
+    allocator-off run with its setting in the child's environment, a row each with its steps and plan."""
+    out = tmp_path / "out"
+    command = [sys.executable, "benchmarks/gpu_check.py", "--cpu_smoke", "--sections", "fit", "--steps", "2"]
+    command += ["--fit_configs", "grpo_qwen3_0.6b_full", "--out", str(out)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "SMOKE PASS" in done.stdout and "minutes on an H200 (its own estimate)" in done.stdout
+    rows = json.loads((out / "gpu_check.json").read_text())["rows"]
+    assert sorted(r["name"] for r in rows) == ["grpo_qwen3_0.6b_full", "grpo_qwen3_0.6b_full (expandable segments off)"]
+    for row in rows:
+        assert row["figures"]["ok"] and row["figures"]["steps_done"] == 2 and "2/2 steps" in row["note"]
+        assert 0 < row["figures"]["planned_first"] <= row["planned"]  # the toy shape's plan: first cycle, whole run
+    allocators = {r["name"]: r["figures"]["allocator"] for r in rows}
+    assert allocators["grpo_qwen3_0.6b_full (expandable segments off)"] == "expandable_segments:False"
+
+
+def test_cycle_peaks_take_each_generation_cycles_maximum():
+    rows = [{gpu_check.PEAK_ALLOCATED: a, gpu_check.PEAK_RESERVED: r} for a, r in [(5, 6), (4, 6.5), (3, 5), (5.5, 6)]]
+    assert gpu_check.cycle_peaks(rows, 2) == [[5, 6.5], [5.5, 6]]
+    assert gpu_check.cycle_peaks([{"loss": 0}], 4) == []
+
+
+def test_the_fit_section_estimates_itself_under_six_minutes():
+    assert gpu_check.fit_estimate(gpu_check.FIT_CONFIGS, 12, 6.9) <= 6 * 60
