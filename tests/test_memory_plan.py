@@ -443,3 +443,135 @@ def test_generation_batch_fills_the_free_memory():
 def test_planner_rejects_non_positive_numbers_in_one_line(flag, value):
     with pytest.raises(ConfigError, match=f"^{flag}: argument {flag}: must be a positive"):
         main(["--config", str(REPO / "recipes/grpo.yaml"), flag, value])
+
+
+# ---- the terms a whole run adds (rlvr/planning/terms.py, plan.py)
+
+
+def test_optimizer_states_are_what_each_optimizer_allocates():
+    """torch's AdamW: two `zeros_like(p)` (read back after one step); torchao's AdamW8bit: 8-bit codes plus an fp32
+    scale per block for tensors of >= 4096 values the block divides, `zeros_like(p)` for the rest (its own buffers,
+    as its first step creates them)."""
+    from torchao.optim import AdamW8bit
+
+    from rlvr.planning.terms import optimizer_state_bytes
+
+    params = [torch.nn.Parameter(torch.zeros(n, dtype=torch.bfloat16)) for n in (64 * 128, 300 * 256, 1024, 5000)]
+    sizes = [p.numel() for p in params]
+    adamw = torch.optim.AdamW(params)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    adamw.step()
+    held = sum(t.numel() * t.element_size() for s in adamw.state.values() for k, t in s.items() if k != "step")
+    assert optimizer_state_bytes(sizes, 2, "adamw_torch") == held
+
+    low_bit = AdamW8bit(params, bf16_stochastic_round=True)
+    buffers = [low_bit._new_buffer(p, signed) for p in params for signed in (True, False)]
+
+    def nbytes(buffer) -> int:
+        if hasattr(buffer, "codes"):  # OptimState8bit: uint8 codes + fp32 scales (+ a 256-entry code map)
+            return buffer.codes.numel() * buffer.codes.element_size() + buffer.scale.numel() * 4
+        return buffer.numel() * buffer.element_size()
+
+    assert sum(hasattr(b, "codes") for b in buffers) == 4  # 8192 and 76800 values quantized; 1024 and 5000 not
+    assert optimizer_state_bytes(sizes, 2, "adamw_torch_8bit") == sum(nbytes(b) for b in buffers)
+    with pytest.raises(ValueError, match="the planner knows"):
+        optimizer_state_bytes(sizes, 2, "lion_8bit")
+
+
+def test_an_unmodelled_optimizer_is_one_named_line():
+    known = qwen_workload(KNOWN_SHAPES["Qwen/Qwen3-0.6B"])
+    with pytest.raises(ConfigError, match="^optim: "):
+        plan_memory(replace(known, optim="lion_8bit"))
+    assert plan_memory(known).peak > 0
+
+
+def qwen_workload(shape, **changes) -> Workload:
+    """recipes/grpo.yaml's batch shape on `shape`: 32 sequences, micro-batch 2, 200 + 512 tokens, bf16."""
+    base = Workload(shape, 2, 2, 2, 200, 512, 32, 8, True)
+    return replace(base, **changes)
+
+
+def test_the_allocator_slack_reproduces_the_h200_runs_at_a_6_9_gib_cap():
+    """The calibration, re-derived: with the slack share, the plan (margin left out, as the cap counts only the
+    allocator) puts each H200 run on the side it fell: 0.6B full and 1.7B LoRA fit their first generation and not
+    their second (torch AdamW, the whole batch at once), 4B QLoRA misses its first."""
+    from rlvr.planning.terms import GENERATION_SLACK
+
+    cap = 6.9 * GIB
+    runs = {
+        "0.6B full": qwen_workload(KNOWN_SHAPES["Qwen/Qwen3-0.6B"]),
+        "1.7B LoRA": qwen_workload(KNOWN_SHAPES["Qwen/Qwen3-1.7B"], lora_r=16, lora_targets=LINEAR_MODULES),
+        "4B QLoRA": qwen_workload(
+            KNOWN_SHAPES["Qwen/Qwen3-4B"], lora_r=16, lora_targets=LINEAR_MODULES, quant_bits=4, double_quant=True
+        ),
+    }
+    fits = {
+        name: (plan.first_generation - MARGIN_BYTES <= cap, plan.peak - MARGIN_BYTES <= cap)
+        for name, plan in ((n, plan_memory(w)) for n, w in runs.items())
+    }
+    assert fits == {"0.6B full": (True, False), "1.7B LoRA": (True, False), "4B QLoRA": (False, False)}
+    assert 0.422 < GENERATION_SLACK < 0.447
+    slack = next(p for p in plan_memory(runs["0.6B full"]).parts if p.name == "allocator slack")
+    assert slack.bytes == pytest.approx(GENERATION_SLACK * kv_cache_bytes(KNOWN_SHAPES["Qwen/Qwen3-0.6B"], 32, 712, 2))
+
+
+def test_qlora_adapters_are_bf16_as_trl_casts_them():
+    """TRL 1.16's GRPOTrainer casts a quantized model's trainable weights to bf16 (QLoRA's recipe); the plan counts
+    the adapters, their gradients and AdamW's moments at 2 bytes there, at 4 on an unquantized base."""
+    import inspect
+
+    from trl import GRPOTrainer
+
+    source = inspect.getsource(GRPOTrainer.__init__)
+    assert "if _is_quantized_model:" in source and "param.data = param.data.to(torch.bfloat16)" in source
+    shape = KNOWN_SHAPES["Qwen/Qwen3-4B"]
+    qlora = plan_memory(qwen_workload(shape, lora_r=16, lora_targets=LINEAR_MODULES, quant_bits=4))
+    lora = plan_memory(qwen_workload(shape, lora_r=16, lora_targets=LINEAR_MODULES))
+    part = lambda plan, name: next(p.bytes for p in plan.parts if p.name == name)
+    for name in ("LoRA adapters", "gradients", "optimizer states"):
+        assert part(qlora, name) * 2 == part(lora, name)
+
+
+def test_a_whole_run_is_the_second_cycle_and_the_verdict_names_what_breaks(capsys):
+    from rlvr.planning import format_plan
+
+    w = qwen_workload(KNOWN_SHAPES["Qwen/Qwen3-0.6B"])
+    plan = plan_memory(w)
+    states = next(p for p in plan.parts if p.name == "optimizer states")
+    assert plan.peak - plan.first_generation == pytest.approx(states.bytes)  # generate-bound: only the states differ
+    assert "fits a whole run" in format_plan(plan, plan.peak + 1)
+    first_only = format_plan(plan, plan.first_generation + 1)
+    assert "fits the first generation cycle only" in first_only and "optimizer states" in first_only
+    assert "DOES NOT FIT" in format_plan(plan, plan.first_generation - 1)
+    assert "largest terms: optimizer states (2.22 GiB, always) and KV cache (2.43 GiB, generate)" in format_plan(
+        plan, plan.first_generation - 1
+    )
+
+
+def test_generation_pieces_are_the_largest_that_fit_and_keep_groups_whole():
+    from rlvr.planning import generation_chunk_for
+
+    w = qwen_workload(KNOWN_SHAPES["Qwen/Qwen3-1.7B"], lora_r=16, lora_targets=LINEAR_MODULES)
+    assert generation_chunk_for(w, plan_memory(w).peak) is None  # the whole batch fits: no pieces
+    free = 6.9 * GIB
+    chunk = generation_chunk_for(w, free)
+    assert chunk == 24 and chunk % w.num_generations == 0
+    assert plan_memory(replace(w, generation_chunk=chunk)).peak <= free
+    assert plan_memory(replace(w, generation_chunk=chunk + w.num_generations)).peak > free
+    kv = next(p for p in plan_memory(replace(w, generation_chunk=chunk)).parts if p.name == "KV cache")
+    assert kv.bytes == kv_cache_bytes(w.shape, 24, 712, 2) and "24 sequences of 32 at once" in kv.note
+    assert generation_chunk_for(w, 3 * GIB) is None  # no piece size fits: the plan says so, no pieces chosen
+
+
+def test_the_pre_flight_check_sets_the_pieces_it_plans(capsys):
+    from rlvr.training.config import load_recipe, validate
+
+    argv = ["--config", str(REPO / "recipes/grpo_qwen3_1.7b_lora.yaml"), "--dry_run", "true", "--use_cpu", "true"]
+    recipe = validate(load_recipe(argv))
+    check_memory_budget(recipe, free_bytes=1e12)
+    assert recipe.training.generation_chunk_size is None  # the whole batch fits: nothing set
+    plan = check_memory_budget(recipe, free_bytes=6.9 * GIB)
+    assert recipe.training.generation_chunk_size == plan.workload.generation_chunk == 24
+    assert plan.peak <= 6.9 * GIB
+    assert "generation in pieces of 24 of 32 sequences" in capsys.readouterr().out

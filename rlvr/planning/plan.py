@@ -319,7 +319,8 @@ def format_plan(plan: MemoryPlan, free_bytes: float | None = None) -> str:
 
 def verdict(plan: MemoryPlan, free_bytes: float) -> str:
     """'fits a whole run' only when the second generation cycle fits; otherwise how short, and the term that breaks
-    it: the optimizer states when only the first cycle fits, else the largest part of the bound phase."""
+    it: the optimizer states when only the first cycle fits, else the largest part that persists and the largest part
+    of the phase that sets the peak."""
     short = plan.peak - free_bytes
     if short <= 0:
         return f"fits a whole run, {gib(-short)} GiB to spare"
@@ -329,8 +330,11 @@ def verdict(plan: MemoryPlan, free_bytes: float) -> str:
             f"fits the first generation cycle only, {gib(short)} GiB short from the second on: "
             f"the {states.name} ({gib(states.bytes)} GiB) exist from the first optimizer step"
         )
-    largest = max((p for p in plan.parts if p.phase == plan.bound), key=lambda p: p.bytes)
-    return f"DOES NOT FIT, {gib(short)} GiB short; the {plan.bound} phase's largest term: {largest.name} ({gib(largest.bytes)} GiB)"
+    largest = [
+        max((p for p in plan.parts if p.phase == phase), key=lambda p: p.bytes) for phase in ("always", plan.bound)
+    ]
+    terms = " and ".join(f"{p.name} ({gib(p.bytes)} GiB, {p.phase})" for p in largest)
+    return f"DOES NOT FIT, {gib(short)} GiB short; the largest terms: {terms}"
 
 
 # --- Pre-flight check and CLI --------------------------------------------------------------------------------------
