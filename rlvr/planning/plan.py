@@ -120,12 +120,13 @@ def weight_parts(w: Workload) -> list[Part]:
 
 
 def optimizer_part(w: Workload, tensors: list[int], param_bytes: int) -> Part:
-    """AdamW's states as the chosen optimizer allocates them (DeepSpeed's own under ZeRO), from the first step on."""
+    """AdamW's states as the chosen optimizer allocates them: torch's and torchao's at the first optimizer step (after
+    the first generation), DeepSpeed's under ZeRO when it wraps the model."""
     trainable = sum(tensors)
     if w.zero_stage:
         _, states = training_state_bytes(trainable, param_bytes, w.zero_stage, w.num_processes)
         note = f"DeepSpeed AdamW m+v{' + fp32 master' if param_bytes < 4 else ''}, {trainable / 1e6:.0f}M trainable"
-        return Part("optimizer states", "always", states, note, from_second_cycle=True)
+        return Part("optimizer states", "always", states, note)  # DeepSpeed allocates them when it wraps the model
     try:
         states = optimizer_state_bytes(tensors, param_bytes, w.optim, w.optim_block)
     except ValueError as err:
@@ -302,10 +303,11 @@ def format_plan(plan: MemoryPlan, free_bytes: float | None = None) -> str:
     ]
     lines += [f"  {p.name:<34}{p.phase:<10}{gib(p.bytes):>7}  {p.note}" for p in plan.parts]
     always, train, generate = (plan.phase(x) for x in ("always", "train", "generate"))
+    lazy = any(p.from_second_cycle for p in plan.parts)  # states made at the first step: cycle 1 is lighter
+    first = f"; the first generation (no optimizer states yet) {gib(plan.first_generation)} GiB" if lazy else ""
     lines.append(
         f"  peak = always {gib(always)} + max(train {gib(train)}, generate {gib(generate)}) "
-        f"= {gib(plan.peak)} GiB ({plan.bound}-bound), from the second generation cycle on; "
-        f"the first generation (no optimizer states yet) {gib(plan.first_generation)} GiB"
+        f"= {gib(plan.peak)} GiB ({plan.bound}-bound), from the second generation cycle on{first}"
     )
     if free_bytes is not None:
         lines.append(f"  free {gib(free_bytes)} GiB: {verdict(plan, free_bytes)}")
@@ -324,8 +326,8 @@ def verdict(plan: MemoryPlan, free_bytes: float) -> str:
     short = plan.peak - free_bytes
     if short <= 0:
         return f"fits a whole run, {gib(-short)} GiB to spare"
-    if plan.first_generation <= free_bytes:
-        states = next(p for p in plan.parts if p.from_second_cycle)
+    states = next((p for p in plan.parts if p.from_second_cycle), None)
+    if states is not None and plan.first_generation <= free_bytes:
         return (
             f"fits the first generation cycle only, {gib(short)} GiB short from the second on: "
             f"the {states.name} ({gib(states.bytes)} GiB) exist from the first optimizer step"
