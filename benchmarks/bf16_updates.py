@@ -128,6 +128,7 @@ def tiny(seeds: list[int], out: Path, lr: float, max_steps: int | None) -> None:
     from rlvr.analysis.evaluate import evaluate  # the evaluation's imports only for this part
 
     repo = Path(__file__).resolve().parents[1]
+    torch.set_num_threads(1)
     for seed in seeds:
         for optimizer, (_, flags) in OPTIMIZERS.items():
             folder = out / run_name(optimizer, seed)
@@ -137,6 +138,7 @@ def tiny(seeds: list[int], out: Path, lr: float, max_steps: int | None) -> None:
             steps = ["--max_steps", str(max_steps)] if max_steps else []
             command = [sys.executable, "recipes/grpo.py", "--config", TINY_CONFIG, "--output_dir", str(folder / "grpo")]
             command += [*flags, "--learning_rate", str(lr), "--seed", str(seed), "--eval_strategy", "no", *steps]
+            command += ["--cpu_threads", "1"]  # one thread: the runs share a busy machine; the same for all nine
             print("[bf16_updates] $", " ".join(command), flush=True)
             subprocess.run(command, check=True, cwd=repo, stdout=subprocess.DEVNULL)
             summary = evaluate(

@@ -22,8 +22,8 @@ t0=$(date +%s)
 export PYTHONPATH=/tmp/site:$PWD
 echo "install: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/install.log"
 python3 - > "$OUT/env.txt" 2>&1 <<'PY' || { cat "$OUT/env.txt"; tail -5 "$OUT/install.log"; exit 3; }
-import torch, trl, transformers, tokenizers, datasets, peft, accelerate, bitsandbytes, reasoning_gym, rlvr.rewards, rlvr.data
-print({m.__name__: m.__version__ for m in (torch, trl, transformers, tokenizers, datasets, peft, accelerate, bitsandbytes)})
+import torch, trl, transformers, tokenizers, datasets, peft, accelerate, bitsandbytes, torchao, reasoning_gym, rlvr.rewards, rlvr.data
+print({m.__name__: m.__version__ for m in (torch, trl, transformers, tokenizers, datasets, peft, accelerate, bitsandbytes, torchao)})
 print(torch.cuda.get_device_name(0), "CUDA", torch.version.cuda)
 PY
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$OUT/env.txt" 2>&1
