@@ -109,3 +109,17 @@ def test_every_path_a_result_page_names_exists():
         for raw in missing_paths(page.read_text(), page)
     ]
     assert not missing, "\n".join(missing)
+
+
+DATED_HEADING = re.compile(r"^#+ .*(\b20\d\d-\d\d-\d\d\b|\(code [0-9a-f]{7,}|\bMeasured:)", flags=re.MULTILINE)
+
+
+def test_measurement_pages_are_reference_pages_not_a_diary():
+    """docs/measurements/ holds the current figure per question (<= 40 KB in all, no dated or per-commit headings,
+    no path outside the repository); earlier figures are in the git history."""
+    pages = sorted((REPO / "docs" / "measurements").glob("*.md"))
+    assert sum(p.stat().st_size for p in pages) <= 40_000
+    dated = [f"{p.name}: {m.group(0)}" for p in pages for m in DATED_HEADING.finditer(p.read_text())]
+    assert not dated, dated
+    outside = [p.name for p in pages if re.search(r"(?<![\w.])\.\./shared/|/work/", p.read_text())]
+    assert not outside, outside
