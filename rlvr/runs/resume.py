@@ -19,7 +19,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.inputs import ConfigError, parse_json
+from rlvr.inputs import ConfigError, name_inside, parse_json
 from rlvr.runs import layout
 
 ALLOW_FLAG = "--allow_recipe_change true"
@@ -41,7 +41,13 @@ def read_run_json(folder) -> dict | None:
         run = parse_json((Path(folder) / layout.RUN).read_text())
     except (OSError, ValueError):
         return None
-    return run if isinstance(run, dict) and isinstance(run.get("run_id"), str) else None
+    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
+        return None
+    try:  # the id names the folder an earlier run is moved to (previous-runs/<run id>/): a name, not a path
+        name_inside(layout.PREVIOUS_RUNS, run["run_id"], "run_id", "run id")
+    except ConfigError:
+        return None
+    return run
 
 
 def checkpoint_run_id(checkpoint) -> str | None:
