@@ -35,6 +35,16 @@ class RunIdentityCallback(TrainerCallback, ExportableState):
         return {"args": {"run_id": self.run_id}, "attributes": {}}
 
 
+class IntervalsOfThisCommand(TrainerCallback):
+    """A resume's logging, evaluation and save intervals are this command's. transformers restores them from the
+    checkpoint's trainer_state.json (`logging_steps`, `eval_steps`, `save_steps`), so a resume that changes them
+    (a change `check_resume` accepts and records) would be recorded and ignored. At train begin the state takes
+    them from the arguments, as a fresh start computes them (`TrainerState.compute_steps`)."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        state.compute_steps(args, state.max_steps)
+
+
 def read_run_json(folder) -> dict | None:
     """The folder's run.json, or None (no run yet, or a folder from before run ids)."""
     try:
@@ -79,6 +89,7 @@ class Resume:
     refused: dict = field(default_factory=dict)  # field -> (run's value, this command's)
     noted: dict = field(default_factory=dict)
     may_change: Mapping[str, str] = field(default_factory=dict)  # why each noted field may change (`RecipeFields`)
+    finished: bool = False  # the checkpoint is at max_steps: the same command has nothing to do
 
 
 def _same(a, b) -> bool:
@@ -136,13 +147,14 @@ def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeF
             f"--resume_from_checkpoint false",
         )
     step, max_steps = checkpoint_step(checkpoint), recipe.training.max_steps
-    if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
+    if step is not None and 0 < max_steps < step:  # the Trainer would train one step more
         raise ConfigError(
             "max_steps",
-            f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
-            f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir",
+            f"{checkpoint} is at step {step}, past max_steps {max_steps}: the run trained further than "
+            f"this command asks; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir",
         )
-    resume = Resume(checkpoint, owner, may_change=fields.may_change)
+    finished = step is not None and step == max_steps  # the same command again (a requeue): nothing to do
+    resume = Resume(checkpoint, owner, may_change=fields.may_change, finished=finished)
     home = Path(checkpoint).parent  # the run's own folder: its config.yaml is the recipe it trained
     config_path = home / layout.CONFIG
     if not config_path.exists():
