@@ -76,8 +76,8 @@ def _bounded(kind, name: str, low, inclusive: bool):
 # argparse `type=`s for CLI flags: a 0 or negative count is an error naming the flag, not a silent "last 0".
 positive_int = _bounded(int, "a positive integer", 1, True)
 non_negative_int = _bounded(int, "an integer >= 0", 0, True)
-positive_float = _bounded(float, "a positive number", 0.0, False)
-non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
+positive_float = _bounded(float, "a finite number > 0", 0.0, False)
+non_negative_float = _bounded(float, "a finite number >= 0", 0.0, True)
 
 
 MAX_NESTING = 64  # levels of lists and mappings in a file read back; a recipe has 5, a record row 3

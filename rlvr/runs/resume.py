@@ -132,7 +132,7 @@ def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeF
     if run is None and (folder / layout.RUN).exists():  # rebuilding it would accept any run's checkpoint
         raise ConfigError(
             "resume_from_checkpoint",
-            f"{folder / layout.RUN} is damaged (not JSON with a run_id): whose "
+            f"{folder / layout.RUN} is damaged (not JSON with a run_id that is a name): whose "
             f"checkpoint {checkpoint} is cannot be checked; restore that file, or start afresh with "
             f"--resume_from_checkpoint false (the earlier run is moved aside)",
         )
