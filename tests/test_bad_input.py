@@ -190,6 +190,11 @@ def plant_read_back_cases(tmp_path: Path, precious: Path) -> None:
     (tmp_path / "planted_model").mkdir()
     (tmp_path / "planted_model" / "config.json").write_text('{"model_type": "qwen3"}')
     torch.save({"w": RunsCode(tmp_path / "marker")}, tmp_path / "planted_model" / "pytorch_model.bin")
+    # a checkpoint whose trainer_state.json names a "best" checkpoint outside its run folder
+    write_run(precious / "best_elsewhere", folder_run="run-A", checkpoint_run="run-A")
+    state_path = precious / "best_elsewhere" / "checkpoint-2" / "trainer_state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps({**state, "best_model_checkpoint": str(tmp_path / "empty_dir")}))
     # values read back of the wrong type, and a FIFO where a record is read
     rows = {
         "time_str": '{"step": 1, "loss": 0.5, "avg_correctness": 0.1, "time/total_s": "slow"}\n',
@@ -804,6 +809,11 @@ ESCAPE_ROWS = [
         "precious/planted/checkpoint-2/rng_state.pth",
     ),
     ("evaluate", lambda w: [*EVAL, "--model", "planted_model"], "planted_model/pytorch_model.bin"),
+    (
+        "grpo",
+        lambda w: [*RESUME, "--output_dir", "precious/best_elsewhere"],
+        "precious/best_elsewhere/checkpoint-2/trainer_state.json",
+    ),
     *[
         (command_, lambda w, kind=kind, argv=argv: [f"damaged/{kind}", *argv], "RUN_DIR")
         for kind in ("time_str", "eval_str", "overall_str", "fifo")
@@ -821,6 +831,44 @@ ESCAPE_ROWS = [
     ("kernel_robustness", lambda w: ["--sets", "k3", "k3"], "--sets"),
 ]
 ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS + READ_BACK_ROWS + ESCAPE_ROWS
+
+
+PLANTED = [row for row in ESCAPE_ROWS if "planted" in row[2]]
+
+
+@pytest.mark.parametrize("name, argv, field", PLANTED, ids=[row[2] for row in PLANTED])
+def test_a_planted_checkpoint_pickle_runs_nothing(name, argv, field, ws, capsys):
+    """The pickles above would create `marker` when loaded: refused under weights_only before the model loads, the
+    file never appears."""
+    with pytest.raises(SystemExit):
+        cli(command(name), argv(ws))
+    assert capsys.readouterr().err.startswith(f"error: {field}: refused before the model loads")
+    assert not (ws / "marker").exists()
+
+
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("/abs/path", "holds a path separator"),
+        ("a/b", "holds a path separator"),
+        ("a\\b", "holds a path separator"),
+        ("..", "is `.` or `..`"),
+        (".", "is `.` or `..`"),
+        ("a\nb", "holds a control character"),
+        ("a\0b", "holds a control character"),
+        ("x" * 256, "is longer than 255 bytes"),
+        ("", "must be a non-empty string"),
+        (3, "must be a non-empty string"),
+    ],
+)
+def test_a_name_is_one_entry_inside_its_folder(name, problem):
+    """THE check every reader of a name from a file or a spec goes through (rows above: a sweep's name and labels,
+    a weight index's shards, run.json's run id, jobs.json, a sweep summary's runs, best_model_checkpoint)."""
+    from rlvr.inputs import ConfigError, name_inside
+
+    with pytest.raises(ConfigError, match=f"^field: label .*{problem[:12]}"):
+        name_inside("folder", name, "field", "label")
+    assert name_inside("folder", "g-2_s1.0", "field") == Path("folder/g-2_s1.0")
 
 
 def snapshot(folder: Path) -> dict:
@@ -973,3 +1021,16 @@ def test_every_documented_script_takes_flags_through_cli(script, monkeypatch, ca
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert stop.value.code == 2 and len(lines) == 1, lines
     assert lines[0].startswith(("error: --no_such_flag:", "error: no_such_flag:")), lines
+
+
+def test_a_trl_log_at_step_0_is_diagnosed_not_divided_by(tmp_path, capsys):
+    """A plain TRL log whose only training row is at step 0 (logged before the first optimizer step): the compute
+    bill has no steps to divide by and says nothing per step; the doctor ends normally."""
+    import json
+
+    from rlvr.analysis import doctor
+
+    rows = [{"step": 0, "loss": 0.1, "reward": 0.5, "grad_norm": 0.3, "step_time": 2.0}]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": rows}))
+    assert cli(doctor.main, [str(tmp_path)]) in (0, 1)
+    assert "s/step over 0 steps" not in capsys.readouterr().out

@@ -65,6 +65,23 @@ def check_pickles(folder) -> None:
             ) from None
 
 
+def check_best_checkpoint(checkpoint) -> None:
+    """The `best_model_checkpoint` a checkpoint's trainer_state.json names is a checkpoint folder beside it
+    (`name_inside`), or gone (transformers then drops it): transformers keeps it through checkpoint rotation and
+    loads its weights at the end under `load_best_model_at_end`, so a path elsewhere is one `ConfigError` naming the
+    file, before any model loads."""
+    folder, path = Path(checkpoint).parent, Path(checkpoint) / layout.TRAINER_STATE
+    try:
+        best = parse_json(path.read_text()).get("best_model_checkpoint")
+    except (OSError, ValueError, AttributeError):
+        return  # `checkpoint_problem`'s to say
+    if best is None or (isinstance(best, str) and not Path(best).is_dir()):
+        return
+    if not isinstance(best, str) or Path(best).parent.resolve() != folder.resolve():
+        raise ConfigError(str(path), f"best_model_checkpoint {str(best)[:80]!r} is not a checkpoint folder of {folder}")
+    name_inside(folder, Path(best).name, str(path), "best_model_checkpoint")
+
+
 def last_complete_checkpoint(output_dir) -> tuple[str | None, list[tuple[str, str]]]:
     """(newest resumable checkpoint folder or None, [(torn folder, why)] for the newer ones passed over)."""
     root = Path(output_dir)

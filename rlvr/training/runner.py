@@ -36,7 +36,13 @@ from rlvr.metrics.readings import ReadingsCallback
 from rlvr.planning.plan import check_memory_budget
 from rlvr.rewards.guard import guard_rewards
 from rlvr.runs import layout
-from rlvr.runs.checkpoints import check_pickles, checkpoint_problem, disk_full_exits, last_complete_checkpoint
+from rlvr.runs.checkpoints import (
+    check_best_checkpoint,
+    check_pickles,
+    checkpoint_problem,
+    disk_full_exits,
+    last_complete_checkpoint,
+)
 from rlvr.runs.code_record import record_code
 from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.runs.folder import check_model_outside, claim, refuse_if_in_use
@@ -165,12 +171,14 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
             print(f"[resume] no complete checkpoint in {output_dir}: starting from step 0", flush=True)
         else:
             check_pickles(checkpoint)
+            check_best_checkpoint(checkpoint)
         return checkpoint
     if not os.path.isdir(value):
         raise ConfigError("resume_from_checkpoint", f"no checkpoint folder at {value!r}")
     if problem := checkpoint_problem(value):
         raise ConfigError("resume_from_checkpoint", f"{value} is not a complete checkpoint: {problem}")
     check_pickles(value)
+    check_best_checkpoint(value)
     return value
 
 
