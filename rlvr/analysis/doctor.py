@@ -41,6 +41,7 @@ from rlvr.metrics.keys import (
     TOKEN_RATES,
     TOTAL,
     TRL_ZERO_STD,
+    UNSCORED_PREFIX,
     reward_key,
     step_key,
     zero_std_key,
@@ -391,15 +392,14 @@ def check_non_finite(run, settings, keys):
 def check_unscored(run, settings, keys):
     """A reward function that left completions unscored (None or NaN, `step/unscored/<name>`): its mean, and the
     total trained on, are over the scored ones only."""
-    unscored = step_key("unscored/")
     findings = []
-    for key in dict.fromkeys(k for row in run.rows for k in row if k.startswith(unscored)):
+    for key in dict.fromkeys(k for row in run.rows for k in row if k.startswith(UNSCORED_PREFIX)):
         series = points(run, key)
         hit = next(((s, v) for s, v in series if v > 0), None)
         if hit is None:
             continue
         share = mean([v for _, v in series])
-        name = key.removeprefix(unscored)
+        name = key.removeprefix(UNSCORED_PREFIX)
         findings.append(
             Finding(
                 "problem",

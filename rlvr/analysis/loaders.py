@@ -34,6 +34,7 @@ from rlvr.metrics.keys import (
     STOPPED_EARLY,
     TOTAL,
     TRAIN_RUNTIME,
+    UNSCORED_PREFIX,
     components_in,
     ordered,
     reward_key,
@@ -66,8 +67,13 @@ def zero_std_series(runs) -> list[str]:
 
 
 def step_metric_series(runs) -> list[str]:
-    """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order."""
-    return list(dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX)))
+    """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order; a reward's
+    `step/unscored/<name>` only where some completion went unscored (else every reward adds a panel of zeros)."""
+    keys = dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX))
+    unscored = UNSCORED_PREFIX
+    return [
+        key for key in keys if not key.startswith(unscored) or any(row.get(key) for run in runs for row in run.rows)
+    ]
 
 
 def curriculum_series(runs) -> list[str]:

@@ -25,6 +25,7 @@ from rlvr.metrics.keys import (
     TOKEN_RATES,
     TOTAL,
     TRAIN_RUNTIME,
+    UNSCORED_PREFIX,
     ordered,
     reward_key,
     step_key,
@@ -200,9 +201,7 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     rewards = " ".join(f"{c} {_number(row[prefix + reward_key(c)])}" for c in components_of(row, prefix))
     if rewards:
         parts.append(rewards)
-    unscored = {
-        key.rsplit("/", 1)[1]: v for key, v in row.items() if key.startswith(prefix + step_key("unscored/")) and v
-    }
+    unscored = {key.rsplit("/", 1)[1]: v for key, v in row.items() if key.startswith(prefix + UNSCORED_PREFIX) and v}
     if unscored:  # completions a reward returned None or NaN for: its mean above is over the others only
         parts.append("unscored " + " ".join(f"{name} {share:.2f}" for name, share in unscored.items()))
     if (exact := row.get(EVAL_EXACT)) is not None:  # rlvr evaluate's exact match (rlvr/metrics/held_out.py)

@@ -19,7 +19,7 @@ from accelerate.utils import gather_object
 from torch import nn
 
 from rlvr.metrics.held_out import held_out_callback
-from rlvr.metrics.keys import ALL_TRUNCATED, GROUP_SIDES, IDENTICAL, TOTAL, zero_std_side_key
+from rlvr.metrics.keys import ALL_TRUNCATED, GROUP_SIDES, IDENTICAL, TOTAL, UNSCORED_PREFIX, zero_std_side_key
 from rlvr.metrics.reward_batch import (
     RewardBatch,
     RewardBatchCallback,
@@ -104,7 +104,7 @@ class RewardReadings:
         raise RewardFunctionError(
             "reward_funcs",
             f"{name} returned None or NaN for all {batch.size} completions of step {step}, so it scored nothing; "
-            f"a reward may leave some completions unscored (step/unscored/{name}), not all of a step; {kept}",
+            f"a reward may leave some completions unscored ({UNSCORED_PREFIX}{name}), not all of a step; {kept}",
         )
 
     def assemble(self, scores: dict[int, list], kwargs: dict) -> RewardBatch:
