@@ -11,6 +11,7 @@ import torch
 from conftest import read_jsonl
 
 from rlvr.analysis import doctor
+from rlvr.analysis.loaders import load_run, step_metric_series
 from rlvr.inputs import cli
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.metrics.step_metrics import compute_step_metrics
@@ -62,6 +63,8 @@ def test_a_reward_unscored_on_some_completions_trains_to_the_end_and_is_counted(
     scored = 5 / 10 if name == "some_nan" else 0.5  # the mean over the scored completions only
     assert all(row[f"avg_{name}"] == pytest.approx(scored) for row in rows)
     assert f"unscored {name} {share:.2f}" in capsys.readouterr().out
+    panels = step_metric_series([load_run(out)])  # the plots: a panel for the reward that left some unscored only
+    assert f"step/unscored/{name}" in panels and "step/unscored/correctness" not in panels
     findings = [f for f in doctor.diagnose(out).problems if f.what.startswith("unscored completions")]
     assert len(findings) == 1 and f"{name} returned None or NaN for {share:.0%}" in findings[0].what
 
