@@ -212,6 +212,12 @@ def plant_read_back_cases(tmp_path: Path, precious: Path) -> None:
     )
     (tmp_path / "damaged" / "fifo").mkdir()
     os.mkfifo(tmp_path / "damaged" / "fifo" / "metrics.jsonl")
+    (tmp_path / "fifo_model").mkdir()
+    (tmp_path / "fifo_model" / "config.json").write_text('{"model_type": "qwen3"}')
+    os.mkfifo(tmp_path / "fifo_model" / "model.safetensors")
+    write_run(precious / "fifo_run_json", folder_run="run-A", checkpoint_run="run-A")
+    (precious / "fifo_run_json" / "run.json").unlink()
+    os.mkfifo(precious / "fifo_run_json" / "run.json")
     # kernel sets: a seedless run beside seeded ones; a run name that climbs out of its sweep
     for kernels, runs in (("k3", ["a-s1", "a-s2", "a"]), ("k4", ["../../x-s1"])):
         (tmp_path / kernels / "reference").mkdir(parents=True)
@@ -821,6 +827,8 @@ ESCAPE_ROWS = [
         if not (kind == "overall_str" and command_ == "doctor")  # the doctor reads no evaluation file
     ],
     ("doctor", lambda w: ["damaged/mode_int"], "RUN_DIR"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "fifo_model"], "model_name_or_path"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/fifo_run_json"], "resume_from_checkpoint"),
     ("evaluate", lambda w: [*EVAL, "--temperature", "inf"], "--temperature"),
     ("main_job_range", lambda w: ["--settle", "nan"], "--settle"),
     ("main_job_range", lambda w: ["--settle", "-1"], "--settle"),

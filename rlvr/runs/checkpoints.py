@@ -20,7 +20,14 @@ import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from rlvr.inputs import ConfigError, name_inside, one_line, parse_json, read_allowed_pickle
+from rlvr.inputs import (
+    ConfigError,
+    name_inside,
+    one_line,
+    parse_json,
+    read_allowed_pickle,
+    refuse_special_file,
+)
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 
@@ -29,6 +36,7 @@ def checkpoint_problem(path) -> str | None:
     """Why a checkpoint folder cannot be resumed from (None when it can): a readable state and whole weights."""
     path = Path(path)
     try:
+        refuse_special_file(path / layout.TRAINER_STATE, "resume_from_checkpoint")  # a FIFO would never answer
         state = parse_json((path / layout.TRAINER_STATE).read_text())
     except FileNotFoundError:
         return "no trainer_state.json"
@@ -108,6 +116,7 @@ def weights_problem(folder: Path, required: bool = False) -> str | None:
     for index in SHARD_INDEXES:
         if (folder / index).exists():
             try:
+                refuse_special_file(folder / index, "weights")
                 shards = sorted(set(parse_json((folder / index).read_text())["weight_map"].values()))
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
                 return f"{folder / index} is not a weight index ({one_line(err)})"
@@ -132,6 +141,7 @@ def weights_problem(folder: Path, required: bool = False) -> str | None:
 
 def _weight_file_problem(path: Path) -> str | None:
     try:
+        refuse_special_file(path, "weights")
         size = path.stat().st_size
         if size == 0:
             return f"{path} is empty"

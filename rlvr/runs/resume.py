@@ -19,7 +19,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.inputs import ConfigError, name_inside, parse_json
+from rlvr.inputs import ConfigError, name_inside, parse_json, refuse_special_file
 from rlvr.runs import layout
 
 ALLOW_FLAG = "--allow_recipe_change true"
@@ -48,6 +48,7 @@ class IntervalsOfThisCommand(TrainerCallback):
 def read_run_json(folder) -> dict | None:
     """The folder's run.json, or None (no run yet, or a folder from before run ids)."""
     try:
+        refuse_special_file(Path(folder) / layout.RUN, "run.json")  # a FIFO would never answer: damaged
         run = parse_json((Path(folder) / layout.RUN).read_text())
     except (OSError, ValueError):
         return None
@@ -63,6 +64,7 @@ def read_run_json(folder) -> dict | None:
 def checkpoint_run_id(checkpoint) -> str | None:
     """Which run saved a checkpoint (None: saved before run ids, or by plain TRL)."""
     try:
+        refuse_special_file(Path(checkpoint) / layout.TRAINER_STATE, "trainer_state.json")
         state = parse_json((Path(checkpoint) / layout.TRAINER_STATE).read_text())
         entry = state["stateful_callbacks"][RunIdentityCallback.__name__]
         return (entry[0] if isinstance(entry, list) else entry)["args"]["run_id"]
