@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlvr.inputs import ArgumentParser, cli
+from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_int
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -168,14 +168,13 @@ def report(part: str, result: dict) -> str:
 def main(argv: list[str] | None = None) -> dict:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
-    parser.add_argument("--repeats", type=int, default=5, help="eager/compiled pairs per part, interleaved")
+    parser.add_argument("--repeats", type=positive_int, default=5, help="eager/compiled pairs per part, interleaved")
     parser.add_argument("--cache_dir", default=None, help="inductor's cache (default: a fresh one: a cold compile)")
     parser.add_argument("--cpu_threads", default="auto")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
     if not parts or any(p not in PARTS for p in parts):
-        print(f"error: parts: {args.parts!r} is not a comma list of {', '.join(PARTS)}", file=sys.stderr)
-        raise SystemExit(2)
+        raise ConfigError("--parts", f"{args.parts!r} is not a comma list of {', '.join(PARTS)}")
     scratch = tempfile.mkdtemp(prefix="compile-probe-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = args.cache_dir or os.path.join(scratch, "inductor")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

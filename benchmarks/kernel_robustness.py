@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rlvr.analysis.loaders import read_evaluation
 from rlvr.analysis.summaries import aggregate, seed_group, seed_of
-from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, read_json
+from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, name_inside, read_json
 
 KEY = "heldout_exact_match_after"
 # (sweep folder, question, [(A, B), ...]): each pair is a reading "A ahead of B" the ablation pages make.
@@ -77,6 +77,15 @@ def load(sweep_dir: Path, exclude_lengths: set[str]) -> list[dict] | None:
         return None
     rows = read_json(path, "--sets", list)  # a sweep summary: one object per run
     rows = [row for row in rows if isinstance(row, dict) and isinstance(row.get("run"), str)]
+    for row in rows:  # a run's name is a folder of this sweep
+        name_inside(sweep_dir, row["run"], "--sets", f"{path}: run")
+    seedless = [row["run"] for row in rows if seed_of(row["run"]) is None]
+    if seedless and len(seedless) < len(rows):
+        raise ConfigError(
+            "--sets",
+            f"{path}: run {seedless[0]!r} has no seed (-s<N>) beside seeded runs: readings over seeds need every "
+            "run of a sweep seeded, or none",
+        )
     if exclude_lengths:
         rows = [{**row, KEY: exact_match_without(sweep_dir / row["run"], exclude_lengths)} for row in rows]
     return [row for row in rows if isinstance(row.get(KEY), (int, float))]

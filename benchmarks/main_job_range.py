@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
 from benchmarks.machine_load import settle
-from rlvr.inputs import ArgumentParser, cli
+from rlvr.inputs import ArgumentParser, cli, non_negative_float, non_negative_int
 from rlvr.metrics.keys import is_timing
 from rlvr.runs import layout
 
@@ -79,11 +79,14 @@ def run(setting: str, seed: int, busy: int, settle_below: float | None = None) -
 
 def main(argv: list[str] | None = None) -> None:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
+    parser.add_argument("--seeds", type=non_negative_int, nargs="+", default=[42, 1, 2])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
-    parser.add_argument("--busy", type=int, default=0, help="busy-looping processes beside each run")
+    parser.add_argument("--busy", type=non_negative_int, default=0, help="busy-looping processes beside each run")
     parser.add_argument(
-        "--settle", type=float, default=None, help="before each run, wait until the 1-minute load is at most this"
+        "--settle",
+        type=non_negative_float,
+        default=None,
+        help="before each run, wait until the 1-minute load is at most this",
     )
     args = parser.parse_args(argv)
     lines = [

@@ -66,8 +66,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.machine_load import measured_load
-from rlvr.inputs import ArgumentParser, cli
+from rlvr.inputs import (
+    ArgumentParser,
+    ConfigError,
+    check_writable_folder,
+    cli,
+    load_recipe_yaml,
+    non_negative_int,
+    positive_int,
+)
 from rlvr.runs import tools
+from rlvr.speedups import parse_speedups
 
 SCRIPTS = {
     "dapo": "recipes/dapo.py",
@@ -123,10 +132,19 @@ def run_once(
             *COMMON,
         ]
     start = time.perf_counter()
-    subprocess.run(
-        command, check=True, env={**os.environ, **ENV}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    done = subprocess.run(
+        command,
+        check=False,
+        env={**os.environ, **ENV},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     wall = time.perf_counter() - start
+    if done.returncode:  # the child's own last line, not a CalledProcessError that hides it
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise SystemExit(f"error: the {variant} run of {config} failed (exit {done.returncode}): {last}")
     rows = read_rows(output_dir)
     steps = [row for row in rows if "loss" in row]
     accounted = [row for row in steps if "time/total_s" in row]  # rlvr runs: the trainer's own time accounts
@@ -356,6 +374,23 @@ def summarise(results: dict[str, list[dict]], baseline: str, show_floor) -> dict
     return summary
 
 
+def check_flags(args) -> None:
+    """Every flag's range before the first contender trains: a bad one is one line, not a failure after the work."""
+    if args.warmup >= args.max_steps:
+        raise ConfigError("--warmup", f"must be below --max_steps ({args.max_steps}): no timed step would be left")
+    for variant in args.variants:
+        try:
+            parse_speedups(variant)
+        except ValueError as err:
+            raise ConfigError("--variants", f"{variant!r}: {err}") from None
+    for config in args.configs:
+        load_recipe_yaml(config, "--configs")
+    if args.output:
+        if Path(args.output).is_dir():
+            raise ConfigError("--output", f"{args.output} is a folder; name the JSON report file")
+        check_writable_folder(Path(args.output).absolute().parent, "--output")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["recipes/tiny/grpo.yaml"])
@@ -366,9 +401,11 @@ def main(argv: list[str] | None = None) -> dict:
         help="`speedups` values to compare (e.g. none shared_prefix all); the first is the baseline",
     )
     parser.add_argument("--no_bare", action="store_true", help="leave out the bare TRL GRPOTrainer contender")
-    parser.add_argument("--max_steps", type=int, default=12)
-    parser.add_argument("--warmup", type=int, default=2, help="first steps left out of samples/s and the floor table")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every contender")
+    parser.add_argument("--max_steps", type=positive_int, default=12)
+    parser.add_argument(
+        "--warmup", type=non_negative_int, default=2, help="first steps left out of samples/s and the floor table"
+    )
+    parser.add_argument("--rounds", type=positive_int, default=2, help="interleaved repetitions of every contender")
     parser.add_argument("--launcher", choices=["python", "accelerate"], default="python")
     parser.add_argument("--output", default=None, help="JSON report path")
     parser.add_argument(
@@ -380,6 +417,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args._bare:
         bare_trl(args._bare, args.max_steps, args.output_dir, args.cpu_threads)
         return {}
+    check_flags(args)
     import torch
 
     from rlvr.runs.cpu_threads import cpu_threads_for

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlvr.inputs import ArgumentParser, cli
+from rlvr.inputs import ArgumentParser, cli, positive_int
 from rlvr.metrics.keys import is_timing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default=SPEC)
     parser.add_argument("--only", nargs="+", default=ONLY, help="the sweep's runs to train (4 by default)")
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--max_steps", type=int, default=2, help="steps per run (a smoke sweep: at most 5)")
-    parser.add_argument("--rounds", type=int, default=2, help="pairs of passes: 2 = seq, jobs, jobs, seq")
+    parser.add_argument("--jobs", type=positive_int, default=2)
+    parser.add_argument("--max_steps", type=positive_int, default=2, help="steps per run (a smoke sweep: at most 5)")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="pairs of passes: 2 = seq, jobs, jobs, seq")
     parser.add_argument("--keep", default=None, help="folder for the runs (default: a fresh temporary folder, kept)")
     args = parser.parse_args(argv)
     cores = len(os.sched_getaffinity(0))

@@ -16,6 +16,7 @@ import faulthandler
 import functools
 import inspect
 import json
+import math
 import numbers
 import signal
 import sys
@@ -156,7 +157,12 @@ CONSTANT_BY_DESIGN = ("penalty",)  # the overlong penalty is 0 on every completi
 
 def constant_warning(name: str, output: list, conversational: bool) -> str | None:
     """One line when a reward returned the same value for every probe completion (None otherwise)."""
-    values = {v for v in output if v is not None}
+    values = {v for v in output if v is not None and not math.isnan(v)}  # None and NaN: not scored (TRL's reading)
+    if not values and output:
+        return (
+            f"warning: reward_funcs: {name} returned None or NaN for every probe completion: it may leave some "
+            f"completions unscored, but a training step in which it scores none stops the run"
+        )
     if name in CONSTANT_BY_DESIGN or len(values) != 1 or len(output) < 2:
         return None
     shape = "lists of chat messages ([{'role': 'assistant', 'content': ...}])" if conversational else "strings"

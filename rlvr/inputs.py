@@ -15,9 +15,11 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -63,7 +65,7 @@ def _bounded(kind, name: str, low, inclusive: bool):
             value = kind(text)
         except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}") from None
-        if math.isnan(value) or value < low or (value == low and not inclusive):
+        if not math.isfinite(value) or value < low or (value == low and not inclusive):
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}")
         return value
 
@@ -74,8 +76,8 @@ def _bounded(kind, name: str, low, inclusive: bool):
 # argparse `type=`s for CLI flags: a 0 or negative count is an error naming the flag, not a silent "last 0".
 positive_int = _bounded(int, "a positive integer", 1, True)
 non_negative_int = _bounded(int, "an integer >= 0", 0, True)
-positive_float = _bounded(float, "a positive number", 0.0, False)
-non_negative_float = _bounded(float, "a number >= 0", 0.0, True)
+positive_float = _bounded(float, "a finite number > 0", 0.0, False)
+non_negative_float = _bounded(float, "a finite number >= 0", 0.0, True)
 
 
 MAX_NESTING = 64  # levels of lists and mappings in a file read back; a recipe has 5, a record row 3
@@ -158,6 +160,7 @@ def read_yaml(path, field: str):
     duplicate key, nesting past MAX_NESTING (counted before the composer recurses into it) or aliases that expand past
     MAX_YAML_VALUES are one `ConfigError` (a duplicate key names the key as the field); missing, a folder, binary or
     invalid raise as `Path.read_text` and yaml do, which `load_yaml_mapping` turns into one."""
+    refuse_special_file(path, field)
     loader = UniqueKeyLoader(Path(path).read_text())  # a SafeLoader subclass: no arbitrary objects
     try:
         node = loader.get_single_node()
@@ -241,8 +244,47 @@ def check_writable_folder(path, field: str) -> None:
             )
 
 
+NAME_MAX = 255  # bytes in one path part on the file systems runs are written to (ext4, xfs, NFS)
+
+
+def name_inside(folder, name, field: str, what: str = "name") -> Path:
+    """THE check for a name that comes from a file or a spec and becomes a path part inside `folder` (a sweep's name
+    and labels, a weight index's shards, a run id, a Slurm jobs.json entry): a non-empty string on one line, one
+    path part (no `/`, `\\`, NUL), not `.` or `..`, at most NAME_MAX bytes. Returns `folder / name`; anything else is
+    one `ConfigError` on `field`, so nothing is written or opened outside the folder."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(field, f"{what} must be a non-empty string, got {str(name)[:40]!r}")
+    problem = (
+        "is `.` or `..`"
+        if name in (".", "..")
+        else "holds a path separator"
+        if any(c in name for c in "/\\")
+        else "holds a control character (a newline, NUL, ...)"
+        if any(ord(c) < 32 or ord(c) == 127 for c in name)
+        else f"is longer than {NAME_MAX} bytes"
+        if len(name.encode(errors="replace")) > NAME_MAX
+        else None
+    )
+    if problem:
+        raise ConfigError(field, f"{what} {name[:60]!r} {problem}: it must name one entry inside {folder}")
+    return Path(folder) / name
+
+
+def refuse_special_file(path, field: str) -> None:
+    """A FIFO, socket or device where a file is read is one `ConfigError` on `field`, never opened: opening a FIFO
+    waits for a writer forever, and a device can be read without end. Missing or unreadable: the read says so."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ConfigError(field, f"{path} is not a regular file (a FIFO, socket or device): not read")
+
+
 def read_text(path, field: str) -> str:
-    """A text file a flag names: missing, a folder, binary or unreadable is one `ConfigError` on `field`."""
+    """A text file a flag names: missing, a folder, binary, unreadable or not a regular file is one `ConfigError` on
+    `field`."""
+    refuse_special_file(path, field)
     try:
         return Path(path).read_text()
     except UnicodeDecodeError:
@@ -303,10 +345,12 @@ def read_allowed_pickle(path, field: str, allowed: list):
     # start-up: torch costs seconds to import (7.5 s measured on 2 loaded cores); only this file needs it
     import torch
 
+    refuse_special_file(path, field)
     try:
         with torch.serialization.safe_globals(allowed), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch warns about the pickle's format; the error below says what matters
-            return torch.load(path, weights_only=True, map_location="cpu")
+            # a zip (torch.save's format) is memory-mapped: a checkpoint's optimizer state is checked, not read
+            return torch.load(path, weights_only=True, map_location="cpu", mmap=zipfile.is_zipfile(path))
     except Exception as err:  # noqa: BLE001 - nothing but allow-listed code ran: any failure is the file's content
         raise ConfigError(field, f"{path} not read: {unpickling_reason(err)}") from None
 

@@ -131,6 +131,7 @@ def ws(tmp_path, monkeypatch):
     for kernels in ("k1", "k2"):
         (tmp_path / kernels / "reference").mkdir(parents=True)
         (tmp_path / kernels / "reference" / "summary.json").write_text("5" if kernels == "k1" else "[]")
+    plant_read_back_cases(tmp_path, precious)
     (precious / "locked" / "run.lock").mkdir(parents=True)
     (precious / "tb" / "tensorboard").parent.mkdir()
     (precious / "tb" / "tensorboard").write_text("x")
@@ -155,6 +156,73 @@ def write_run(folder: Path, folder_run: str, checkpoint_run: str) -> None:
     (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(state))
     header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'  # whole weights, as far as headers go
     (folder / "checkpoint-2" / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 4)
+
+
+def plant_read_back_cases(tmp_path: Path, precious: Path) -> None:
+    """Names that climb out of their folder, pickles that name code, values of the wrong type, a FIFO: each in the
+    file that carries it (sweep specs, a weight index, run.json, jobs.json, a sweep summary, checkpoints, records)."""
+    import json
+    import os
+
+    import torch
+
+    base = f"base: {FAST_RECIPE}\nvary: {{num_generations: [2]}}\n"
+    (tmp_path / "abs_name.yaml").write_text(f"name: {tmp_path / 'elsewhere'}\n{base}")
+    (tmp_path / "newline_name.yaml").write_text(f'name: "a\\nb"\n{base}')
+    (tmp_path / "dotdot_label.yaml").write_text(f"name: s\n{base}labels: ['..']\n")
+    (tmp_path / "dot_label.yaml").write_text(f"name: s\n{base}labels: ['.']\n")
+    (tmp_path / "jobs.yaml").write_text(f"name: j\n{base}")
+    (precious / "j" / "slurm").mkdir(parents=True)
+    (precious / "j" / "slurm" / "jobs.json").write_text('["123"]')
+    (tmp_path / "k_empty.yaml").write_text(f"name: s\n{base}evaluate: {{k: []}}\n")
+    # a weight index naming a file outside its folder
+    (tmp_path / "escaping_model").mkdir()
+    (tmp_path / "escaping_model" / "config.json").write_text('{"model_type": "qwen3"}')
+    (tmp_path / "escaping_model" / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"w": "../../../../etc/hostname"}})
+    )
+    # a run id that is a path: run.json names where an earlier run is moved aside
+    write_run(precious / "climbing_id", folder_run="run-A", checkpoint_run="run-A")
+    (precious / "climbing_id" / "run.json").write_text(json.dumps({"run_id": "../../x", "processes": 1}))
+    # pickles that run code when loaded: a checkpoint's RNG state, a model folder's .bin weights
+    write_run(precious / "planted", folder_run="run-A", checkpoint_run="run-A")
+    torch.save(RunsCode(tmp_path / "marker"), precious / "planted" / "checkpoint-2" / "rng_state.pth")
+    (tmp_path / "planted_model").mkdir()
+    (tmp_path / "planted_model" / "config.json").write_text('{"model_type": "qwen3"}')
+    torch.save({"w": RunsCode(tmp_path / "marker")}, tmp_path / "planted_model" / "pytorch_model.bin")
+    # a checkpoint whose trainer_state.json names a "best" checkpoint outside its run folder
+    write_run(precious / "best_elsewhere", folder_run="run-A", checkpoint_run="run-A")
+    state_path = precious / "best_elsewhere" / "checkpoint-2" / "trainer_state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps({**state, "best_model_checkpoint": str(tmp_path / "empty_dir")}))
+    # values read back of the wrong type, and a FIFO where a record is read
+    rows = {
+        "time_str": '{"step": 1, "loss": 0.5, "avg_correctness": 0.1, "time/total_s": "slow"}\n',
+        "eval_str": '{"step": 1, "loss": 0.5, "avg_correctness": 0.1}\n{"step": 1, "eval_exact_match": "high"}\n',
+        "mode_int": '{"step": 1, "loss": 0.5, "avg_correctness": 0.1}\n',
+        "overall_str": '{"step": 1, "loss": 0.5, "avg_correctness": 0.1}\n',
+    }
+    for name, text in rows.items():
+        (tmp_path / "damaged" / name).mkdir(parents=True)
+        (tmp_path / "damaged" / name / "metrics.jsonl").write_text(text)
+    (tmp_path / "damaged" / "mode_int" / "config.yaml").write_text("vllm_importance_sampling_mode: 3\n")
+    (tmp_path / "damaged" / "overall_str" / "eval").mkdir()
+    (tmp_path / "damaged" / "overall_str" / "eval" / "after.json").write_text(
+        '{"overall": {"exact_match": "high"}, "by_length": {}}'
+    )
+    (tmp_path / "damaged" / "fifo").mkdir()
+    os.mkfifo(tmp_path / "damaged" / "fifo" / "metrics.jsonl")
+    (tmp_path / "fifo_model").mkdir()
+    (tmp_path / "fifo_model" / "config.json").write_text('{"model_type": "qwen3"}')
+    os.mkfifo(tmp_path / "fifo_model" / "model.safetensors")
+    write_run(precious / "fifo_run_json", folder_run="run-A", checkpoint_run="run-A")
+    (precious / "fifo_run_json" / "run.json").unlink()
+    os.mkfifo(precious / "fifo_run_json" / "run.json")
+    # kernel sets: a seedless run beside seeded ones; a run name that climbs out of its sweep
+    for kernels, runs in (("k3", ["a-s1", "a-s2", "a"]), ("k4", ["../../x-s1"])):
+        (tmp_path / kernels / "reference").mkdir(parents=True)
+        summary = [{"run": run, "eval_exact_match": 0.5} for run in runs]
+        (tmp_path / kernels / "reference" / "summary.json").write_text(json.dumps(summary))
 
 
 def recipe_with(ws: Path, name: str, **changes) -> str:
@@ -186,8 +254,8 @@ def command(name):
         return runner(name)
     if name == "main_job":
         return __import__("benchmarks.tiny_main_job", fromlist=["main"]).main
-    if name == "kernel_robustness":
-        return __import__("benchmarks.kernel_robustness", fromlist=["main"]).main
+    if name in ("kernel_robustness", "speed", "main_job_range"):
+        return __import__(f"benchmarks.{name}", fromlist=["main"]).main
     module = {
         "data": "rlvr.data.cli",
         "plots": "rlvr.analysis.plots",
@@ -653,7 +721,7 @@ LATE_ROWS = [
     ),
     ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--free_gib", "nan"], "--free_gib"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/torn_json"], "resume_from_checkpoint"),
-    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "2"], "max_steps"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "1"], "max_steps"),
 ]
 SPEC_DATA = "name: s\nbase: {}\nvary: {{seed: [1]}}\nevaluate: {{data: {}}}\n"
 # Files the repo wrote and reads back, damaged; values past what the machine takes; the scripts docs tell users to run
@@ -723,7 +791,92 @@ READ_BACK_ROWS = [
     ("kernel_robustness", lambda w: ["--sets", "k2", "k2", "--out", "precious"], "--out"),
     ("kernel_robustness", lambda w: ["--setz", "k1", "k2"], "--setz"),
 ]
-ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS + READ_BACK_ROWS
+# A name is a name (`name_inside`); pickles checked weights-only before any model loads, named by their file; values
+# read back typed; a FIFO refused; every flag of the benchmarks ranged before any work (docs/reliability.md)
+ESCAPE_ROWS = [
+    ("sweep", lambda w: ["abs_name.yaml", "--out", "precious", "--dry_run"], "name"),
+    ("sweep", lambda w: ["newline_name.yaml", "--out", "precious", "--dry_run"], "name"),
+    ("sweep", lambda w: ["dotdot_label.yaml", "--out", "precious", "--dry_run"], "labels"),
+    ("sweep", lambda w: ["dot_label.yaml", "--out", "precious", "--dry_run"], "labels"),
+    ("sweep", lambda w: ["jobs.yaml", "--out", "precious", "--launcher", "slurm", "--dry_run"], "--out"),
+    ("sweep", lambda w: ["k_empty.yaml", "--out", "precious", "--dry_run"], "evaluate.k"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "escaping_model"], "model_name_or_path"),
+    ("evaluate", lambda w: [*EVAL, "--model", "escaping_model"], "--model"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/climbing_id"], "resume_from_checkpoint"),
+    ("kernel_robustness", lambda w: ["--sets", "k4", "k4"], "--sets"),
+    (
+        "grpo",
+        lambda w: [*RESUME, "--output_dir", "precious/planted"],
+        "precious/planted/checkpoint-2/rng_state.pth",
+    ),
+    (
+        "grpo",
+        lambda w: [*RUN, "--resume_from_checkpoint", "precious/planted/checkpoint-2"],
+        "precious/planted/checkpoint-2/rng_state.pth",
+    ),
+    ("evaluate", lambda w: [*EVAL, "--model", "planted_model"], "planted_model/pytorch_model.bin"),
+    (
+        "grpo",
+        lambda w: [*RESUME, "--output_dir", "precious/best_elsewhere"],
+        "precious/best_elsewhere/checkpoint-2/trainer_state.json",
+    ),
+    *[
+        (command_, lambda w, kind=kind, argv=argv: [f"damaged/{kind}", *argv], "RUN_DIR")
+        for kind in ("time_str", "eval_str", "overall_str", "fifo")
+        for command_, argv in (("doctor", []), ("report", ["--out", "precious/r.md"]))
+        if not (kind == "overall_str" and command_ == "doctor")  # the doctor reads no evaluation file
+    ],
+    ("doctor", lambda w: ["damaged/mode_int"], "RUN_DIR"),
+    ("grpo", lambda w: [*RUN, "--model_name_or_path", "fifo_model"], "model_name_or_path"),
+    ("grpo", lambda w: [*RESUME, "--output_dir", "precious/fifo_run_json"], "resume_from_checkpoint"),
+    ("evaluate", lambda w: [*EVAL, "--temperature", "inf"], "--temperature"),
+    ("main_job_range", lambda w: ["--settle", "nan"], "--settle"),
+    ("main_job_range", lambda w: ["--settle", "-1"], "--settle"),
+    ("speed", lambda w: ["--configs", FAST_RECIPE, "--rounds", "0"], "--rounds"),
+    ("speed", lambda w: ["--configs", FAST_RECIPE, "--variants", "none", "warp_drive"], "--variants"),
+    ("speed", lambda w: ["--configs", FAST_RECIPE, "--output", "afile.txt/speed.json"], "--output"),
+    ("speed", lambda w: ["--configs", FAST_RECIPE, "--warmup", "4", "--max_steps", "4"], "--warmup"),
+    ("kernel_robustness", lambda w: ["--sets", "k3", "k3"], "--sets"),
+]
+ROWS += NEW_ROWS + RUN_FOLDER_ROWS + LATE_ROWS + READ_BACK_ROWS + ESCAPE_ROWS
+
+
+PLANTED = [row for row in ESCAPE_ROWS if "planted" in row[2]]
+
+
+@pytest.mark.parametrize("name, argv, field", PLANTED, ids=[row[2] for row in PLANTED])
+def test_a_planted_checkpoint_pickle_runs_nothing(name, argv, field, ws, capsys):
+    """The pickles above would create `marker` when loaded: refused under weights_only before the model loads, the
+    file never appears."""
+    with pytest.raises(SystemExit):
+        cli(command(name), argv(ws))
+    assert capsys.readouterr().err.startswith(f"error: {field}: refused before the model loads")
+    assert not (ws / "marker").exists()
+
+
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("/abs/path", "holds a path separator"),
+        ("a/b", "holds a path separator"),
+        ("a\\b", "holds a path separator"),
+        ("..", "is `.` or `..`"),
+        (".", "is `.` or `..`"),
+        ("a\nb", "holds a control character"),
+        ("a\0b", "holds a control character"),
+        ("x" * 256, "is longer than 255 bytes"),
+        ("", "must be a non-empty string"),
+        (3, "must be a non-empty string"),
+    ],
+)
+def test_a_name_is_one_entry_inside_its_folder(name, problem):
+    """THE check every reader of a name from a file or a spec goes through (rows above: a sweep's name and labels,
+    a weight index's shards, run.json's run id, jobs.json, a sweep summary's runs, best_model_checkpoint)."""
+    from rlvr.inputs import ConfigError, name_inside
+
+    with pytest.raises(ConfigError, match=f"^field: label .*{problem[:12]}"):
+        name_inside("folder", name, "field", "label")
+    assert name_inside("folder", "g-2_s1.0", "field") == Path("folder/g-2_s1.0")
 
 
 def snapshot(folder: Path) -> dict:
@@ -876,3 +1029,16 @@ def test_every_documented_script_takes_flags_through_cli(script, monkeypatch, ca
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert stop.value.code == 2 and len(lines) == 1, lines
     assert lines[0].startswith(("error: --no_such_flag:", "error: no_such_flag:")), lines
+
+
+def test_a_trl_log_at_step_0_is_diagnosed_not_divided_by(tmp_path, capsys):
+    """A plain TRL log whose only training row is at step 0 (logged before the first optimizer step): the compute
+    bill has no steps to divide by and says nothing per step; the doctor ends normally."""
+    import json
+
+    from rlvr.analysis import doctor
+
+    rows = [{"step": 0, "loss": 0.1, "reward": 0.5, "grad_norm": 0.3, "step_time": 2.0}]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": rows}))
+    assert cli(doctor.main, [str(tmp_path)]) in (0, 1)
+    assert "s/step over 0 steps" not in capsys.readouterr().out

@@ -24,7 +24,9 @@ def test_bad_parts_is_one_line_and_exit_2():
         check=False,
     )
     assert result.returncode == 2
-    assert result.stderr.splitlines() == ["error: parts: 'decode' is not a comma list of generation, reference, policy"]
+    assert result.stderr.splitlines() == [
+        "error: --parts: 'decode' is not a comma list of generation, reference, policy"
+    ]
 
 
 def test_report_ratio_and_break_even():

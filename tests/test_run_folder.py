@@ -128,15 +128,23 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
     ]
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing written, nothing moved
     shutil.rmtree(out / "checkpoint-5")
-    # B's checkpoint at max_steps: the run is finished, and resuming it is refused (the Trainer would train step 3)
+    # B's checkpoint at max_steps: the run is finished; the same command again says so and exits 0, writing nothing
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    status, _, err = train(
+    status, stdout, err = train(
         out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"
+    )
+    assert status == 0 and error_lines(err) == [], err[-3000:]
+    assert f"[resume] {out} is finished: {out / 'checkpoint-2'} is at max_steps 2; nothing to do" in stdout
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    # a command asking fewer steps than the checkpoint has is refused (the Trainer would train one step more)
+    status, _, err = train(
+        out, two_runs["model"], "--seed", "2", "--max_steps", "1", "--resume_from_checkpoint", "true"
     )
     assert status == 2 and error_lines(err) == [
         (
-            f"error: max_steps: {out / 'checkpoint-2'} is at step 2, and max_steps is 2: the run is finished; to train "
-            "further raise max_steps (--allow_recipe_change true), or use another output_dir"
+            f"error: max_steps: {out / 'checkpoint-2'} is at step 2, past max_steps 1: the run trained further than "
+            "this command asks; to train further raise max_steps (--allow_recipe_change true), or use another "
+            "output_dir"
         )
     ]
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before

@@ -16,7 +16,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import AddedToken, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-from rlvr.inputs import ArgumentParser, cli
+from rlvr.inputs import ArgumentParser, cli, non_negative_int, positive_int
 
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = ArgumentParser(description="Build a tiny random-weight Qwen3 + byte tokenizer (no Hub).")
     parser.add_argument("--output_dir", default="artifacts/tiny-qwen3")
     for name, default in asdict(TinyModelConfig()).items():
-        parser.add_argument(f"--{name}", type=int, default=default)
+        parser.add_argument(f"--{name}", type=non_negative_int if name == "seed" else positive_int, default=default)
     args = vars(parser.parse_args(argv))
     path = build_tiny_model(args.pop("output_dir"), TinyModelConfig(**args))
     print(f"tiny model written to {path}")

@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from rlvr.analysis.loaders import Run, load_any_run
+from rlvr.analysis.loaders import NUMBER, STRING, Run, load_any_run, typed
 from rlvr.analysis.summaries import last, mean, time_totals, wall_time
 from rlvr.inputs import ArgumentParser, ConfigError, cli
 from rlvr.metrics.keys import (
@@ -41,6 +41,7 @@ from rlvr.metrics.keys import (
     TOKEN_RATES,
     TOTAL,
     TRL_ZERO_STD,
+    UNSCORED_PREFIX,
     reward_key,
     step_key,
     zero_std_key,
@@ -385,6 +386,31 @@ def check_non_finite(run, settings, keys):
                 f"checkpoint before step {step}"
             )
         findings.append(Finding("problem", step, what, remedy))
+    return findings
+
+
+def check_unscored(run, settings, keys):
+    """A reward function that left completions unscored (None or NaN, `step/unscored/<name>`): its mean, and the
+    total trained on, are over the scored ones only."""
+    findings = []
+    for key in dict.fromkeys(k for row in run.rows for k in row if k.startswith(UNSCORED_PREFIX)):
+        series = points(run, key)
+        hit = next(((s, v) for s, v in series if v > 0), None)
+        if hit is None:
+            continue
+        share = mean([v for _, v in series])
+        name = key.removeprefix(UNSCORED_PREFIX)
+        findings.append(
+            Finding(
+                "problem",
+                hit[0],
+                f"unscored completions: {name} returned None or NaN for {share:.0%} of the completions over the run "
+                f"({hit[1]:.0%} at step {hit[0]}, its first; {key}); its {reward_key(name)} and the total are "
+                "over the scored ones only",
+                f"make {name} return a number for every completion it can judge; None is for completions it is "
+                "not meant to score (another task's), and a NaN is usually an error caught too late",
+            )
+        )
     return findings
 
 
@@ -798,7 +824,7 @@ def check_compute(run, settings, keys):
     samples = last(run, GENERATED_SAMPLES)  # a row that only reused a batch has none
     if seconds and finite(samples):
         parts.append(f"{samples / seconds:.1f} samples/s ({int(samples)} samples in {seconds:.0f} s of training)")
-    elif seconds:
+    elif seconds and step:  # a plain TRL log may end on a row at step 0
         parts.append(f"{seconds / step:.2f} s/step over {step} steps")
         if finite(tokens := run.rows[-1].get("num_tokens")):
             parts.append(f"{tokens / seconds:.0f} tokens/s (prompt + completion)")
@@ -818,6 +844,7 @@ def check_compute(run, settings, keys):
 
 CHECKS = (  # causes first: a diverged run explains everything after it
     (check_non_finite, NON_FINITE_READINGS),
+    (check_unscored, ()),
     (check_spikes, ("grad_norm", "loss")),
     (check_kl, ("kl",)),
     (check_learning_rate, ("reward", "kl")),
@@ -838,9 +865,20 @@ DIVERGED = ("divergence:", "learning rate too high", "off-policy steps:")  # tit
 SYMPTOMS = (check_truncation, check_entropy, check_idle_groups, check_format)  # what a divergence also causes
 
 
+# The run settings the checks read, and what each must be (`typed`): a wrong one is the line of a damaged file
+SETTING_KINDS = {
+    **dict.fromkeys(
+        ("learning_rate", "max_grad_norm", "temperature", "beta", "max_completion_length", "num_generations"), NUMBER
+    ),
+    **dict.fromkeys(("top_p", "top_k", "vllm_importance_sampling_clip_max", "num_iterations", "epsilon"), NUMBER),
+    "vllm_importance_sampling_mode": STRING,
+}
+
+
 def diagnose(path, loaded: Run | None = None) -> Diagnosis:
     """Every check on the run in `path` (see `load_any_run` for `loaded`)."""
     run, source, settings, unread = load_any_run(path, loaded)
+    typed(settings, f"{path} ({source}) settings", SETTING_KINDS)
     keys = {reading: key_for(run, reading) for reading in READINGS}
     findings, skipped, follow_on = [], [], []
     for check, needs in CHECKS:

@@ -34,6 +34,7 @@ from rlvr.metrics.keys import (
     STOPPED_EARLY,
     TOTAL,
     TRAIN_RUNTIME,
+    UNSCORED_PREFIX,
     components_in,
     ordered,
     reward_key,
@@ -66,8 +67,13 @@ def zero_std_series(runs) -> list[str]:
 
 
 def step_metric_series(runs) -> list[str]:
-    """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order."""
-    return list(dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX)))
+    """Every `step/*` metric (rlvr/metrics/step_metrics.py) any of the runs logged, in first-seen order; a reward's
+    `step/unscored/<name>` only where some completion went unscored (else every reward adds a panel of zeros)."""
+    keys = dict.fromkeys(key for run in runs for row in run.rows for key in row if key.startswith(STEP_PREFIX))
+    unscored = UNSCORED_PREFIX
+    return [
+        key for key in keys if not key.startswith(unscored) or any(row.get(key) for run in runs for row in run.rows)
+    ]
 
 
 def curriculum_series(runs) -> list[str]:
@@ -119,6 +125,32 @@ def read_jsonl(path) -> list[dict]:
     return rows
 
 
+NUMBER, STRING = "a number", "a string"  # the kinds `typed` checks (or a tuple: one of those values)
+
+
+def typed(mapping: dict, source, kinds: dict | None = None, default: str | None = None) -> dict:
+    """THE check of values read back from a run's files: each key of `kinds` (every other key too, with a `default`)
+    holds a number (not a bool), a string, or one of a tuple's values; None (not recorded) passes. A wrong one is one
+    ConfigError on RUN_DIR naming the file, as a damaged file is: `"time/total_s": "slow"` never reaches the sum."""
+    for key, value in mapping.items():
+        kind = (kinds or {}).get(key, default)
+        if value is None or kind is None:
+            continue
+        fits = (
+            value in kind
+            if isinstance(kind, tuple)
+            else isinstance(value, str)
+            if kind == STRING
+            else isinstance(value, (int, float)) and not isinstance(value, bool)
+        )
+        if not fits:
+            wanted = f"one of {', '.join(map(str, kind))}" if isinstance(kind, tuple) else kind
+            raise ConfigError(
+                "RUN_DIR", f"{source}: `{key}` is {type(value).__name__} {str(value)[:40]!r}, not {wanted}"
+            )
+    return mapping
+
+
 def training_rows(rows: list, source) -> tuple[list[dict], dict]:
     """A record's training rows (a loss or a reward logged) and its closing row (train_runtime; {} while unfinished),
     ours or plain TRL's. A row that is not an object, or a training row without a step, is one ConfigError. Each
@@ -138,6 +170,9 @@ def training_rows(rows: list, source) -> tuple[list[dict], dict]:
             training.append(row)
         elif any(key.startswith(EVAL_PREFIX) for key in row):
             evaluations.append(row)
+    for row in [*training, *evaluations]:  # every reading a number (None: not logged), whoever reads it
+        typed(row, source, default=NUMBER)
+    typed(final, source, {STOPPED_EARLY: STRING}, default=NUMBER)
     by_step = {row["step"]: row for row in training}
     for row in evaluations:
         if row.get("step") in by_step:
@@ -248,6 +283,8 @@ def read_evaluation(path) -> dict:
             raise ConfigError("RUN_DIR", f"{path}: `{part}` is not an object: {str(summary[part])[:40]}")
     if not all(isinstance(block, dict) for block in summary.get("by_length", {}).values()):
         raise ConfigError("RUN_DIR", f"{path}: `by_length` must map each word length to an object")
+    for block in [summary.get("overall", {}), *summary.get("by_length", {}).values()]:
+        typed(block, path, default=NUMBER)
     return summary
 
 

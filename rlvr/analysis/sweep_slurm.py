@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from rlvr.analysis.sweep_spec import Variant
-from rlvr.inputs import ConfigError, read_json, read_text
+from rlvr.inputs import ConfigError, name_inside, read_json, read_text
 from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,8 +125,24 @@ def report_script(sweep: str, command: list[str], slurm_dir: Path, options: list
 
 
 def submissions(sweep_dir: Path) -> list[dict]:
+    """The arrays jobs.json records, each checked as `submit` writes it: a Slurm job id (digits) and the labels of
+    its tasks, each a run of this sweep (`name_inside`); anything else is one line naming the file."""
     path = sweep_dir / SLURM_DIR / JOBS_FILE
-    return read_json(path, "--out", list) if path.exists() else []
+    entries = read_json(path, "--out", list) if path.exists() else []
+    for number, entry in enumerate(entries, 1):
+        array = entry.get("array") if isinstance(entry, dict) else None
+        tasks = entry.get("tasks") if isinstance(entry, dict) else None
+        if not isinstance(array, str) or not array.isdigit() or not isinstance(tasks, list):
+            raise ConfigError(
+                "--out",
+                f"{path}: entry {number} is not a submission ({{array: <job id>, tasks: [labels]}}): {str(entry)[:40]}",
+            )
+        for label in tasks:
+            try:
+                name_inside(sweep_dir, label, "--out", "task label")
+            except ConfigError as err:
+                raise ConfigError("--out", f"{path}: entry {number}: {err.message}") from None
+    return entries
 
 
 def task_indices(text: str) -> list[int]:

@@ -36,6 +36,7 @@ from rlvr.inputs import (
     load_recipe_yaml,
     load_yaml_mapping,
     mapping_field,
+    name_inside,
     non_negative_float,
     positive_int,
     reject_unknown_keys,
@@ -97,6 +98,7 @@ def load_spec(path) -> Spec:
     reject_unknown_keys(raw, SPEC_FIELDS, "sweep spec field")
     if not isinstance(raw.get("name"), str) or not raw["name"].strip():
         raise ConfigError("name", "the sweep needs a name (its output folder)")
+    name_inside("--out", raw["name"], "name", "the sweep name")
     vary = raw.get("vary")
     if not isinstance(vary, dict) or len(vary) != 1:
         raise ConfigError("vary", "must map exactly one field to its list of values, e.g. {num_generations: [2, 4]}")
@@ -147,6 +149,7 @@ def load_spec(path) -> Spec:
             not isinstance(n, int)
             or n < 1
             or not isinstance(ks, list)
+            or not ks
             or not all(isinstance(k, int) and 1 <= k <= n for k in ks)
         ):
             raise ConfigError("evaluate.k", f"each k must be an integer in [1, num_samples={n}], got {ks!r}")
@@ -213,9 +216,10 @@ def plan(spec: Spec, out: Path, overrides: dict) -> list[Variant]:
             set_dotted(config, spec.key, copy.deepcopy(value), f"vary.{spec.key}")
         for seed in spec.seeds or [None]:
             label = label_for(spec, index) + ("" if seed is None else f"-s{seed}")
+            run_dir = name_inside(out / spec.name, label, "labels" if spec.labels else f"vary.{spec.key}", "run label")
             seeded = copy.deepcopy(config) if seed is None else {**copy.deepcopy(config), "seed": seed}
-            seeded["output_dir"] = str(out / spec.name / label)
-            variants.append(Variant(label, value, recipe, seeded, out / spec.name / label))
+            seeded["output_dir"] = str(run_dir)
+            variants.append(Variant(label, value, recipe, seeded, run_dir))
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("labels", f"run labels must be unique, got {labels}; set `labels` in the spec")

@@ -25,6 +25,7 @@ from rlvr.metrics.keys import (
     TOKEN_RATES,
     TOTAL,
     TRAIN_RUNTIME,
+    UNSCORED_PREFIX,
     ordered,
     reward_key,
     step_key,
@@ -197,9 +198,12 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
     parts = [f"eval {head}" if prefix else head]
     if GENERATED_SAMPLES in row:
         parts.append(f"samples {int(row[GENERATED_SAMPLES])}")
-    rewards = " ".join(f"{c} {row[prefix + reward_key(c)]:.3f}" for c in components_of(row, prefix))
+    rewards = " ".join(f"{c} {_number(row[prefix + reward_key(c)])}" for c in components_of(row, prefix))
     if rewards:
         parts.append(rewards)
+    unscored = {key.rsplit("/", 1)[1]: v for key, v in row.items() if key.startswith(prefix + UNSCORED_PREFIX) and v}
+    if unscored:  # completions a reward returned None or NaN for: its mean above is over the others only
+        parts.append("unscored " + " ".join(f"{name} {share:.2f}" for name, share in unscored.items()))
     if (exact := row.get(EVAL_EXACT)) is not None:  # rlvr evaluate's exact match (rlvr/metrics/held_out.py)
         parts.append(f"held-out exact {exact:.3f}")
     zero_std = row.get(prefix + zero_std_key(TOTAL))
@@ -214,6 +218,11 @@ def format_line(row: dict, step: int, max_steps: int | None, seconds_per_step: f
         parts.append(f"{seconds_per_step:.2f} s/step")
     line = " | ".join(parts)
     return line if len(line) <= MAX_WIDTH else line[: MAX_WIDTH - 3] + "..."
+
+
+def _number(value) -> str:
+    """A logged mean: TRL logs None for a reward with no scored completion in the window."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 class ConsoleLineCallback(TrainerCallback):

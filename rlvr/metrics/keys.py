@@ -39,6 +39,7 @@ ZERO_STD_SIDES = (*GROUP_SIDES, ALL_TRUNCATED, IDENTICAL)
 GROUP_PREFIX = "groups/"  # groups/<side>: from rollouts.jsonl, every prompt group by its side (rlvr.analysis.zero_std)
 EXACT_PREFIX = "zero_std_exact/"  # zero_std_exact/<what>: groups flat on exact match, observed and predicted
 STEP_PREFIX = "step/"  # step/<name>: a registered per-step metric (rlvr/metrics/step_metrics.py)
+UNSCORED_PREFIX = f"{STEP_PREFIX}unscored/"  # step/unscored/<reward>: share it returned None or NaN for (`unscored`)
 CURRICULUM_PREFIX = "curriculum/"  # curriculum/{level, weight/<v>, pass_rate/<v>}: rlvr/training/curriculum.py
 KNOWN_ORDER = ("correctness", "format", "success", BINARY, TOTAL, PENALTY)  # how the built-in components are listed
 

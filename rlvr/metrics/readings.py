@@ -19,7 +19,7 @@ from accelerate.utils import gather_object
 from torch import nn
 
 from rlvr.metrics.held_out import held_out_callback
-from rlvr.metrics.keys import ALL_TRUNCATED, GROUP_SIDES, IDENTICAL, TOTAL, zero_std_side_key
+from rlvr.metrics.keys import ALL_TRUNCATED, GROUP_SIDES, IDENTICAL, TOTAL, UNSCORED_PREFIX, zero_std_side_key
 from rlvr.metrics.reward_batch import (
     RewardBatch,
     RewardBatchCallback,
@@ -30,6 +30,8 @@ from rlvr.metrics.reward_batch import (
 )
 from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.rewards.functions import completion_text
+from rlvr.rewards.guard import RewardFunctionError
+from rlvr.runs.checkpoints import last_complete_checkpoint
 
 ROW_KEYS = ("question", "answer", "difficulty", "task")  # the dataset columns a batch (and the rollouts) keeps
 
@@ -86,8 +88,24 @@ class RewardReadings:
         if len(self._scores) == len(self.columns):
             scores, self._scores = self._scores, {}
             self.batch = self.assemble(scores, kwargs)
+            self.refuse_never_scored(self.batch, kwargs)
             self.on_batch(self.batch, kwargs)
         return values
+
+    def refuse_never_scored(self, batch: RewardBatch, kwargs: dict) -> None:
+        """A reward function that scored none of a training step's completions (None or NaN for all) stops the run in
+        one line naming it: TRL would train on the other functions as if it were not there, and the readings of it
+        would be empty. Decided on the gathered batch, so every process stops alike; the checkpoints stay."""
+        if batch.mode != "train" or (name := batch.never_scored()) is None:
+            return
+        step = getattr(kwargs.get("trainer_state"), "global_step", 0) + 1
+        checkpoint, _ = last_complete_checkpoint(self.trainer.args.output_dir)
+        kept = f"newest complete checkpoint: {checkpoint}" if checkpoint else "no checkpoint was saved before it"
+        raise RewardFunctionError(
+            "reward_funcs",
+            f"{name} returned None or NaN for all {batch.size} completions of step {step}, so it scored nothing; "
+            f"a reward may leave some completions unscored ({UNSCORED_PREFIX}{name}), not all of a step; {kept}",
+        )
 
     def assemble(self, scores: dict[int, list], kwargs: dict) -> RewardBatch:
         """The global batch: every process's rows, in rank order (TRL's gather order, G contiguous rows a group)."""

@@ -78,6 +78,19 @@ class RewardBatch:
             self._exact = torch.tensor(flags, dtype=torch.bool)
         return self._exact
 
+    def unscored(self) -> dict[str, float]:
+        """Per reward function, the share of the batch's completions it returned None or NaN for: not scored, as TRL
+        reads it (neither right nor wrong; a group's flatness is decided on its scored rows, `flat_groups`)."""
+        missing = torch.isnan(self.rewards_per_func)
+        return {name: missing[:, i].float().mean().item() for i, name in enumerate(self.names)}
+
+    def never_scored(self) -> str | None:
+        """The first reward function that scored none of the batch's completions (None when each scored one)."""
+        missing = (
+            torch.isnan(self.rewards_per_func).all(dim=0) if self.size else torch.zeros(len(self.names), dtype=bool)
+        )
+        return next((name for name, none in zip(self.names, missing.tolist()) if none), None)
+
     def has_answers(self) -> bool:
         """The rows carry an expected `answer`, so right and wrong are defined (a plain TRL dataset may not)."""
         return any(row.get("answer") is not None for row in self.rows)

@@ -131,3 +131,11 @@ def hollow_format(batch: RewardBatch) -> float:
     """Reward-hack watch: the share of completions with full format but hollow content (`hollow_content`). Read it
     beside `avg_format`: format rising while this rises is the format reward being paid for empty tags."""
     return sum(hollow_content(text, row) for text, row in zip(batch.completions, batch.rows)) / max(batch.size, 1)
+
+
+@step_metric
+def unscored(batch: RewardBatch) -> dict[str, float]:
+    """Share of the batch's completions each reward function did not score (returned None or NaN). TRL leaves such a
+    completion out of that function's mean and sums the others over it (nansum), so `avg_<name>` is a mean over the
+    scored ones only: this says how many those were. Logged for every function (0.0 when it scored them all)."""
+    return batch.unscored()

@@ -20,7 +20,14 @@ import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from rlvr.inputs import one_line, parse_json
+from rlvr.inputs import (
+    ConfigError,
+    name_inside,
+    one_line,
+    parse_json,
+    read_allowed_pickle,
+    refuse_special_file,
+)
 from rlvr.runs import layout
 from rlvr.runs.layout import SHARD_INDEXES, WEIGHT_FILES
 
@@ -29,6 +36,7 @@ def checkpoint_problem(path) -> str | None:
     """Why a checkpoint folder cannot be resumed from (None when it can): a readable state and whole weights."""
     path = Path(path)
     try:
+        refuse_special_file(path / layout.TRAINER_STATE, "resume_from_checkpoint")  # a FIFO would never answer
         state = parse_json((path / layout.TRAINER_STATE).read_text())
     except FileNotFoundError:
         return "no trainer_state.json"
@@ -37,6 +45,49 @@ def checkpoint_problem(path) -> str | None:
     if not isinstance(state, dict) or "global_step" not in state:
         return "trainer_state.json has no global_step"
     return weights_problem(path, required=True)
+
+
+# What transformers `torch.load`s from a checkpoint on resume (RNG states, optimizer, scheduler, AMP scaler) and from
+# a model folder (.bin weights); a checkpoint's training_args.bin is never loaded on resume.
+PICKLED = ("rng_state*.pth", "optimizer.pt", "scheduler.pt", "scaler.pt", "*.bin")
+
+
+def check_pickles(folder) -> None:
+    """Every pickled file transformers would load from a checkpoint or model folder, opened now under torch's
+    weights-only unpickler, with transformers' own allowance for numpy's RNG state (`read_allowed_pickle`: tensors
+    memory-mapped, not read). One that names anything else, or is damaged, is one `ConfigError` naming the file,
+    before any model loads: transformers would refuse it too, but as a traceback after the model had loaded."""
+    # start-up: transformers' trainer utilities import torch; only a folder with pickles needs them
+    from transformers.trainer_pt_utils import safe_globals
+
+    folder = Path(folder)
+    files = sorted({path for pattern in PICKLED for path in folder.glob(pattern) if path.name != layout.TRAINING_ARGS})
+    for path in files:
+        try:
+            with safe_globals():
+                read_allowed_pickle(path, str(path), [])
+        except ConfigError as err:
+            why = err.message.removeprefix(f"{path} not read: ")
+            raise ConfigError(
+                str(path), f"refused before the model loads (a pickle, read weights-only): {why}"
+            ) from None
+
+
+def check_best_checkpoint(checkpoint) -> None:
+    """The `best_model_checkpoint` a checkpoint's trainer_state.json names is a checkpoint folder beside it
+    (`name_inside`), or gone (transformers then drops it): transformers keeps it through checkpoint rotation and
+    loads its weights at the end under `load_best_model_at_end`, so a path elsewhere is one `ConfigError` naming the
+    file, before any model loads."""
+    folder, path = Path(checkpoint).parent, Path(checkpoint) / layout.TRAINER_STATE
+    try:
+        best = parse_json(path.read_text()).get("best_model_checkpoint")
+    except (OSError, ValueError, AttributeError):
+        return  # `checkpoint_problem`'s to say
+    if best is None or (isinstance(best, str) and not Path(best).is_dir()):
+        return
+    if not isinstance(best, str) or Path(best).parent.resolve() != folder.resolve():
+        raise ConfigError(str(path), f"best_model_checkpoint {str(best)[:80]!r} is not a checkpoint folder of {folder}")
+    name_inside(folder, Path(best).name, str(path), "best_model_checkpoint")
 
 
 def last_complete_checkpoint(output_dir) -> tuple[str | None, list[tuple[str, str]]]:
@@ -65,9 +116,15 @@ def weights_problem(folder: Path, required: bool = False) -> str | None:
     for index in SHARD_INDEXES:
         if (folder / index).exists():
             try:
+                refuse_special_file(folder / index, "weights")
                 shards = sorted(set(parse_json((folder / index).read_text())["weight_map"].values()))
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
                 return f"{folder / index} is not a weight index ({one_line(err)})"
+            try:  # a shard is a file of this folder: `../../etc/hostname` is not opened, let alone loaded
+                for shard in shards:
+                    name_inside(folder, shard, "weights", "shard")
+            except ConfigError as err:
+                return f"{folder / index} lists a shard outside {folder}: {err.message}"
             missing = [s for s in shards if not (folder / s).is_file()]
             if missing:
                 return f"{folder / index} lists {missing[0]}, which is not in {folder}"
@@ -84,6 +141,7 @@ def weights_problem(folder: Path, required: bool = False) -> str | None:
 
 def _weight_file_problem(path: Path) -> str | None:
     try:
+        refuse_special_file(path, "weights")
         size = path.stat().st_size
         if size == 0:
             return f"{path} is empty"

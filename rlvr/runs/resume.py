@@ -19,7 +19,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from rlvr.inputs import ConfigError, parse_json
+from rlvr.inputs import ConfigError, name_inside, parse_json, refuse_special_file
 from rlvr.runs import layout
 
 ALLOW_FLAG = "--allow_recipe_change true"
@@ -35,18 +35,36 @@ class RunIdentityCallback(TrainerCallback, ExportableState):
         return {"args": {"run_id": self.run_id}, "attributes": {}}
 
 
+class IntervalsOfThisCommand(TrainerCallback):
+    """A resume's logging, evaluation and save intervals are this command's. transformers restores them from the
+    checkpoint's trainer_state.json (`logging_steps`, `eval_steps`, `save_steps`), so a resume that changes them
+    (a change `check_resume` accepts and records) would be recorded and ignored. At train begin the state takes
+    them from the arguments, as a fresh start computes them (`TrainerState.compute_steps`)."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        state.compute_steps(args, state.max_steps)
+
+
 def read_run_json(folder) -> dict | None:
     """The folder's run.json, or None (no run yet, or a folder from before run ids)."""
     try:
+        refuse_special_file(Path(folder) / layout.RUN, "run.json")  # a FIFO would never answer: damaged
         run = parse_json((Path(folder) / layout.RUN).read_text())
     except (OSError, ValueError):
         return None
-    return run if isinstance(run, dict) and isinstance(run.get("run_id"), str) else None
+    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
+        return None
+    try:  # the id names the folder an earlier run is moved to (previous-runs/<run id>/): a name, not a path
+        name_inside(layout.PREVIOUS_RUNS, run["run_id"], "run_id", "run id")
+    except ConfigError:
+        return None
+    return run
 
 
 def checkpoint_run_id(checkpoint) -> str | None:
     """Which run saved a checkpoint (None: saved before run ids, or by plain TRL)."""
     try:
+        refuse_special_file(Path(checkpoint) / layout.TRAINER_STATE, "trainer_state.json")
         state = parse_json((Path(checkpoint) / layout.TRAINER_STATE).read_text())
         entry = state["stateful_callbacks"][RunIdentityCallback.__name__]
         return (entry[0] if isinstance(entry, list) else entry)["args"]["run_id"]
@@ -73,6 +91,7 @@ class Resume:
     refused: dict = field(default_factory=dict)  # field -> (run's value, this command's)
     noted: dict = field(default_factory=dict)
     may_change: Mapping[str, str] = field(default_factory=dict)  # why each noted field may change (`RecipeFields`)
+    finished: bool = False  # the checkpoint is at max_steps: the same command has nothing to do
 
 
 def _same(a, b) -> bool:
@@ -115,7 +134,7 @@ def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeF
     if run is None and (folder / layout.RUN).exists():  # rebuilding it would accept any run's checkpoint
         raise ConfigError(
             "resume_from_checkpoint",
-            f"{folder / layout.RUN} is damaged (not JSON with a run_id): whose "
+            f"{folder / layout.RUN} is damaged (not JSON with a run_id that is a name): whose "
             f"checkpoint {checkpoint} is cannot be checked; restore that file, or start afresh with "
             f"--resume_from_checkpoint false (the earlier run is moved aside)",
         )
@@ -130,13 +149,14 @@ def check_resume(recipe, checkpoint: str | None, processes: int, fields: RecipeF
             f"--resume_from_checkpoint false",
         )
     step, max_steps = checkpoint_step(checkpoint), recipe.training.max_steps
-    if step is not None and 0 < max_steps <= step:  # the Trainer would train one step more
+    if step is not None and 0 < max_steps < step:  # the Trainer would train one step more
         raise ConfigError(
             "max_steps",
-            f"{checkpoint} is at step {step}, and max_steps is {max_steps}: the run is "
-            f"finished; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir",
+            f"{checkpoint} is at step {step}, past max_steps {max_steps}: the run trained further than "
+            f"this command asks; to train further raise max_steps ({ALLOW_FLAG}), or use another output_dir",
         )
-    resume = Resume(checkpoint, owner, may_change=fields.may_change)
+    finished = step is not None and step == max_steps  # the same command again (a requeue): nothing to do
+    resume = Resume(checkpoint, owner, may_change=fields.may_change, finished=finished)
     home = Path(checkpoint).parent  # the run's own folder: its config.yaml is the recipe it trained
     config_path = home / layout.CONFIG
     if not config_path.exists():

@@ -36,11 +36,17 @@ from rlvr.metrics.readings import ReadingsCallback
 from rlvr.planning.plan import check_memory_budget
 from rlvr.rewards.guard import guard_rewards
 from rlvr.runs import layout
-from rlvr.runs.checkpoints import checkpoint_problem, disk_full_exits, last_complete_checkpoint
+from rlvr.runs.checkpoints import (
+    check_best_checkpoint,
+    check_pickles,
+    checkpoint_problem,
+    disk_full_exits,
+    last_complete_checkpoint,
+)
 from rlvr.runs.code_record import record_code
 from rlvr.runs.cpu_threads import apply_cpu_threads
 from rlvr.runs.folder import check_model_outside, claim, refuse_if_in_use
-from rlvr.runs.resume import RunIdentityCallback, check_resume
+from rlvr.runs.resume import IntervalsOfThisCommand, RunIdentityCallback, check_resume
 from rlvr.runs.tracking import configure_trackers
 from rlvr.training.config import Recipe, batch_plan, load_recipe, precision_warning, resume_fields, validate
 from rlvr.training.model_loading import model_init_kwargs, quantization_config
@@ -99,6 +105,7 @@ def callbacks_for(recipe: Recipe) -> list:
         *stops,
         ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
         RunIdentityCallback(recipe.run_folder.run_id if recipe.run_folder else None),  # the run id, in each checkpoint
+        IntervalsOfThisCommand(),  # a resume logs, evaluates and saves as this command says, not as the checkpoint did
     ]
 
 
@@ -168,11 +175,16 @@ def resume_checkpoint(value, output_dir: str) -> str | None:
             print(f"[resume] skipping incomplete {path} ({why})", flush=True)
         if not checkpoint:
             print(f"[resume] no complete checkpoint in {output_dir}: starting from step 0", flush=True)
+        else:
+            check_pickles(checkpoint)
+            check_best_checkpoint(checkpoint)
         return checkpoint
     if not os.path.isdir(value):
         raise ConfigError("resume_from_checkpoint", f"no checkpoint folder at {value!r}")
     if problem := checkpoint_problem(value):
         raise ConfigError("resume_from_checkpoint", f"{value} is not a complete checkpoint: {problem}")
+    check_pickles(value)
+    check_best_checkpoint(value)
     return value
 
 
@@ -212,6 +224,13 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
     args, training = recipe.args, recipe.training
     resume = hold_run_folder(recipe)
     checkpoint = resume.checkpoint
+    if resume.finished:  # the same command on a finished run (a Slurm requeue, a script run twice): not an error
+        print(
+            f"[resume] {training.output_dir} is finished: {checkpoint} is at max_steps {training.max_steps}; nothing "
+            f"to do, nothing written (to train further, raise max_steps with --allow_recipe_change true)",
+            flush=True,
+        )
+        return recipe, None, None
     print(f"[plan] {batch_plan(recipe)}{allocator}", flush=True)
     if warning := precision_warning(recipe):
         print(warning, flush=True)

@@ -27,7 +27,7 @@ from transformers import TrainingArguments
 from trl import GRPOConfig
 
 from rlvr.inputs import ConfigError, check_writable_folder, one_line, parse_json
-from rlvr.runs.checkpoints import weights_problem
+from rlvr.runs.checkpoints import check_pickles, weights_problem
 from rlvr.runs.tracking import check_trackers
 
 
@@ -338,6 +338,7 @@ def check_model_folder(value: str, field: str) -> None:
                 raise ConfigError(field, f"{path / name} has no model_type: not a transformers model config")
     if problem := weights_problem(path):
         raise ConfigError(field, problem)
+    check_pickles(path)
 
 
 def check_dataset_path(value: str, field: str = "dataset_name") -> None:
