@@ -1004,6 +1004,7 @@ NOT_THROUGH_CLI = {"examples/plain_trl_grpo.py": "a plain TRL script: transforme
 REQUIRED_FLAGS = {
     "slurm/render.py": ["--recipe", "recipes/tiny/grpo.yaml"],  # argparse names a missing one first
     "recipes/tiny/sft.py": ["--config", "recipes/tiny/sft.yaml"],
+    "benchmarks/bf16_updates.py": ["probe"],
 }  # as the docs run it
 
 
