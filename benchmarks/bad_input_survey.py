@@ -287,7 +287,7 @@ def main_of(name):
             "sweep": "rlvr.analysis.sweep",
             "evaluate": "rlvr.analysis.evaluate",
             "before_after": "rlvr.analysis.before_after",
-            "memory_plan": "rlvr.planning.cli",
+            "memory_plan": "rlvr.training.plan_cli",
         }[name],
         fromlist=["main"],
     ).main

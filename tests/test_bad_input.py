@@ -195,7 +195,7 @@ def command(name):
         "sweep": "rlvr.analysis.sweep",
         "evaluate": "rlvr.analysis.evaluate",
         "before_after": "rlvr.analysis.before_after",
-        "memory_plan": "rlvr.planning.cli",
+        "memory_plan": "rlvr.training.plan_cli",
         "doctor": "rlvr.analysis.doctor",
     }[name]
     return __import__(module, fromlist=["main"]).main

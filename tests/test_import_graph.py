@@ -146,7 +146,7 @@ LAYERS = ("analysis", "training", "planning", "metrics", "rewards", "runs", "bas
 # Entry points sit above every layer and no layered module imports one: `rlvr <command>` and every `__main__`, the
 # command lines outside rlvr/analysis, and the recipe scripts `accelerate launch` runs (recipes/<name>.py, the tiny
 # model's SFT). The rest of recipes/ (the tiny model and its SFT rows) is a library in `base`.
-ENTRY_POINTS = ("rlvr.__main__", "rlvr.planning.cli", "rlvr.data.cli", "rlvr.recipes.tiny.sft")
+ENTRY_POINTS = ("rlvr.__main__", "rlvr.training.plan_cli", "rlvr.data.cli", "rlvr.recipes.tiny.sft")
 RECIPE_LIBRARIES = ("rlvr.recipes", "rlvr.recipes.tiny", "rlvr.recipes.tiny.model", "rlvr.recipes.tiny.sft_data")
 
 
@@ -190,9 +190,9 @@ def test_a_planted_upward_import_fails(tmp_path):
     graph = import_graph()
     graph["rlvr.runs.planted"] = imports_of("rlvr.runs.planted", planted, set(graph))
     assert upward_imports(graph) == ["rlvr.runs.planted -> rlvr.training.config"]
-    planted.write_text("def build():\n    from rlvr.planning.cli import main\n")  # lazily, of an entry point
+    planted.write_text("def build():\n    from rlvr.training.plan_cli import main\n")  # lazily, of an entry point
     graph["rlvr.metrics.planted"] = imports_of("rlvr.metrics.planted", planted, set(graph))
-    assert "rlvr.metrics.planted -> rlvr.planning.cli" in upward_imports(graph)
+    assert "rlvr.metrics.planted -> rlvr.training.plan_cli" in upward_imports(graph)
 
 
 # ---- what a GPU recipe's build loads: one subprocess (a clean `sys.modules`) builds the trainer of
