@@ -195,6 +195,38 @@ def test_a_planted_upward_import_fails(tmp_path):
     assert "rlvr.metrics.planted -> rlvr.training.plan_cli" in upward_imports(graph)
 
 
+# ---- which root folders are rlvr sub-packages: in a plain clone (no install: the editable install's finder is taken
+# off `sys.meta_path`, the checkout is found through PYTHONPATH) only the three that pyproject's package-dir installs
+ROOT_FOLDERS = r"""
+import importlib, json, sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+names = ["rlvr.rewards", "rlvr.data", "rlvr.recipes", "rlvr.recipes.tiny.model", "rlvr.benchmarks", "rlvr.toy_rlvr",
+         "rlvr.benchmarks.machine_load", "rlvr.tests", "rlvr.slurm"]
+found = {}
+for name in names:
+    try:
+        found[name] = importlib.import_module(name).__file__ or "a namespace package"
+    except ModuleNotFoundError:
+        found[name] = None
+print("FOUND " + json.dumps(found))
+"""
+
+
+def test_only_the_card_folders_join_the_package_in_a_checkout(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", ROOT_FOLDERS], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.split("FOUND ", 1)[1].splitlines()[0])
+    assert found["rlvr.rewards"] == str(REPO / "rewards" / "__init__.py")
+    assert found["rlvr.data"] == str(REPO / "data" / "__init__.py")
+    assert found["rlvr.recipes"] == str(REPO / "recipes" / "__init__.py")
+    assert found["rlvr.recipes.tiny.model"] == str(REPO / "recipes" / "tiny" / "model.py")
+    for name in ("rlvr.toy_rlvr", "rlvr.benchmarks", "rlvr.benchmarks.machine_load", "rlvr.tests", "rlvr.slurm"):
+        assert found[name] is None, (name, found[name])
+
+
 # ---- what a GPU recipe's build loads: one subprocess (a clean `sys.modules`) builds the trainer of
 # recipes/grpo_qwen3_1.7b_lora.yaml through the runner, with only what a CPU without the Hub needs changed (the
 # committed tiny model's weights, float32), as tests/test_step_files.py builds recipes/grpo.yaml's.
