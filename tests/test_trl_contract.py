@@ -283,3 +283,15 @@ def test_the_off_policy_keys_and_defaults_the_doctor_reads():
     assert defaults["vllm_importance_sampling_mode"].default == "sequence_mask"
     assert defaults["vllm_importance_sampling_clip_max"].default == THRESHOLDS["vllm_clip_max"].value
     assert defaults["vllm_importance_sampling_clip_min"].default is None and defaults["epsilon"].default == 0.2
+
+
+def test_trls_reward_and_kl_keys_are_the_ones_keys_names():
+    """The doctor and the plots read TRL's per-reward-function keys through `trl_reward_key`, the trainer overwrites
+    TRL's `kl` through `KL`: a TRL that renames either fails here."""
+    from rlvr.metrics.keys import KL, trl_reward_key
+
+    source = inspect.getsource(inspect.getmodule(GRPOTrainer))
+    assert trl_reward_key("accuracy") == "rewards/accuracy/mean"
+    for statistic in ("mean", "std"):
+        assert f'[f"{trl_reward_key("{reward_func_name}", statistic)}"]' in source, statistic
+    assert f'self._metrics[mode]["{KL}"]' in source

@@ -41,8 +41,8 @@ from rlvr.inputs import (
     positive_int,
     read_json,
 )
-from rlvr.metrics.keys import EXACT_MATCH, MEAN_PREFIX, PER_K
-from rlvr.metrics.scoring import RECORD_FIELDS, WATCHES, score, step_metrics_of, summarize
+from rlvr.metrics.keys import BY_LENGTH, EXACT_MATCH, MEAN_PREFIX, OVERALL, PER_K, PROMPTS, RECORD_FIELDS
+from rlvr.metrics.scoring import WATCHES, score, step_metrics_of, summarize
 from rlvr.planning import generation_batch_for, shape_from_config
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
@@ -277,15 +277,15 @@ def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: i
 
 def format_table(summary: dict) -> str:
     """Per word length: prompts, exact match, the mean of every reward component, pass@k, maj@k, then the watches."""
-    overall = summary["overall"]
+    overall = summary[OVERALL]
     means = [key for key in overall if key.startswith(MEAN_PREFIX)]
     ks = [key for key in overall if key.startswith(PER_K)]
     watch = [key for key in WATCHES if key in overall]
     headers = ["length", "prompts", "exact", *(key.removeprefix(MEAN_PREFIX) for key in means), *ks, *watch]
-    columns = ["prompts", EXACT_MATCH, *means, *ks, *watch]  # a block missing one (an older file) shows "-"
+    columns = [PROMPTS, EXACT_MATCH, *means, *ks, *watch]  # a block missing one (an older file) shows "-"
     rows = [
         [length, *(b.get(k, "-") for k in columns)]
-        for length, b in [*summary.get("by_length", {}).items(), ("all", overall)]
+        for length, b in [*summary.get(BY_LENGTH, {}).items(), ("all", overall)]
     ]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
@@ -454,7 +454,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = evaluate(args.pop("config"), model_path=args.pop("model"), ks=tuple(args.pop("k")), **args)
     s = summary["sampling"]
     print(
-        f"{summary['model']} on {summary['split']}: {summary['overall']['prompts']} prompts x {summary['num_samples']} "
+        f"{summary['model']} on {summary['split']}: {summary[OVERALL][PROMPTS]} prompts x {summary['num_samples']} "
         f"samples, temperature {s['temperature']}, {summary['backend']} on {summary['device']} ({summary['dtype']}), "
         f"{summary['samples_per_s']} samples/s"
     )

@@ -63,6 +63,7 @@ from rlvr.inputs import (
     load_yaml_mapping,
     positive_int,
 )
+from rlvr.metrics.keys import EXACT_MATCH, OVERALL
 from rlvr.runs import layout, tools
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
@@ -388,9 +389,7 @@ def run_sweep(
                     for checkpoint in checkpoints(variant.run_dir, before_step=variant.config.get("max_steps")):
                         evaluate_model(str(checkpoint), variant.config, spec, variant.run_dir, checkpoint.name)
                 after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
-                print(
-                    f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True
-                )
+                print(f"[sweep] {variant.label}: held-out exact match {after[OVERALL][EXACT_MATCH]:.3f}", flush=True)
     report = write_report(sweep_dir, planned, codes, last_k)
     print(
         f"[sweep] {'smoke sweep' if smoke else 'sweep'} written to {sweep_dir}/"

@@ -22,6 +22,7 @@ from rlvr.metrics.keys import (
     GENERATED_SAMPLES,
     KNOWN_ORDER,
     REWARD_PREFIX,
+    ROLLOUT_FIELDS,
     TOKEN_RATES,
     TOTAL,
     TRAIN_RUNTIME,
@@ -104,21 +105,6 @@ class RolloutLogCallback(RewardBatchCallback):
         if self.print_rollouts and records and batch.round == 0:
             print(format_rollout(records[0]), flush=True)
         return
-
-
-ROLLOUT_FIELDS = (
-    "step",
-    "round",
-    "group",
-    "question",
-    "answer",
-    "difficulty",
-    "task",
-    "completion",
-    "completion_tokens",
-    "exact",
-    "truncated",
-)
 
 
 def format_rollout(record: dict) -> str:
