@@ -115,7 +115,12 @@ def test_accelerate_launch_entry_point(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     rows = train_rows(out / "metrics.jsonl")
     assert len(rows) == 4 and all(key in rows[0] for key in REQUIRED_KEYS)
-    assert "── rollout" in result.stdout
+    # piped, as into a log: the step line and the rollout panel at the recipe's cadence (console_steps 10, eval_steps
+    # 10: the first and the last step here), no progress bar redrawing itself, no cursor moves
+    steps = [line.split(" | ")[0] for line in result.stdout.splitlines() if line.startswith("step ")]
+    assert steps == ["step 1/4", "step 4/4"]
+    assert result.stdout.count("── rollout") == 2
+    assert "\x1b[" not in result.stdout + result.stderr and "\r" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from rlvr.inputs import (
     positive_int,
     read_json,
 )
+from rlvr.metrics.callbacks import quiet_progress_bars
 from rlvr.metrics.keys import BY_LENGTH, EXACT_MATCH, MEAN_PREFIX, OVERALL, PER_K, PROMPTS, RECORD_FIELDS
 from rlvr.metrics.scoring import WATCHES, score, step_metrics_of, summarize
 from rlvr.planning import generation_batch_for, shape_from_config
@@ -395,6 +396,7 @@ def sampler_for(model_path, recipe, settings, num_samples, seed, device, tokeniz
     """(sample, prompts per batch, dtype name): vLLM's engine, or the policy loaded as the trainer loads it."""
     if use_vllm:
         return vllm_sampler(model_path, recipe, settings, num_samples, seed), 256, recipe.model.dtype
+    quiet_progress_bars()  # no "Loading weights" bar in a log
     model = load_policy(model_path, recipe, device)
     per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
     sample = hf_sampler(

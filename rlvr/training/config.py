@@ -86,7 +86,20 @@ class RecipeArguments(ScriptArguments):
             "rlvr evaluate scores them (rlvr/metrics/held_out.py); unset = the whole split."
         },
     )
-    print_rollouts: bool = field(default=True, metadata={"help": "Print one rollout per generation step."})
+    print_rollouts: bool = field(
+        default=True,
+        metadata={
+            "help": "Print one rollout of the first step and then every eval_steps (a recipe that does not evaluate: "
+            "every console_steps); rollouts.jsonl holds every rollout either way."
+        },
+    )
+    console_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "Print the console's step line for the first step and then every N steps; unset = every logged "
+            "step (logging_steps). metrics.jsonl holds every logged row either way."
+        },
+    )
     build_tiny_model: bool = field(
         default=False, metadata={"help": "Build a random-weight tiny Qwen3 at model_name_or_path if nothing is there."}
     )
@@ -523,6 +536,7 @@ RESUME_MAY_CHANGE = {
         "metrics_path",
         "rollouts_path",
         "print_rollouts",
+        "console_steps",
         "report_to",
         "run_name",
         "project",
