@@ -87,18 +87,10 @@ class RecipeArguments(ScriptArguments):
         },
     )
     print_rollouts: bool = field(
-        default=True,
-        metadata={
-            "help": "Print one rollout of the first step and then every eval_steps (a recipe that does not evaluate: "
-            "every console_steps); rollouts.jsonl holds every rollout either way."
-        },
+        default=True, metadata={"help": "Print a rollout at the first step, every eval_steps (or console_steps)."}
     )
     console_steps: int | None = field(
-        default=None,
-        metadata={
-            "help": "Print the console's step line for the first step and then every N steps; unset = every logged "
-            "step (logging_steps). metrics.jsonl holds every logged row either way."
-        },
+        default=None, metadata={"help": "Print the step line at the first step, every N and the last; unset: each log."}
     )
     build_tiny_model: bool = field(
         default=False, metadata={"help": "Build a random-weight tiny Qwen3 at model_name_or_path if nothing is there."}
