@@ -7,8 +7,7 @@ import json
 import logging
 
 import pytest
-import yaml
-from conftest import FAST_RECIPE, read_jsonl
+from conftest import FAST_RECIPE, read_jsonl, run_args, write_spec
 
 from rlvr.metrics.callbacks import MAX_WIDTH, format_line
 
@@ -45,20 +44,7 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     from rlvr.training.runner import main
 
     out = tmp_path / "run"
-    trainer = main(
-        [
-            "--config",
-            FAST_RECIPE,
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--output_dir",
-            str(out),
-            "--max_steps",
-            "2",
-            "--print_rollouts",
-            "false",
-        ]
-    )
+    trainer = main(run_args(out, tiny_model_dir, "--max_steps", "2"))
     printed = capsys.readouterr().out.splitlines()
     steps = [line for line in printed if line.startswith("step ")]
     assert [line.split(" | ")[0] for line in steps] == ["step 1/2", "step 2/2"]
@@ -193,20 +179,10 @@ def test_a_smoke_sweep_shrinks_the_evaluation(tiny_model_dir, tmp_path, capsys):
     from rlvr.analysis.sweep import SMOKE_EVALUATION, is_smoke, run_sweep
 
     assert is_smoke({"max_steps": 2}, False) and is_smoke({}, True) and not is_smoke({"max_steps": 60}, False)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "smoke",
-                "base": FAST_RECIPE,
-                "vary": {"seed": [1]},
-                "fixed": {"print_rollouts": False},
-                "evaluate": {"num_samples": 8, "k": [1, 8]},
-            }
-        )
-    )
+    evaluation = {"num_samples": 8, "k": [1, 8]}
+    spec = write_spec(tmp_path, "smoke", vary={"seed": [1]}, fixed={"print_rollouts": False}, evaluate=evaluation)
     result = run_sweep(
-        str(spec), tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2}, launcher="inprocess"
+        spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2}, launcher="inprocess"
     )
     assert result["smoke"] and result["status"] == {"seed-1": "done"}
     after = json.loads((tmp_path / "out" / "smoke" / "seed-1" / "eval" / "after.json").read_text())

@@ -5,13 +5,10 @@ its trainer and config classes by dotted path instead of importing them)."""
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import CHECKOUT_ENV, REPO, printed_json, run_ok
 
 # rlvr.rewards, rlvr.data and rlvr.recipes live at the repository root (rlvr/__init__.py)
 PACKAGES = {
@@ -213,12 +210,7 @@ print("FOUND " + json.dumps(found))
 
 
 def test_only_the_card_folders_join_the_package_in_a_checkout(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", ROOT_FOLDERS], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.split("FOUND ", 1)[1].splitlines()[0])
+    found = printed_json(run_ok([sys.executable, "-c", ROOT_FOLDERS], env=CHECKOUT_ENV, cwd=tmp_path).stdout, "FOUND ")
     assert found["rlvr.rewards"] == str(REPO / "rewards" / "__init__.py")
     assert found["rlvr.data"] == str(REPO / "data" / "__init__.py")
     assert found["rlvr.recipes"] == str(REPO / "recipes" / "__init__.py")
@@ -242,18 +234,9 @@ print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith("rlv
 
 
 def test_a_gpu_recipes_build_loads_no_analysis_and_no_command_line(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    done = subprocess.run(
-        [sys.executable, "-c", BUILD, str(tmp_path / "run")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    loaded = printed_json(
+        run_ok([sys.executable, "-c", BUILD, str(tmp_path / "run")], env=CHECKOUT_ENV).stdout, "MODULES "
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaded = json.loads(done.stdout.split("MODULES ", 1)[1].splitlines()[0])
     assert "rlvr.training.trainer" in loaded  # the build did run
     assert not [m for m in loaded if m.startswith("rlvr.analysis") or is_entry_point(m)]
     # every rlvr module counted, package __init__ files included; the opt-in layers (curriculum, speed-ups) stay out
