@@ -1,11 +1,10 @@
 """Shared machinery for the recipes: config, runner, trainer hooks, callbacks. Kept import-light on purpose.
 
 `rewards/`, `data/` and `recipes/` sit at the top of the repository, where a reader looks first; they are the sub-packages
-`rlvr.rewards`, `rlvr.data` and `rlvr.recipes`. An install copies them under `rlvr/` (pyproject's package-dir), and an
-editable install maps them there. In a plain clone or a git worktree run without an install, this file's own path
-joins the package's search path, and the finder that path gets (`_RootFolders`) finds those three names, and only
-those, in the repository root: no other root folder becomes `rlvr.<name>`, and there is no symlink and no second name
-for the same module. Python asks it only for an `rlvr.<name>` that rlvr/ itself lacks.
+`rlvr.rewards`, `rlvr.data` and `rlvr.recipes`. An install copies them under `rlvr/` (pyproject's package-dir), an
+editable install maps them there. In a plain clone or worktree without an install, this file's path joins the
+package's search path, and its finder (`_RootFolders`, asked only for an `rlvr.<name>` that rlvr/ lacks) finds those
+three, and no other root folder, in the repository root: no symlink, no second name for a module.
 """
 
 import os as _os
@@ -30,9 +29,6 @@ class _RootFolders:
         if fullname.rpartition(".")[2] not in ROOT_SUBPACKAGES:
             return None
         return _PathFinder.find_spec(fullname, [_ROOT])
-
-    def invalidate_caches(self):
-        return None
 
 
 if _os.path.isfile(_os.path.join(_ROOT, "rewards", "registry.py")):  # a checkout, not an installed copy

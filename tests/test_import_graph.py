@@ -10,13 +10,10 @@ from pathlib import Path
 
 from conftest import CHECKOUT_ENV, REPO, printed_json, run_ok
 
+from rlvr import ROOT_SUBPACKAGES
+
 # rlvr.rewards, rlvr.data and rlvr.recipes live at the repository root (rlvr/__init__.py)
-PACKAGES = {
-    "rlvr": REPO / "rlvr",
-    "rlvr.rewards": REPO / "rewards",
-    "rlvr.data": REPO / "data",
-    "rlvr.recipes": REPO / "recipes",
-}
+PACKAGES = {"rlvr": REPO / "rlvr", **{f"rlvr.{name}": REPO / name for name in ROOT_SUBPACKAGES}}
 
 
 def modules() -> dict[str, Path]:
@@ -27,11 +24,7 @@ def modules() -> dict[str, Path]:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             name = ".".join([package, *parts])
-            if (
-                name.startswith("rlvr.")
-                and name.split(".")[1] in ("rewards", "data", "recipes")
-                and root == REPO / "rlvr"
-            ):
+            if name.startswith("rlvr.") and name.split(".")[1] in ROOT_SUBPACKAGES and root == REPO / "rlvr":
                 continue  # an installed copy's folder, if any: the checkout's root folders are the modules
             found[name] = path
     return found
