@@ -3,7 +3,7 @@
 `rewards/`, `data/` and `recipes/` sit at the top of the repository, where a reader looks first; they are the sub-packages
 `rlvr.rewards`, `rlvr.data` and `rlvr.recipes`. An install copies them under `rlvr/` (pyproject's package-dir), an
 editable install maps them there. In a plain clone or worktree without an install, this file's path joins the
-package's search path, and its finder (`_RootFolders`, asked only for an `rlvr.<name>` that rlvr/ lacks) finds those
+package's search path, and its finder (`_RootFolders`, consulted only for an `rlvr.<name>` that rlvr/ lacks) finds those
 three, and no other root folder, in the repository root: no symlink, no second name for a module.
 """
 
