@@ -5,7 +5,8 @@
 #               need both cores (two processes or threads at once), alone
 #   make lint   ruff check and ruff format --check with the project's config (pyproject.toml), as TRL's `make quality`
 #   make wheel  builds the wheel and installs it into a clean virtual environment: the `rlvr` command and
-#               `from rlvr.metrics.readings import with_readings` must work there (a plain-TRL user's install)
+#               `from rlvr.metrics.readings import with_readings` and rlvr.rewards, .data, .recipes must import from
+#               there (a plain-TRL user's install)
 # Neither needs the environment entered: the tools the jobs start (accelerate, torchrun, rlvr) are started through
 # .venv's interpreter (rlvr/runs/tools.py). README enters it once for the commands a user types after these.
 # MAIN_FLAGS go to the main job, e.g. MAIN_FLAGS=--fail_outside_range (exit 1 outside README's range: .ci/run).
@@ -55,5 +56,6 @@ wheel: $(BIN)/.installed
 	$(WHEEL_DIR)/venv/bin/python -m pip install -q torch==2.13.0 $(TORCH_INDEX)
 	$(WHEEL_DIR)/venv/bin/python -m pip install -q $(WHEEL_DIR)/*.whl -c constraints.txt
 	cd $(WHEEL_DIR) && venv/bin/rlvr plan --config $(CURDIR)/recipes/grpo_qwen3_1.7b_lora.yaml --free_gib 6.9 >/dev/null
-	cd $(WHEEL_DIR) && venv/bin/python -c "from rlvr.metrics.readings import with_readings; import rlvr; \
-	  assert 'site-packages' in rlvr.__file__, rlvr.__file__; print('wheel: rlvr from', rlvr.__file__)"
+	cd $(WHEEL_DIR) && venv/bin/python -c "from rlvr.metrics.readings import with_readings; import rlvr, rlvr.rewards, rlvr.data, \
+	  rlvr.recipes.tiny.model; mods = (rlvr, rlvr.rewards, rlvr.data, rlvr.recipes); \
+	  assert all('site-packages' in m.__file__ for m in mods), mods; print('wheel: rlvr from', rlvr.__file__)"

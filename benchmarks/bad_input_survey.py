@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 FAST = str(REPO / "tests/recipes/tiny_grpo_fast.yaml")
 
+from rlvr.__main__ import COMMANDS
 from rlvr.inputs import ArgumentParser, cli
 
 
@@ -196,9 +197,9 @@ def cases(tmp: Path):
         ("data", ["--config", FAST, "--output_dir", str(tmp / "afile" / "x")], "--output_dir"),
         ("data", ["--config", FAST, "--push_to_hub", "-leading-dash/x"], "--push_to_hub"),
         ("data", ["--config", FAST, "--push_to_hub", "user/" + "x" * 200], "--push_to_hub"),
-        ("memory_plan", ["--config", FAST, "--accelerate_config", str(tmp / "afile")], "--accelerate_config"),
+        ("plan", ["--config", FAST, "--accelerate_config", str(tmp / "afile")], "--accelerate_config"),
         (
-            "memory_plan",
+            "plan",
             [
                 "--config",
                 FAST,
@@ -208,7 +209,7 @@ def cases(tmp: Path):
             "--accelerate_config",
         ),
         (
-            "memory_plan",
+            "plan",
             [
                 "--config",
                 FAST,
@@ -217,7 +218,7 @@ def cases(tmp: Path):
             ],
             "--accelerate_config",
         ),
-        ("memory_plan", ["--config", FAST, "--accelerate_config", spec("acc3.yaml", "- a\n")], "--accelerate_config"),
+        ("plan", ["--config", FAST, "--accelerate_config", spec("acc3.yaml", "- a\n")], "--accelerate_config"),
         ("evaluate", ["--config", FAST, "--top_p", "-0.1"], "--top_p"),
         ("evaluate", ["--config", FAST, "--top_p", "inf"], "--top_p"),
         ("evaluate", ["--config", FAST, "--top_k", "x"], "--top_k"),
@@ -253,7 +254,7 @@ def cases(tmp: Path):
         (g, [*run, "--min_mean_reward", "nan"], "min_mean_reward"),
         (g, [*run, "--divergence_guard", "maybe"], "divergence_guard"),
         (
-            "before_after",
+            "before-after",
             [
                 "--before",
                 str(tmp / "fake_model"),
@@ -267,7 +268,7 @@ def cases(tmp: Path):
             "--out",
         ),
         (
-            "before_after",
+            "before-after",
             ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST, "--k", "0"],
             "--k",
         ),
@@ -279,18 +280,7 @@ def main_of(name):
         from rlvr.training.runner import main
 
         return lambda argv: main(argv, algorithm=name)
-    return __import__(
-        {
-            "data": "data.cli",
-            "plots": "rlvr.analysis.plots",
-            "report": "rlvr.analysis.report",
-            "sweep": "rlvr.analysis.sweep",
-            "evaluate": "rlvr.analysis.evaluate",
-            "before_after": "rlvr.analysis.before_after",
-            "memory_plan": "rlvr.planning.cli",
-        }[name],
-        fromlist=["main"],
-    ).main
+    return __import__(COMMANDS[name], fromlist=["main"]).main  # `rlvr <name>`'s module
 
 
 def classify(name, argv, field) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from rlvr.analysis.loaders import read_evaluation
 from rlvr.analysis.summaries import aggregate, seed_group, seed_of
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, name_inside, read_json
+from rlvr.metrics.keys import BY_LENGTH, EXACT_MATCH, SAMPLES
 
 KEY = "heldout_exact_match_after"
 # (sweep folder, question, [(A, B), ...]): each pair is a reading "A ahead of B" the ablation pages make.
@@ -63,8 +64,8 @@ def exact_match_without(run_dir: Path, lengths: set[str]) -> float | None:
     path = run_dir / "eval" / "after.json"
     if not path.exists():
         return None
-    kept = [block for length, block in read_evaluation(path).get("by_length", {}).items() if length not in lengths]
-    numbers = [(block.get("exact_match"), block.get("samples")) for block in kept]
+    kept = [block for length, block in read_evaluation(path).get(BY_LENGTH, {}).items() if length not in lengths]
+    numbers = [(block.get(EXACT_MATCH), block.get(SAMPLES)) for block in kept]
     if not all(isinstance(value, (int, float)) and isinstance(samples, (int, float)) for value, samples in numbers):
         raise ConfigError("--sets", f"{path}: a by_length entry lacks a numeric exact_match or samples")
     total = sum(samples for _, samples in numbers)

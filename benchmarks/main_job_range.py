@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from benchmarks.machine_load import settle
 from rlvr.inputs import ArgumentParser, cli, non_negative_float, non_negative_int
-from rlvr.metrics.keys import is_timing
+from rlvr.metrics.keys import EXACT_MATCH, is_timing, mean_key, pass_key
 from rlvr.runs import layout
 
 SETTINGS = {
@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> None:
             load = "?" if load is None else f"{load:.2f}"
             lines.append(
                 f"| {setting}{' + busy' if args.busy else ''} | {seed} | {load} | "
-                f"{report['before']['exact_match']:.1%} | {report['after']['exact_match']:.1%} | "
-                f"{report['after']['mean_correctness']:.3f} | {report['after']['pass@8']:.3f} | "
+                f"{report['before'][EXACT_MATCH]:.1%} | {report['after'][EXACT_MATCH]:.1%} | "
+                f"{report['after'][mean_key('correctness')]:.3f} | {report['after'][pass_key(8)]:.3f} | "
                 f"{report['wall_s']['grpo']:.0f} | {same} |"
             )
     ROOT.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, read_jsonl
 from rlvr.analysis.summaries import last, speedrun, speedrun_line, time_totals
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
-from rlvr.metrics.keys import GENERATED_SAMPLES, zero_std_key
+from rlvr.metrics.keys import EXACT_MATCH, GENERATED_SAMPLES, OVERALL, maj_key, mean_key, pass_key, zero_std_key
 from rlvr.metrics.keys import TIME_PHASES as PHASES
 from rlvr.runs import layout, tools
 from rlvr.runs.cpu_threads import apply_cpu_threads
@@ -142,11 +142,12 @@ def main(argv: list[str] | None = None) -> dict:
     total_s = time.perf_counter() - start
     split = grpo_time_split(out / "grpo")
 
-    k, maj = f"pass@{args.num_samples}", f"maj@{args.num_samples}"
+    k, maj = pass_key(args.num_samples), maj_key(args.num_samples)
+    figures = (EXACT_MATCH, mean_key("correctness"), k, maj)
     report = {
         "wall_s": {"total": total_s, "eval_before": before["wall_s"], "grpo": grpo_s, "eval_after": after["wall_s"]},
-        "before": {key: before["overall"][key] for key in ("exact_match", "mean_correctness", k, maj)},
-        "after": {key: after["overall"][key] for key in ("exact_match", "mean_correctness", k, maj)},
+        "before": {key: before[OVERALL][key] for key in figures},
+        "after": {key: after[OVERALL][key] for key in figures},
         "generated_samples": split["generated_samples"],
         "samples_per_s": split["generated_samples"] / grpo_s,
         "grpo_seconds": split["seconds"],
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("before", "after"):
         r = report[name]
         print(
-            f"held-out {name:6s}: exact match {r['exact_match']:.3f}  mean correctness {r['mean_correctness']:.3f}  "
+            f"held-out {name:6s}: exact match {r[EXACT_MATCH]:.3f}  mean correctness {r[mean_key('correctness')]:.3f}  "
             f"{k} {r[k]:.3f}  {maj} {r[maj]:.3f}"
         )
     print(f"GRPO: {split['generated_samples']} samples generated, {report['samples_per_s']:.1f} samples/s of wall time")
@@ -220,7 +221,7 @@ def expectation(report: dict) -> list[tuple[str, bool]]:
     verdicts = []
     for name in ("before", "after"):
         low, high = EXPECTED[name]
-        got = report[name]["exact_match"]
+        got = report[name][EXACT_MATCH]
         stated = f"{low:.1%}" if low == high else f"{low:.0%}-{high:.0%}"
         inside = low - 5e-4 <= got <= high + 5e-4
         verdicts.append(

@@ -28,7 +28,7 @@ COMMANDS = {  # command -> module whose main(argv) runs it
     "report": "rlvr.analysis.report",
     "doctor": "rlvr.analysis.doctor",
     "sweep": "rlvr.analysis.sweep",
-    "plan": "rlvr.planning.cli",
+    "plan": "rlvr.training.plan_cli",
 }
 
 

@@ -82,71 +82,25 @@ def plan(
     if vllm and not model:
         raise ConfigError("--recipe", f"{recipe} names no model_name_or_path for the vLLM server")
     commands = []
+    server_args: list[str] = []
     if not vllm:
-        train_hosts = hosts
-        train_gpus = gpus_per_node
-        server_args: list[str] = []
-    elif len(hosts) == 1:
-        if not 0 < vllm_gpus < gpus_per_node:
-            raise ConfigError("--vllm_gpus", f"must leave at least one of the node's {gpus_per_node} GPUs to train")
-        train_hosts, train_gpus = hosts, gpus_per_node - vllm_gpus
-        serve = list(range(train_gpus, gpus_per_node))
-        commands.append(
-            {
-                "host": hosts[0],
-                "role": "vllm",
-                "env": {"CUDA_VISIBLE_DEVICES": ",".join(map(str, serve))},
-                "argv": [
-                    *tools.command("trl"),
-                    "vllm-serve",
-                    "--model",
-                    model,
-                    "--data_parallel_size",
-                    str(len(serve)),
-                    "--port",
-                    str(vllm_port),
-                ],
-            }
-        )
-        server_args = [
-            "--use_vllm",
-            "true",
-            "--vllm_mode",
-            "server",
-            "--vllm_server_host",
-            "127.0.0.1",
-            "--vllm_server_port",
-            str(vllm_port),
-        ]
+        train_hosts, train_gpus = hosts, gpus_per_node
     else:
-        train_hosts, train_gpus = hosts[:-1], gpus_per_node
+        if len(hosts) == 1:  # the server on the node's last vllm_gpus GPUs, training on the others
+            if not 0 < vllm_gpus < gpus_per_node:
+                raise ConfigError("--vllm_gpus", f"must leave at least one of the node's {gpus_per_node} GPUs to train")
+            train_hosts, train_gpus = hosts, gpus_per_node - vllm_gpus
+            serve = list(range(train_gpus, gpus_per_node))
+            server, reach, server_env = hosts[0], "127.0.0.1", {"CUDA_VISIBLE_DEVICES": ",".join(map(str, serve))}
+        else:  # the server on the last node, on all its GPUs
+            train_hosts, train_gpus, serve = hosts[:-1], gpus_per_node, range(gpus_per_node)
+            server, reach, server_env = hosts[-1], hosts[-1], {}
+        serve_argv = [*tools.command("trl"), "vllm-serve", "--model", model, "--data_parallel_size", str(len(serve))]
         commands.append(
-            {
-                "host": hosts[-1],
-                "role": "vllm",
-                "env": {},
-                "argv": [
-                    *tools.command("trl"),
-                    "vllm-serve",
-                    "--model",
-                    model,
-                    "--data_parallel_size",
-                    str(gpus_per_node),
-                    "--port",
-                    str(vllm_port),
-                ],
-            }
+            {"host": server, "role": "vllm", "env": server_env, "argv": [*serve_argv, "--port", str(vllm_port)]}
         )
-        server_args = [
-            "--use_vllm",
-            "true",
-            "--vllm_mode",
-            "server",
-            "--vllm_server_host",
-            hosts[-1],
-            "--vllm_server_port",
-            str(vllm_port),
-        ]
+        server_args = ["--use_vllm", "true", "--vllm_mode", "server"]
+        server_args += ["--vllm_server_host", reach, "--vllm_server_port", str(vllm_port)]  # where training finds it
     env = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, range(train_gpus)))} if vllm and len(hosts) == 1 else {}
     for rank, host in enumerate(train_hosts):
         commands.append(

@@ -67,6 +67,55 @@ def tiny_model_dir(tmp_path_factory) -> str:
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
 
+def run_args(output_dir, model: str, *extra: str, recipe: str = FAST_RECIPE) -> list[str]:
+    """A test run's flags: the recipe, its folder and model, no trackers and no rollout panel, then `extra`."""
+    return [
+        "--config",
+        recipe,
+        "--output_dir",
+        str(output_dir),
+        "--model_name_or_path",
+        model,
+        "--report_to",
+        "none",
+        "--print_rollouts",
+        "false",
+        *extra,
+    ]
+
+
+def saving_every(steps: int) -> list[str]:
+    """Flags of a short run (16-token completions) that saves a checkpoint every `steps` steps."""
+    return ["--max_completion_length", "16", "--save_strategy", "steps", "--save_steps", str(steps)]
+
+
+# torchrun, two processes on this machine; and the environment a test's subprocess runs the checkout in
+TORCHRUN_TWO = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+CHECKOUT_ENV = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+
+
+def run_ok(command: list[str], env: dict | None = None, timeout: float = 600, cwd=REPO) -> subprocess.CompletedProcess:
+    """`command` as a subprocess (from the repository root, its output captured), which must exit 0: the failure
+    shows the end of what it printed."""
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def write_spec(folder: Path, name: str = "demo", **fields) -> str:
+    """A sweep spec over the fast recipe, `<folder>/<name>.yaml`, with `fields` (vary, labels, fixed, ...)."""
+    import yaml
+
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "base": FAST_RECIPE, **fields}, sort_keys=False))
+    return str(path)
+
+
+def printed_json(stdout: str, marker: str):
+    """The JSON a subprocess printed on the line that starts with `marker`."""
+    return json.loads(stdout.split(marker, 1)[1].splitlines()[0])
+
+
 @pytest.fixture
 def run_recipe(tiny_model_dir, tmp_path):
     """Run a recipe in-process on the random tiny model; returns (trainer, output_dir)."""
@@ -74,20 +123,7 @@ def run_recipe(tiny_model_dir, tmp_path):
 
     def _run(*overrides, recipe=FAST_RECIPE, output_dir=None, algorithm=None):
         output_dir = str(output_dir or tmp_path / "run")
-        argv = [
-            "--config",
-            recipe,
-            "--output_dir",
-            output_dir,
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--report_to",
-            "none",
-            "--print_rollouts",
-            "false",
-            *overrides,
-        ]
-        return main(argv, algorithm=algorithm), output_dir
+        return main(run_args(output_dir, tiny_model_dir, *overrides, recipe=recipe), algorithm=algorithm), output_dir
 
     return _run
 

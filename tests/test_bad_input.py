@@ -17,6 +17,7 @@ import pytest
 import yaml
 from conftest import FAST_RECIPE, REPO
 
+from rlvr.__main__ import COMMANDS
 from rlvr.inputs import cli
 
 
@@ -256,17 +257,7 @@ def command(name):
         return __import__("benchmarks.tiny_main_job", fromlist=["main"]).main
     if name in ("kernel_robustness", "speed", "main_job_range"):
         return __import__(f"benchmarks.{name}", fromlist=["main"]).main
-    module = {
-        "data": "rlvr.data.cli",
-        "plots": "rlvr.analysis.plots",
-        "report": "rlvr.analysis.report",
-        "sweep": "rlvr.analysis.sweep",
-        "evaluate": "rlvr.analysis.evaluate",
-        "before_after": "rlvr.analysis.before_after",
-        "memory_plan": "rlvr.planning.cli",
-        "doctor": "rlvr.analysis.doctor",
-    }[name]
-    return __import__(module, fromlist=["main"]).main
+    return __import__(COMMANDS[name], fromlist=["main"]).main  # `rlvr <name>`'s module
 
 
 RUN = ["--config", FAST_RECIPE, "--output_dir", "precious", "--report_to", "none"]
@@ -439,16 +430,16 @@ ROWS = [
         lambda w: ["--config", FAST_RECIPE, "--output", "precious/e.json", "--temperature", "-1"],
         "--temperature",
     ),
-    ("before_after", lambda w: ["--after", "precious", "--config", FAST_RECIPE], "--before"),
+    ("before-after", lambda w: ["--after", "precious", "--config", FAST_RECIPE], "--before"),
     (
-        "before_after",
+        "before-after",
         lambda w: ["--before", "/nonexistent", "--after", "precious", "--config", FAST_RECIPE],
         "--before",
     ),
-    ("before_after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--k", "one"], "--k"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--num_processes", "0"], "--num_processes"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--zero_stage", "5"], "--zero_stage"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--temperature", "-1"], "temperature"),
+    ("before-after", lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--k", "one"], "--k"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--num_processes", "0"], "--num_processes"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--zero_stage", "5"], "--zero_stage"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--temperature", "-1"], "temperature"),
 ]
 
 EVAL = ["--config", FAST_RECIPE, "--output", "precious/e.json"]
@@ -499,21 +490,21 @@ NEW_ROWS = [
     ),
     ("data", lambda w: ["--config", FAST_RECIPE, "--push_to_hub", "a/b/c"], "--push_to_hub"),
     # rlvr plan --accelerate_config
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "missing.yaml"], "--accelerate_config"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "list.yaml"], "--accelerate_config"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "empty_dir"], "--accelerate_config"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "not_yaml.yaml"], "--accelerate_config"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "missing.yaml"], "--accelerate_config"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "list.yaml"], "--accelerate_config"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "empty_dir"], "--accelerate_config"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "not_yaml.yaml"], "--accelerate_config"),
     (
-        "memory_plan",
+        "plan",
         lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_bad.yaml"],
         "--accelerate_config",
     ),
     (
-        "memory_plan",
+        "plan",
         lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_zero.yaml"],
         "--accelerate_config",
     ),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_dup.yaml"], "num_processes"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "accel_dup.yaml"], "num_processes"),
     # evaluation's sampling flags: training's range rules (validation.RULES)
     ("evaluate", lambda w: [*EVAL, "--top_p", "1.5"], "--top_p"),
     ("evaluate", lambda w: [*EVAL, "--top_p", "0"], "--top_p"),
@@ -551,16 +542,16 @@ NEW_ROWS = [
     ("ppo", lambda w: [*RUN, "--lam", "1.5"], "lam"),
     ("dapo", lambda w: [*RUN, "--max_resample_rounds", "1.5"], "max_resample_rounds"),
     (
-        "before_after",
+        "before-after",
         lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--num_prompts", "0"],
         "--num_prompts",
     ),
     (
-        "before_after",
+        "before-after",
         lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--seed", "-1"],
         "--seed",
     ),
-    ("before_after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
+    ("before-after", lambda w: ["--before", "empty_dir", "--after", "precious", "--config", FAST_RECIPE], "--before"),
     # the divergence guard's fields (rlvr/training/stopping.py)
     (
         "grpo",
@@ -715,11 +706,11 @@ LATE_ROWS = [
     ),
     ("report", lambda w: ["precious", "--out", "precious/r.md", "--only", "g-2"], "--only"),
     (
-        "before_after",
+        "before-after",
         lambda w: ["--before", "x", "--after", "precious", "--config", FAST_RECIPE, "--show", "-1"],
         "--show",
     ),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--free_gib", "nan"], "--free_gib"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--free_gib", "nan"], "--free_gib"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/torn_json"], "resume_from_checkpoint"),
     ("grpo", lambda w: [*RESUME, "--output_dir", "precious/finished", "--max_steps", "1"], "max_steps"),
 ]
@@ -737,7 +728,7 @@ READ_BACK_ROWS = [
     ("grpo", lambda w: ["--config", "deep.yaml", "--output_dir", "precious"], "--config"),
     ("grpo", lambda w: ["--config", "deep_block.yaml", "--output_dir", "precious"], "--config"),
     ("sweep", lambda w: ["deep.yaml", "--out", "precious"], "SPEC"),
-    ("memory_plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "deep.yaml"], "--accelerate_config"),
+    ("plan", lambda w: ["--config", FAST_RECIPE, "--accelerate_config", "deep.yaml"], "--accelerate_config"),
     ("grpo", lambda w: [*RUN, "--data", "[" * 5000], "data"),
     ("sweep", lambda w: ["spec.yaml", "--out", "precious/sweeps", "--dry_run"], "--out"),  # its run's recipe.yaml
     ("grpo", lambda w: [*RUN, "--cpu_threads", "99999999999"], "cpu_threads"),
@@ -900,8 +891,8 @@ def test_table_is_broad():
         "report",
         "sweep",
         "evaluate",
-        "before_after",
-        "memory_plan",
+        "before-after",
+        "plan",
     }
 
 

@@ -7,8 +7,7 @@ import json
 import logging
 
 import pytest
-import yaml
-from conftest import FAST_RECIPE
+from conftest import FAST_RECIPE, read_jsonl, run_args, write_spec
 
 from rlvr.metrics.callbacks import MAX_WIDTH, format_line
 
@@ -45,20 +44,7 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     from rlvr.training.runner import main
 
     out = tmp_path / "run"
-    trainer = main(
-        [
-            "--config",
-            FAST_RECIPE,
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--output_dir",
-            str(out),
-            "--max_steps",
-            "2",
-            "--print_rollouts",
-            "false",
-        ]
-    )
+    trainer = main(run_args(out, tiny_model_dir, "--max_steps", "2"))
     printed = capsys.readouterr().out.splitlines()
     steps = [line for line in printed if line.startswith("step ")]
     assert [line.split(" | ")[0] for line in steps] == ["step 1/2", "step 2/2"]
@@ -67,7 +53,8 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     assert any(line.startswith(f"[run] writing to {out}/") for line in printed)
     assert any(line.startswith(f"[run] saved the final model to {out}/") for line in printed)
     kinds = [type(cb) for cb in trainer.callback_handler.callbacks]
-    assert QuietProgressCallback in kinds and ProgressCallback not in kinds and PrinterCallback not in kinds
+    assert ProgressCallback not in kinds and PrinterCallback not in kinds
+    assert QuietProgressCallback not in kinds  # pytest captures stderr: no bar that redraws itself into a log
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(next(row for row in rows if "loss" in row)) > 20  # the full row stays in metrics.jsonl
 
@@ -78,6 +65,82 @@ def test_a_run_prints_one_line_per_step_and_where_it_writes(tiny_model_dir, tmp_
     printed = capsys.readouterr().out
     assert f"[plots] writing to {tmp_path / 'plots'}/" in printed and f"[plots] wrote {tmp_path / 'plots'}" in printed
     assert f"[report] writing {out / 'report.md'}" in printed and f"[report] wrote {out / 'report.md'}" in printed
+
+
+def trained_steps(callback, args, steps: int, every_log: dict | None = None, evaluations=()):
+    """Drive `callback` through `steps` steps as the trainer does: a row (or a reward batch) per step, an evaluation
+    row at the steps in `evaluations`."""
+    from test_held_out import eval_batch
+    from transformers import TrainerState
+
+    state = TrainerState(max_steps=steps, logging_steps=1, eval_steps=10 if evaluations else None)
+    callback.on_train_begin(args, state, None)
+    for step in range(1, steps + 1):
+        if every_log is None:
+            callback.on_rewards(args, state, None, eval_batch([0, 1, 2], mode="train"))
+        state.global_step = step
+        if every_log is not None:
+            callback.on_log(args, state, None, logs=every_log)
+            if step in evaluations:
+                callback.on_log(args, state, None, logs={"eval_avg_total": 0.25})
+
+
+def test_the_step_line_shows_the_first_step_every_console_steps_and_the_last(capsys):
+    from types import SimpleNamespace
+
+    from rlvr.metrics.callbacks import ConsoleLineCallback
+
+    args = SimpleNamespace(eval_strategy="steps")
+    trained_steps(ConsoleLineCallback(console_steps=10), args, 25, {"avg_total": 0.5}, evaluations=(10, 20))
+    heads = [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines()]
+    assert heads == ["step 1/25", "step 10/25", "eval step 10/25", "step 20/25", "eval step 20/25", "step 25/25"]
+    trained_steps(ConsoleLineCallback(), args, 3, {"avg_total": 0.5})  # unset: every logged step
+    assert [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "step 1/3",
+        "step 2/3",
+        "step 3/3",
+    ]
+
+
+@pytest.mark.parametrize(
+    "eval_strategy, console_steps, shown",
+    [("steps", 5, [1, 10, 20, 25]), ("no", 5, [1, 5, 10, 15, 20, 25]), ("no", None, list(range(1, 26)))],
+)
+def test_the_rollout_panel_follows_the_evaluations_and_every_rollout_is_recorded(
+    eval_strategy, console_steps, shown, tmp_path, capsys
+):
+    """At eval_steps (10) when the run evaluates, else at console_steps; rollouts.jsonl has every step's either way."""
+    from types import SimpleNamespace
+
+    from rlvr.metrics.callbacks import RolloutLogCallback
+
+    args = SimpleNamespace(eval_strategy=eval_strategy, output_dir=str(tmp_path))
+    evaluations = (10, 20) if eval_strategy == "steps" else ()
+    trained_steps(RolloutLogCallback(console_steps=console_steps), args, 25, evaluations=evaluations)
+    panels = [line for line in capsys.readouterr().out.splitlines() if line.startswith("── rollout")]
+    assert panels == [f"── rollout · step {step} ──" for step in shown]
+    steps = [row["step"] for row in read_jsonl(tmp_path / "rollouts.jsonl")]
+    assert steps == [step for step in range(1, 26) for _ in range(6)]
+
+
+def test_the_progress_bar_is_one_line_and_only_on_a_terminal(monkeypatch):
+    import sys
+    from types import SimpleNamespace
+
+    from rlvr.metrics.callbacks import QuietProgressCallback, quiet_console
+
+    added = []
+    trainer = SimpleNamespace(
+        args=SimpleNamespace(disable_tqdm=False), remove_callback=lambda cb: None, add_callback=added.append
+    )
+    for terminal in (False, True):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda terminal=terminal: terminal)
+        quiet_console(trainer)
+    assert added == [QuietProgressCallback]  # on the terminal only
+    bar = QuietProgressCallback()
+    state = SimpleNamespace(is_world_process_zero=True)
+    bar.on_prediction_step(None, state, None, eval_dataloader=[1, 2])
+    assert bar.prediction_bar is None  # no second bar under the run's, so none to close with a cursor move
 
 
 def test_data_says_where_it_writes(tmp_path, capsys):
@@ -116,20 +179,10 @@ def test_a_smoke_sweep_shrinks_the_evaluation(tiny_model_dir, tmp_path, capsys):
     from rlvr.analysis.sweep import SMOKE_EVALUATION, is_smoke, run_sweep
 
     assert is_smoke({"max_steps": 2}, False) and is_smoke({}, True) and not is_smoke({"max_steps": 60}, False)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "smoke",
-                "base": FAST_RECIPE,
-                "vary": {"seed": [1]},
-                "fixed": {"print_rollouts": False},
-                "evaluate": {"num_samples": 8, "k": [1, 8]},
-            }
-        )
-    )
+    evaluation = {"num_samples": 8, "k": [1, 8]}
+    spec = write_spec(tmp_path, "smoke", vary={"seed": [1]}, fixed={"print_rollouts": False}, evaluate=evaluation)
     result = run_sweep(
-        str(spec), tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2}, launcher="inprocess"
+        spec, tmp_path / "out", {"model_name_or_path": tiny_model_dir, "max_steps": 2}, launcher="inprocess"
     )
     assert result["smoke"] and result["status"] == {"seed-1": "done"}
     after = json.loads((tmp_path / "out" / "smoke" / "seed-1" / "eval" / "after.json").read_text())

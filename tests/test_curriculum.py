@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, read_jsonl
+from conftest import REPO, read_jsonl, run_args, saving_every
 from rlvr.data.spec import Level, levels_of
 
 from rlvr.inputs import ConfigError, cli
@@ -171,29 +171,16 @@ run("grpo")
 
 def test_resume_after_a_kill_continues_the_same_schedule(tiny_model_dir, tmp_path):
     def launch(out: Path, kill_at: str = "") -> subprocess.CompletedProcess:
-        argv = [
-            sys.executable,
-            "-c",
-            DRIVER,
-            "--config",
-            CURRICULUM_RECIPE,
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--output_dir",
-            str(out),
+        flags = [
             "--max_steps",
             "8",
+            *saving_every(2),
             "--max_completion_length",
             "8",
-            "--save_strategy",
-            "steps",
-            "--save_steps",
-            "2",
-            "--print_rollouts",
-            "false",
             "--resume_from_checkpoint",
             "true",
         ]
+        argv = [sys.executable, "-c", DRIVER, *run_args(out, tiny_model_dir, *flags, recipe=CURRICULUM_RECIPE)]
         env = {**os.environ, "PYTHONPATH": str(REPO), "KILL_AT": kill_at}
         return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
 

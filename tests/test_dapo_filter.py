@@ -59,32 +59,22 @@ def dapo_step(trainer, monkeypatch, rule, *rounds):
     return trainer._metrics["train"], len(queue), kept_flat
 
 
-def test_zero_variance_resamples_past_groups_flat_at_partial_credit(dapo, monkeypatch):
-    """Two groups flat at 0.75 of four. Only 2 carry signal, so a second round runs."""
-    metrics, unused, kept_flat = dapo_step(
-        dapo,
-        monkeypatch,
-        "zero_variance",
-        rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)),
-        rewards(MIXED, MIXED, MIXED, MIXED),
-    )
-    assert unused == 0 and metrics["dapo/rounds"] == [1.0] and metrics["dapo/groups_generated"] == [8]
+@pytest.mark.parametrize(
+    "rule, unused, rounds, generated, kept_flat",
+    [
+        ("zero_variance", 0, 1.0, 8, 0),  # only 2 groups carry signal: a second round, every kept group has one
+        ("all_min_or_max", 1, 0.0, 4, 2),  # upstream's rule counts the 0.75 groups as kept: half the batch is flat
+    ],
+)
+def test_groups_flat_at_partial_credit_are_resampled_past_or_kept(
+    dapo, monkeypatch, rule, unused, rounds, generated, kept_flat
+):
+    """Two groups flat at 0.75 of four, under each rule."""
+    first, second = rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)), rewards(MIXED, MIXED, MIXED, MIXED)
+    metrics, left, flat = dapo_step(dapo, monkeypatch, rule, first, second)
+    assert left == unused and metrics["dapo/rounds"] == [rounds] and metrics["dapo/groups_generated"] == [generated]
     assert metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [2]
-    assert kept_flat == 0  # every group in the batch has an advantage
-
-
-def test_all_min_or_max_keeps_groups_flat_at_partial_credit(dapo, monkeypatch):
-    """Upstream's rule on the same rewards: the 0.75 groups count as kept, no second round, half the batch is flat."""
-    metrics, unused, kept_flat = dapo_step(
-        dapo,
-        monkeypatch,
-        "all_min_or_max",
-        rewards(FLAT_PARTIAL, MIXED, FLAT_PARTIAL, (0.25, 0.5)),
-        rewards(MIXED, MIXED, MIXED, MIXED),
-    )
-    assert unused == 1 and metrics["dapo/rounds"] == [0.0] and metrics["dapo/groups_generated"] == [4]
-    assert metrics["dapo/groups_kept"] == [4] and metrics["dapo/groups_flat_partial"] == [2]
-    assert kept_flat == 2
+    assert flat == kept_flat
 
 
 def test_both_rules_drop_all_zero_and_all_one(dapo, monkeypatch):

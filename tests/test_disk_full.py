@@ -11,22 +11,11 @@ import errno
 import hashlib
 
 import pytest
-from conftest import read_jsonl
+from conftest import read_jsonl, saving_every
 
 from rlvr.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 
-ARGS = (
-    "--max_steps",
-    "3",
-    "--max_completion_length",
-    "16",
-    "--save_strategy",
-    "steps",
-    "--save_steps",
-    "1",
-    "--save_total_limit",
-    "1",
-)
+ARGS = ("--max_steps", "3", *saving_every(1), "--save_total_limit", "1")
 
 
 def digest(folder) -> dict:

@@ -1,14 +1,11 @@
 """Scale-out on CPU: the accelerate configs load the way `accelerate launch` reads them, and a 2-process run (torchrun,
 gloo) computes the group statistics over whole prompt groups even when a group straddles the two processes."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RECIPE, REPO, read_jsonl
+from conftest import CHECKOUT_ENV, REPO, TORCHRUN_TWO, read_jsonl, run_args, run_ok
 
 from rlvr.metrics.reward_batch import group_summary, reward_components
 
@@ -122,31 +119,8 @@ def test_two_processes_gather_whole_groups(run_recipe, tiny_model_dir, tmp_path)
     run_recipe(*COMMON, "--gradient_accumulation_steps", "2", output_dir=one)  # 2 x 6 = the 12 rows of a step
 
     two = tmp_path / "two"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        "recipes/grpo.py",
-        "--config",
-        FAST_RECIPE,
-        "--output_dir",
-        str(two),
-        "--model_name_or_path",
-        tiny_model_dir,
-        "--report_to",
-        "none",
-        "--print_rollouts",
-        "false",
-        *COMMON,
-        "--gradient_accumulation_steps",
-        "1",
-    ]
-    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    command = [*TORCHRUN_TWO, "recipes/grpo.py", *run_args(two, tiny_model_dir, *COMMON)]
+    run_ok([*command, "--gradient_accumulation_steps", "1"], env={**CHECKOUT_ENV, "OMP_NUM_THREADS": "1"})
 
     _, rollouts_one = check_run(one)
     _, rollouts_two = check_run(two)

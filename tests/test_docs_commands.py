@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAST_RECIPE, REPO
+from conftest import REPO, run_args
 
 COMMAND_DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 PATH_DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -217,24 +217,7 @@ def scratch(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("docs-scratch")
     for name in SCRATCH_COPIES:
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    train(
-        [
-            "--config",
-            FAST_RECIPE,
-            "--output_dir",
-            str(root / MAIN_JOB_RUN),
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--report_to",
-            "none",
-            "--print_rollouts",
-            "false",
-            "--max_steps",
-            "1",
-            "--save_strategy",
-            "no",
-        ]
-    )
+    train(run_args(root / MAIN_JOB_RUN, tiny_model_dir, "--max_steps", "1", "--save_strategy", "no"))
     return root
 
 

@@ -32,6 +32,19 @@ def run_two_steps(tmp_path, tiny_model_dir, recipe, *extra):
     return out
 
 
+def small_evaluation(config: str, model: Path, tmp_path: Path) -> dict:
+    """`rlvr evaluate` of a trained run on 2 held-out prompts x 2 samples."""
+    return evaluate(
+        config,
+        model_path=str(model),
+        num_prompts=2,
+        num_samples=2,
+        ks=(1, 2),
+        output=str(tmp_path / "eval.json"),
+        show_progress=False,
+    )
+
+
 def test_a_dotted_path_reward_reaches_metrics_rollouts_plots_and_summary(tmp_path, tiny_model_dir, monkeypatch):
     (tmp_path / "my_rewards.py").write_text(
         "def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n"
@@ -50,15 +63,7 @@ def test_a_dotted_path_reward_reaches_metrics_rollouts_plots_and_summary(tmp_pat
     assert "avg_brevity" in reward_series(runs) and "zero_std_frac/brevity" in zero_std_series(runs)
     assert summarize(runs)[0]["final_brevity"] is not None
     assert (tmp_path / "plots" / "rewards_by_samples.png") in plot_runs(runs, tmp_path / "plots")
-    held_out = evaluate(
-        str(out / "config.yaml"),
-        model_path=str(out),
-        num_prompts=2,
-        num_samples=2,
-        ks=(1, 2),
-        output=str(tmp_path / "eval.json"),
-        show_progress=False,
-    )
+    held_out = small_evaluation(str(out / "config.yaml"), out, tmp_path)
     assert "mean_brevity" in held_out["overall"] and "mean_total" in held_out["overall"]
 
 
@@ -128,15 +133,7 @@ def test_a_per_step_metric_is_one_decorated_function(tmp_path, tiny_model_dir, m
     runs = load_runs([out])
     assert "step/tied_groups" in step_metric_series(runs)
     assert (tmp_path / "plots" / "step_metrics_by_step.png") in plot_runs(runs, tmp_path / "plots")
-    held_out = evaluate(
-        FAST_RECIPE,
-        model_path=str(out),
-        num_prompts=2,
-        num_samples=2,
-        ks=(1, 2),
-        output=str(tmp_path / "eval.json"),
-        show_progress=False,
-    )
+    held_out = small_evaluation(FAST_RECIPE, out, tmp_path)
     assert "step/tied_groups" in held_out["step_metrics"]
 
 

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import torch
-from conftest import FAST_RECIPE, REPO
+from conftest import REPO, run_args, saving_every
 from safetensors.torch import save_file
 
 DRIVER = """
@@ -60,29 +60,8 @@ def rows(path: Path) -> list[dict]:
 
 def test_sigkill_mid_save_and_mid_write_then_resume(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
-    argv = [
-        sys.executable,
-        "-c",
-        DRIVER,
-        "--config",
-        FAST_RECIPE,
-        "--model_name_or_path",
-        tiny_model_dir,
-        "--output_dir",
-        str(out),
-        "--max_steps",
-        "4",
-        "--max_completion_length",
-        "16",
-        "--save_strategy",
-        "steps",
-        "--save_steps",
-        "2",
-        "--print_rollouts",
-        "false",
-        "--resume_from_checkpoint",
-        "true",
-    ]
+    flags = ["--max_steps", "4", *saving_every(2), "--resume_from_checkpoint", "true"]
+    argv = [sys.executable, "-c", DRIVER, *run_args(out, tiny_model_dir, *flags)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def launch(fault: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl
+from conftest import FAST_RECIPE, REPO, TINY_RECIPE, read_jsonl, run_ok
 
 from rlvr.inputs import ConfigError
 from rlvr.metrics.reward_batch import zero_std_fraction
@@ -90,32 +90,18 @@ def test_resume_appends_without_duplicating_or_losing_rows(run_recipe, tmp_path)
 
 def test_accelerate_launch_entry_point(tmp_path):
     out = tmp_path / "launched"
-    result = subprocess.run(
-        [
-            *tools.command("accelerate launch"),
-            "--num_processes",
-            "1",
-            "--cpu",
-            "recipes/grpo.py",
-            "--config",
-            TINY_RECIPE,
-            "--output_dir",
-            str(out),
-            "--max_steps",
-            "4",
-            "--report_to",
-            "none",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    launch = [*tools.command("accelerate launch"), "--num_processes", "1", "--cpu", "recipes/grpo.py"]
+    result = run_ok(
+        [*launch, "--config", TINY_RECIPE, "--output_dir", str(out), "--max_steps", "4", "--report_to", "none"]
     )
-    assert result.returncode == 0, result.stderr[-3000:]
     rows = train_rows(out / "metrics.jsonl")
     assert len(rows) == 4 and all(key in rows[0] for key in REQUIRED_KEYS)
-    assert "── rollout" in result.stdout
+    # piped, as into a log: the step line and the rollout panel at the recipe's cadence (console_steps 10, eval_steps
+    # 10: the first and the last step here), no progress bar redrawing itself, no cursor moves
+    steps = [line.split(" | ")[0] for line in result.stdout.splitlines() if line.startswith("step ")]
+    assert steps == ["step 1/4", "step 4/4"]
+    assert result.stdout.count("── rollout") == 2
+    assert "\x1b[" not in result.stdout + result.stderr and "\r" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,21 @@ from test_doctor import healthy_rows, write_run
 from test_readings import load_example
 
 from rlvr.analysis import doctor
-from rlvr.analysis.loaders import load_run
+from rlvr.analysis.loaders import load_run, read_evaluation
+from rlvr.inputs import ConfigError
 from rlvr.metrics.callbacks import format_line
 from rlvr.metrics.held_out import HeldOutCallback, held_out_figures
-from rlvr.metrics.keys import is_timing
+from rlvr.metrics.keys import (
+    BY_LENGTH,
+    EXACT_MATCH,
+    OVERALL,
+    PROMPTS,
+    RECORD_FIELDS,
+    SAMPLES,
+    is_timing,
+    maj_key,
+    pass_key,
+)
 from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.metrics.scoring import score, summarize
 
@@ -66,6 +77,27 @@ def test_the_figures_are_rlvr_evaluates_over_the_whole_evaluation_hand_counted()
     records = score(rows, COMPLETIONS, rewards)  # `rlvr evaluate`'s own scoring of the same completions
     assert figures == pytest.approx(held_out_figures(summarize(records, 2, [1])))
     assert callback.records == []  # the next evaluation starts afresh
+
+
+def test_one_schema_for_the_records_and_the_summary_that_the_readers_check(tmp_path):
+    """Every field of a record that is not a reward component is in RECORD_FIELDS (the components are the floats);
+    the summary is OVERALL and BY_LENGTH blocks, each with its counts and figures, and `read_evaluation` takes it."""
+    rows = [{"prompt": w, "question": w, "answer": a, "difficulty": d} for w, a, d in WORDS]
+    records = score(rows, COMPLETIONS, resolve_reward_funcs(["correctness", "format"], [1.0, 0.5], None, None))
+    assert set(RECORD_FIELDS) <= set(records[0])
+    assert {"correctness", "format", "total"} <= {k for k in records[0] if k not in RECORD_FIELDS}
+    assert all(isinstance(v, float) for r in records for k, v in r.items() if k not in RECORD_FIELDS)
+    summary = summarize(records, 2, [1, 2])
+    assert set(summary) == {OVERALL, BY_LENGTH} and list(summary[BY_LENGTH]) == ["3", "4"]
+    for block in (summary[OVERALL], *summary[BY_LENGTH].values()):
+        assert {PROMPTS, SAMPLES, EXACT_MATCH, pass_key(2), maj_key(2)} <= set(block)
+    assert (summary[OVERALL][PROMPTS], summary[OVERALL][SAMPLES]) == (3, 6)
+    path = tmp_path / "after.json"
+    path.write_text(json.dumps(summary))
+    assert read_evaluation(path) == summary
+    path.write_text(json.dumps({**summary, BY_LENGTH: {"3": 0.5}}))
+    with pytest.raises(ConfigError, match=BY_LENGTH):
+        read_evaluation(path)
 
 
 def test_the_console_line_of_an_evaluation_row_shows_held_out_exact_match():

@@ -5,21 +5,15 @@ its trainer and config classes by dotted path instead of importing them)."""
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import CHECKOUT_ENV, REPO, printed_json, run_ok
+
+from rlvr import ROOT_SUBPACKAGES
 
 # rlvr.rewards, rlvr.data and rlvr.recipes live at the repository root (rlvr/__init__.py)
-PACKAGES = {
-    "rlvr": REPO / "rlvr",
-    "rlvr.rewards": REPO / "rewards",
-    "rlvr.data": REPO / "data",
-    "rlvr.recipes": REPO / "recipes",
-}
+PACKAGES = {"rlvr": REPO / "rlvr", **{f"rlvr.{name}": REPO / name for name in ROOT_SUBPACKAGES}}
 
 
 def modules() -> dict[str, Path]:
@@ -30,11 +24,7 @@ def modules() -> dict[str, Path]:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             name = ".".join([package, *parts])
-            if (
-                name.startswith("rlvr.")
-                and name.split(".")[1] in ("rewards", "data", "recipes")
-                and root == REPO / "rlvr"
-            ):
+            if name.startswith("rlvr.") and name.split(".")[1] in ROOT_SUBPACKAGES and root == REPO / "rlvr":
                 continue  # an installed copy's folder, if any: the checkout's root folders are the modules
             found[name] = path
     return found
@@ -146,7 +136,7 @@ LAYERS = ("analysis", "training", "planning", "metrics", "rewards", "runs", "bas
 # Entry points sit above every layer and no layered module imports one: `rlvr <command>` and every `__main__`, the
 # command lines outside rlvr/analysis, and the recipe scripts `accelerate launch` runs (recipes/<name>.py, the tiny
 # model's SFT). The rest of recipes/ (the tiny model and its SFT rows) is a library in `base`.
-ENTRY_POINTS = ("rlvr.__main__", "rlvr.planning.cli", "rlvr.data.cli", "rlvr.recipes.tiny.sft")
+ENTRY_POINTS = ("rlvr.__main__", "rlvr.training.plan_cli", "rlvr.data.cli", "rlvr.recipes.tiny.sft")
 RECIPE_LIBRARIES = ("rlvr.recipes", "rlvr.recipes.tiny", "rlvr.recipes.tiny.model", "rlvr.recipes.tiny.sft_data")
 
 
@@ -190,9 +180,36 @@ def test_a_planted_upward_import_fails(tmp_path):
     graph = import_graph()
     graph["rlvr.runs.planted"] = imports_of("rlvr.runs.planted", planted, set(graph))
     assert upward_imports(graph) == ["rlvr.runs.planted -> rlvr.training.config"]
-    planted.write_text("def build():\n    from rlvr.planning.cli import main\n")  # lazily, of an entry point
+    planted.write_text("def build():\n    from rlvr.training.plan_cli import main\n")  # lazily, of an entry point
     graph["rlvr.metrics.planted"] = imports_of("rlvr.metrics.planted", planted, set(graph))
-    assert "rlvr.metrics.planted -> rlvr.planning.cli" in upward_imports(graph)
+    assert "rlvr.metrics.planted -> rlvr.training.plan_cli" in upward_imports(graph)
+
+
+# ---- which root folders are rlvr sub-packages: in a plain clone (no install: the editable install's finder is taken
+# off `sys.meta_path`, the checkout is found through PYTHONPATH) only the three that pyproject's package-dir installs
+ROOT_FOLDERS = r"""
+import importlib, json, sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+names = ["rlvr.rewards", "rlvr.data", "rlvr.recipes", "rlvr.recipes.tiny.model", "rlvr.benchmarks", "rlvr.toy_rlvr",
+         "rlvr.benchmarks.machine_load", "rlvr.tests", "rlvr.slurm"]
+found = {}
+for name in names:
+    try:
+        found[name] = importlib.import_module(name).__file__ or "a namespace package"
+    except ModuleNotFoundError:
+        found[name] = None
+print("FOUND " + json.dumps(found))
+"""
+
+
+def test_only_the_card_folders_join_the_package_in_a_checkout(tmp_path):
+    found = printed_json(run_ok([sys.executable, "-c", ROOT_FOLDERS], env=CHECKOUT_ENV, cwd=tmp_path).stdout, "FOUND ")
+    assert found["rlvr.rewards"] == str(REPO / "rewards" / "__init__.py")
+    assert found["rlvr.data"] == str(REPO / "data" / "__init__.py")
+    assert found["rlvr.recipes"] == str(REPO / "recipes" / "__init__.py")
+    assert found["rlvr.recipes.tiny.model"] == str(REPO / "recipes" / "tiny" / "model.py")
+    for name in ("rlvr.toy_rlvr", "rlvr.benchmarks", "rlvr.benchmarks.machine_load", "rlvr.tests", "rlvr.slurm"):
+        assert found[name] is None, (name, found[name])
 
 
 # ---- what a GPU recipe's build loads: one subprocess (a clean `sys.modules`) builds the trainer of
@@ -210,18 +227,9 @@ print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith("rlv
 
 
 def test_a_gpu_recipes_build_loads_no_analysis_and_no_command_line(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    done = subprocess.run(
-        [sys.executable, "-c", BUILD, str(tmp_path / "run")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    loaded = printed_json(
+        run_ok([sys.executable, "-c", BUILD, str(tmp_path / "run")], env=CHECKOUT_ENV).stdout, "MODULES "
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaded = json.loads(done.stdout.split("MODULES ", 1)[1].splitlines()[0])
     assert "rlvr.training.trainer" in loaded  # the build did run
     assert not [m for m in loaded if m.startswith("rlvr.analysis") or is_entry_point(m)]
     # every rlvr module counted, package __init__ files included; the opt-in layers (curriculum, speed-ups) stay out

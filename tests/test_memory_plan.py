@@ -33,7 +33,7 @@ from rlvr.planning import (
     shape_from_config,
     training_state_bytes,
 )
-from rlvr.planning.cli import main
+from rlvr.training.plan_cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

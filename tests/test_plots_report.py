@@ -20,6 +20,10 @@ CORRECTNESS = [0.0, 0.25, 0.5, 0.5]
 ZERO_STD_TOTAL = [0.5, 0.25, 0.25, 0.0]
 
 
+# what every run's table and report show: the reward components and the flat-group share on total
+EVERY_RUNS_SERIES = ("avg_correctness", "avg_format", "avg_success", "avg_binary", "zero_std_frac/total")
+
+
 def metric_rows(samples_per_step=16, correctness=CORRECTNESS, zero_std=ZERO_STD_TOTAL, runtime=12.5):
     rows = []
     for i, (corr, zstd) in enumerate(zip(correctness, zero_std), start=1):
@@ -165,14 +169,7 @@ def test_plots_cli_writes_pngs_and_prints_the_series_table(run_dir, tmp_path, ca
     assert "time_accounting.png" in names
     assert all((out / name).stat().st_size > 1000 for name in names)
     printed = capsys.readouterr().out
-    for series in (
-        "avg_correctness",
-        "avg_format",
-        "avg_success",
-        "avg_binary",
-        "zero_std_frac/total",
-        "time/generation_share",
-    ):
+    for series in (*EVERY_RUNS_SERIES, "time/generation_share"):
         assert series in printed
     assert "0.250" in printed and "known-run" in printed
 
@@ -193,14 +190,7 @@ def test_run_report_holds_config_tables_plots_zero_std_reading_and_time(run_dir)
     path = report.build_report(run_dir, last_k=2)
     text = path.read_text()
     assert "num_generations: 2" in text  # the config used
-    for series in (
-        "avg_correctness",
-        "avg_format",
-        "avg_success",
-        "avg_binary",
-        "zero_std_frac/total",
-        "zero_std_frac/correctness",
-    ):
+    for series in (*EVERY_RUNS_SERIES, "zero_std_frac/correctness"):
         assert series in text
     assert (
         "| known-run | yes | 4 | 64 | 400 | 0.500 | 0.250 | 0.125 | 0.333 | 64 | - | 0.250 | 0.688 | - | 12.500 | 0.500 |"

@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FAST_RECIPE, REPO, read_jsonl
+from conftest import CHECKOUT_ENV, FAST_RECIPE, REPO, TORCHRUN_TWO, read_jsonl, run_ok
 
 from rlvr.analysis.loaders import load_run
 from rlvr.metrics.keys import is_timing
@@ -57,7 +57,7 @@ STOP_LINE = re.compile(
     r"^stopped by (SIG\w+|a signal on another rank) after step (\d+): checkpoint (\S+); "
     r"rerun the same command with --resume_from_checkpoint true$"
 )
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+ENV = {**CHECKOUT_ENV, "OMP_NUM_THREADS": "1"}
 
 
 def logged_steps(out: Path) -> list[dict]:
@@ -108,44 +108,24 @@ def check_stop(returncode: int, stderr: str, out: Path, signalled_at: int) -> in
     return step
 
 
+def start(command: list[str]) -> subprocess.Popen:
+    """A run as a scheduler starts it: its own process, its output piped."""
+    return subprocess.Popen(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_sigterm_mid_run_resumes_as_if_uninterrupted(tiny_model_dir, tmp_path):
     command = [sys.executable, "recipes/grpo.py", *COMMON, "--model_name_or_path", tiny_model_dir]
     out, reference = tmp_path / "preempted", tmp_path / "uninterrupted"
     k = SIGNAL_STEP["one process"]
 
-    first = subprocess.Popen(
-        [*command, "--output_dir", str(out)],
-        cwd=REPO,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = start([*command, "--output_dir", str(out)])
     _, stderr = signal_at_step(first, out, k)
     step = check_stop(first.returncode, stderr, out, k)
 
-    resumed = subprocess.run(
-        [*command, "--output_dir", str(out)],
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    resumed = run_ok([*command, "--output_dir", str(out)], env=ENV, timeout=300)
     assert f"[resume] from {out / f'checkpoint-{step}'}" in resumed.stdout
     assert load_run(out).finished
-    whole = subprocess.run(
-        [*command, "--output_dir", str(reference)],
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert whole.returncode == 0, whole.stderr[-3000:]
+    run_ok([*command, "--output_dir", str(reference)], env=ENV, timeout=300)
     same_records(out, reference)
     counters = [(r["generation_step"], r["generated_samples"]) for r in logged_steps(out)]
     assert counters == [(s, 16 * s) for s in range(1, MAX_STEPS + 1)]  # the ledger continued from the checkpoint
@@ -173,12 +153,7 @@ def worker_pids(launcher_pid: int) -> dict[int, int]:
 def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_model_dir, tmp_path):
     """2 processes x 8 completions, one generation step per optimizer step; SIGTERM to rank 1 alone."""
     launch = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
+        *TORCHRUN_TWO,
         "recipes/grpo.py",
         *COMMON,
         "--model_name_or_path",
@@ -191,14 +166,7 @@ def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_
     out, reference = tmp_path / "preempted", tmp_path / "uninterrupted"
     k = SIGNAL_STEP["two processes"]
 
-    first = subprocess.Popen(
-        [*launch, "--output_dir", str(out)],
-        cwd=REPO,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = start([*launch, "--output_dir", str(out)])
     ranks = worker_pids(first.pid)
     _, stderr = signal_at_step(first, out, k, target_pid=ranks[1])
     # rank 0 never got the signal: it stops because rank 1 did, after the same step, and prints the line
@@ -211,16 +179,7 @@ def test_two_processes_stop_after_the_same_step_when_one_rank_is_signalled(tiny_
     assert [r["step"] for r in logged_steps(out)] == list(range(1, step + 1))
 
     for target in (out, reference):
-        result = subprocess.run(
-            [*launch, "--output_dir", str(target)],
-            cwd=REPO,
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
+        run_ok([*launch, "--output_dir", str(target)], env=ENV, timeout=300)
     same_records(out, reference)
 
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import REPO, read_jsonl
+from conftest import CHECKOUT_ENV, REPO, TORCHRUN_TWO, read_jsonl, run_ok
 from rlvr.rewards.functions import completion_text, correctness, format, success
 
 from rlvr.analysis.loaders import load_run
@@ -304,27 +301,11 @@ def test_the_plain_trl_example_logs_zero_std_fractions_equal_to_a_recount(tmp_pa
 def test_the_plain_trl_example_across_two_processes(tmp_path):
     """torchrun with 2 processes of 6 rows: the second prompt group straddles the ranks and is judged whole."""
     out = tmp_path / "plain-2"
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "WANDB_MODE": "disabled",
-        "PYTHONPATH": str(REPO),
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        str(EXAMPLE),
-        "--output_dir",
-        str(out),
-        *EXAMPLE_FLAGS,
-    ]
-    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_ok(
+        [*TORCHRUN_TWO, str(EXAMPLE), "--output_dir", str(out), *EXAMPLE_FLAGS],
+        env={**CHECKOUT_ENV, "OMP_NUM_THREADS": "1"},
+        timeout=900,
+    )
     check_plain_run(out, G=4, steps=2)
 
 

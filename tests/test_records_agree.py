@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import read_jsonl
 
-from rlvr.metrics.keys import ZERO_STD_PREFIX
+from rlvr.metrics.keys import ROLLOUT_FIELDS, ZERO_STD_PREFIX
 from rlvr.metrics.reward_batch import zero_std_fraction
 
 
@@ -39,6 +39,9 @@ def test_rollouts_carry_the_exact_answer_flag_and_readers_prefer_it(run_recipe):
     _, out = run_recipe("--max_steps", "1")
     rollouts = read_jsonl(Path(out) / "rollouts.jsonl")
     assert all(isinstance(r["exact"], bool) for r in rollouts)
+    # every field that is not a reward component is in ROLLOUT_FIELDS (the components are the floats)
+    assert all(isinstance(v, float) for r in rollouts for k, v in r.items() if k not in ROLLOUT_FIELDS)
+    assert set(ROLLOUT_FIELDS) <= set(rollouts[0])
     assert all(r["correctness"] == 1.0 and r["success"] == float(r["format"] == 1.0) for r in rollouts if r["exact"])
     assert exact_match({"exact": False, "correctness": 1.0}) is False  # full credit, wrong answer (the hack route)
     assert exact_match({"correctness": 1.0}) is True  # a rollout written before the flag existed

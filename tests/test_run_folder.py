@@ -24,27 +24,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAST_RECIPE, REPO, read_jsonl
+from conftest import FAST_RECIPE, REPO, read_jsonl, saving_every
 
 from rlvr.inputs import cli
 from rlvr.runs import layout
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.runs.resume import checkpoint_run_id, read_run_json
 
-STEPS = [
-    "--max_completion_length",
-    "16",
-    "--save_strategy",
-    "steps",
-    "--save_steps",
-    "1",
-    "--print_rollouts",
-    "false",
-    "--report_to",
-    "none",
-    "--config",
-    FAST_RECIPE,
-]
+STEPS = [*saving_every(1), "--print_rollouts", "false", "--report_to", "none", "--config", FAST_RECIPE]
 
 
 def train(out: Path, model: str, *extra: str) -> tuple[int, str, str]:
@@ -112,21 +99,28 @@ def test_a_fresh_run_into_a_used_folder_moves_every_file_of_the_earlier_run_asid
     assert not list(out.glob("metrics.*.jsonl"))  # moved with the rest, not beside B's records
 
 
+RESUME_B = ("--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true")  # run B's recipe, resumed
+
+
+def refused_untouched(out: Path, model: str, *extra: str) -> list[str]:
+    """The error lines of a run refused with exit status 2 that wrote nothing and moved nothing in `out`."""
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    status, _, err = train(out, model, *extra)
+    assert status == 2
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing written, nothing moved
+    return error_lines(err)
+
+
 def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
     out, a_id, b_id = copy_of(two_runs, tmp_path), two_runs["a_id"], two_runs["b_id"]
     # A's checkpoint put back (what the folder held before runs had ids): newer than B's, and refused
     shutil.copytree(out / layout.PREVIOUS_RUNS / a_id / "checkpoint-2", out / "checkpoint-5")
-    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    status, _, err = train(
-        out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"
-    )
-    assert status == 2 and error_lines(err) == [
+    assert refused_untouched(out, two_runs["model"], *RESUME_B) == [
         (
             f"error: resume_from_checkpoint: {out / 'checkpoint-5'} belongs to run {a_id}, not to run {b_id} that {out} "
             "holds: resume a run in its own output_dir, or start this one fresh with --resume_from_checkpoint false"
         )
     ]
-    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing written, nothing moved
     shutil.rmtree(out / "checkpoint-5")
     # B's checkpoint at max_steps: the run is finished; the same command again says so and exits 0, writing nothing
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
@@ -147,16 +141,13 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
             "output_dir"
         )
     ]
-    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
     shutil.rmtree(out / "checkpoint-2")  # as if B had been stopped after step 1
 
     # the same recipe resumes B's own checkpoint; a lock file left by a killed run is taken over, and said so
     (out / layout.LOCK).write_text(
         json.dumps({"host": socket.gethostname(), "pid": 999_999_999, "run_id": b_id, "since": "earlier"}) + "\n"
     )
-    status, stdout, err = train(
-        out, two_runs["model"], "--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"
-    )
+    status, stdout, err = train(out, two_runs["model"], *RESUME_B)
     assert status == 0, err[-3000:]
     assert f"[resume] from {out / 'checkpoint-1'} (run {b_id})" in stdout
     assert f"[run] took over a stale lock in {out} (host {socket.gethostname()} pid 999999999" in stdout
@@ -169,7 +160,7 @@ def test_a_resume_takes_only_its_own_runs_checkpoint(two_runs, tmp_path):
 def test_a_changed_resume_is_refused_and_allowed_with_the_flag_recorded(two_runs, tmp_path):
     out, b_id, model = copy_of(two_runs, tmp_path), two_runs["b_id"], two_runs["model"]
     shutil.rmtree(out / "checkpoint-2")  # as if B had been stopped after step 1
-    resume = ["--seed", "2", "--max_steps", "2", "--resume_from_checkpoint", "true"]
+    resume = RESUME_B
     before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     status, _, err = train(out, model, *resume, "--learning_rate", "0.01")

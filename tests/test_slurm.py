@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, write_spec
 
 sys.path.insert(0, str(REPO / "slurm"))
 import render
@@ -170,23 +170,8 @@ def run_task(script, index: int, job: str, env: dict | None = None) -> int:
 
 
 def sweep_spec(tmp_path, **fields) -> str:
-    import yaml
-    from conftest import FAST_RECIPE
-
-    path = tmp_path / "spec.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "name": "demo",
-                "base": FAST_RECIPE,
-                "vary": {"seed": [1, 2]},
-                "labels": ["a", "b"],
-                "fixed": {"max_steps": 1, "print_rollouts": False},
-                **fields,
-            }
-        )
-    )
-    return str(path)
+    fixed = {"max_steps": 1, "print_rollouts": False}
+    return write_spec(tmp_path, **{"vary": {"seed": [1, 2]}, "labels": ["a", "b"], "fixed": fixed, **fields})
 
 
 def test_sweep_dry_run_prints_valid_sbatch_scripts_and_submits_nothing(tmp_path, monkeypatch, capsys):

@@ -22,7 +22,15 @@ def test_speedups_field_parses_all_none_and_lists():
         parse_speedups("shared_prefix,bogus")
 
 
-def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("speedups", "warp_drive", "warp_drive"),
+        *(("cpu_threads", value, "positive integer") for value in ["0", "-1", "two", "1.5", ""]),
+        ("cpu_threads", "99999999999", "more than this machine's"),
+    ],
+)
+def test_an_unknown_speedup_or_bad_thread_count_is_one_line_before_any_model_loads(tmp_path, field, value, message):
     argv = [
         "--config",
         FAST_RECIPE,
@@ -32,12 +40,12 @@ def test_unknown_speedup_names_the_field_before_any_model_loads(tmp_path):
         "false",
         "--output_dir",
         str(tmp_path / "o"),
-        "--speedups",
-        "warp_drive",
+        f"--{field}",
+        value,
     ]
     with pytest.raises(ConfigError) as err:
         main(argv)
-    assert err.value.field == "speedups" and "warp_drive" in str(err.value)
+    assert err.value.field == field and message in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -119,26 +127,6 @@ def test_the_probe_times_both_counts_and_leaves_torch_at_the_asked_count():
 def test_local_processes_ignores_junk():
     assert local_processes({"LOCAL_WORLD_SIZE": "x", "MPI_LOCALNRANKS": "0"}) == 1
     assert local_processes({"MPI_LOCALNRANKS": "2"}) == 2
-
-
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "", "99999999999"])
-def test_bad_cpu_threads_is_one_line_before_any_model_loads(tmp_path, value):
-    argv = [
-        "--config",
-        FAST_RECIPE,
-        "--model_name_or_path",
-        str(tmp_path / "none"),
-        "--build_tiny_model",
-        "false",
-        "--output_dir",
-        str(tmp_path / "o"),
-        "--cpu_threads",
-        value,
-    ]
-    with pytest.raises(ConfigError) as err:
-        main(argv)
-    assert err.value.field == "cpu_threads"
-    assert ("more than this machine's" if len(value) > 9 else "positive integer") in str(err.value)
 
 
 def test_a_run_uses_the_auto_thread_count_over_accelerates_export(run_recipe, monkeypatch, capsys):

@@ -8,13 +8,10 @@ the project modules imported by then, and traces which project files execute cod
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import CHECKOUT_ENV, printed_json, run_ok
 
 from rlvr.training.runner import STEP_FILES
 
@@ -49,19 +46,9 @@ print("PROBE " + json.dumps({"modules": modules, "step_files": sorted(seen)}))
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     out = tmp_path_factory.mktemp("grpo") / "run"
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.split("PROBE ", 1)[1].splitlines()[0])
+    done = run_ok([sys.executable, "-c", PROBE, str(out)], env=CHECKOUT_ENV, timeout=900)
+    return printed_json(done.stdout, "PROBE ")
 
 
 def test_one_grpo_step_runs_in_the_listed_files_and_no_others(probe):

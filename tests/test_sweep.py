@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FAST_RECIPE, REPO, read_jsonl
+from conftest import FAST_RECIPE, REPO, read_jsonl, write_spec
 
 from rlvr.analysis.shared_runs import evaluation_of, find_shared_run, run_identity
 from rlvr.analysis.sweep import main, parse_overrides, run_sweep
 from rlvr.analysis.sweep_spec import load_spec, plan
 from rlvr.inputs import ConfigError
-
-
-def write_spec(tmp_path, **fields) -> str:
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({"name": "demo", "base": FAST_RECIPE, **fields}, sort_keys=False))
-    return str(path)
 
 
 @pytest.mark.parametrize(
@@ -198,13 +192,8 @@ def train_first_sweep(tmp_path, tiny_model_dir) -> tuple[dict, dict]:
     """Sweep "first" under <tmp>/out: one 1-step run, t1 (temperature 1.0). Returns (overrides, fixed) to reuse."""
     overrides = {"model_name_or_path": tiny_model_dir}
     fixed = {"max_steps": 1, "print_rollouts": False}
-    first = tmp_path / "first.yaml"
-    first.write_text(
-        yaml.safe_dump(
-            {"name": "first", "base": FAST_RECIPE, "vary": {"temperature": [1.0]}, "labels": ["t1"], "fixed": fixed}
-        )
-    )
-    assert run_sweep(str(first), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"t1": "done"}
+    first = write_spec(tmp_path, "first", vary={"temperature": [1.0]}, labels=["t1"], fixed=fixed)
+    assert run_sweep(first, tmp_path / "out", overrides, launcher="inprocess")["status"] == {"t1": "done"}
     return overrides, fixed
 
 
@@ -212,52 +201,30 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     """Runs are shared where a setting coincides: the second sweep's top_p 1.0 run is the first sweep's run
     (same parsed recipe, same evaluation), so it links to it, and its report counts it like its own."""
     overrides, fixed = train_first_sweep(tmp_path, tiny_model_dir)
-    second = tmp_path / "second.yaml"
-    second.write_text(
-        yaml.safe_dump(
-            {
-                "name": "second",
-                "base": FAST_RECIPE,
-                "vary": {"top_p": [1.0, 0.9]},
-                "labels": ["p1", "p09"],
-                "fixed": fixed,
-            }
-        )
-    )
-    result = run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess", last_k=1)
+    second = write_spec(tmp_path, "second", vary={"top_p": [1.0, 0.9]}, labels=["p1", "p09"], fixed=fixed)
+    result = run_sweep(second, tmp_path / "out", overrides, launcher="inprocess", last_k=1)
     assert result["status"] == {"p1": "shared", "p09": "done"}
     linked = tmp_path / "out" / "second" / "p1"
     assert linked.is_symlink() and linked.resolve() == (tmp_path / "out" / "first" / "t1").resolve()
     with (tmp_path / "out" / "second" / "summary.csv").open() as f:
         assert [row["run"] for row in csv.DictReader(f)] == ["p1", "p09"]
-    assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {
+    assert run_sweep(second, tmp_path / "out", overrides, launcher="inprocess")["status"] == {
         "p1": "skipped",
         "p09": "skipped",
     }
 
     # Evaluated another way (its own held-out set, say), the training is still shared, and the evaluation is its own:
     # a folder of links to the run's files beside a real eval/.
-    third = tmp_path / "third.yaml"
-    third.write_text(
-        yaml.safe_dump(
-            {
-                "name": "third",
-                "base": FAST_RECIPE,
-                "vary": {"top_p": [1.0]},
-                "labels": ["p1"],
-                "fixed": fixed,
-                "evaluate": {"num_samples": 2, "k": [1], "num_prompts": 3},
-            }
-        )
-    )
-    assert run_sweep(str(third), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "shared"}
+    evaluation = {"num_samples": 2, "k": [1], "num_prompts": 3}
+    third = write_spec(tmp_path, "third", vary={"top_p": [1.0]}, labels=["p1"], fixed=fixed, evaluate=evaluation)
+    assert run_sweep(third, tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "shared"}
     folder = tmp_path / "out" / "third" / "p1"
     assert not folder.is_symlink() and (folder / "metrics.jsonl").is_symlink() and (folder / "recipe.yaml").is_symlink()
     assert json.loads((folder / "eval" / "after.json").read_text())["overall"]["prompts"] == 3
     assert not (tmp_path / "out" / "first" / "t1" / "eval").exists()  # the source run is untouched
-    assert run_sweep(str(third), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "skipped"}
-    variant = plan(load_spec(str(third)), tmp_path / "elsewhere", {**overrides, **fixed})[0]
-    assert find_shared_run(variant, load_spec(str(third)), tmp_path / "out") == (  # never from a linked folder
+    assert run_sweep(third, tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "skipped"}
+    variant = plan(load_spec(third), tmp_path / "elsewhere", {**overrides, **fixed})[0]
+    assert find_shared_run(variant, load_spec(third), tmp_path / "out") == (  # never from a linked folder
         tmp_path / "out" / "first" / "t1",
         False,
     )
@@ -266,9 +233,9 @@ def test_a_run_another_sweep_trained_is_linked_not_trained_again(tmp_path, tiny_
     import shutil
 
     shutil.rmtree(tmp_path / "out" / "first")
-    assert run_sweep(str(second), tmp_path / "out", overrides, dry_run=True)["status"]["p1"] == "planned"
+    assert run_sweep(second, tmp_path / "out", overrides, dry_run=True)["status"]["p1"] == "planned"
     assert linked.is_symlink()
-    assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"]["p1"] == "done"
+    assert run_sweep(second, tmp_path / "out", overrides, launcher="inprocess")["status"]["p1"] == "done"
     assert not linked.is_symlink() and (linked / "metrics.jsonl").exists()
 
 
@@ -376,14 +343,9 @@ def test_the_same_recipe_trained_by_other_code_is_trained_afresh(tmp_path, tiny_
     record = tmp_path / "out" / "first" / "t1" / "code.json"
     code = json.loads(record.read_text())
     record.write_text(json.dumps({"trained_by": {**code["trained_by"], "sources": "0" * 16}}))
-    second = tmp_path / "second.yaml"
-    second.write_text(
-        yaml.safe_dump(
-            {"name": "second", "base": FAST_RECIPE, "vary": {"top_p": [1.0]}, "labels": ["p1"], "fixed": fixed}
-        )
-    )
+    second = write_spec(tmp_path, "second", vary={"top_p": [1.0]}, labels=["p1"], fixed=fixed)
     capsys.readouterr()
-    assert run_sweep(str(second), tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "done"}
+    assert run_sweep(second, tmp_path / "out", overrides, launcher="inprocess")["status"] == {"p1": "done"}
     said = capsys.readouterr().out
     assert (
         f"[sweep] p1: not sharing {tmp_path / 'out' / 'first' / 't1'}: other code trained it (the training "

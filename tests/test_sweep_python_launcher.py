@@ -4,26 +4,15 @@ variant of 1 step on the tiny random model; most of the test's time is the subpr
 
 import sys
 
-import yaml
-from conftest import FAST_RECIPE, read_jsonl
+from conftest import read_jsonl, write_spec
 
 from rlvr.analysis.sweep import run_sweep
 
 
 def test_python_launcher_runs_each_variant_as_a_script_and_logs_it(tmp_path, tiny_model_dir, capsys):
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "launch",
-                "base": FAST_RECIPE,
-                "vary": {"seed": [3]},
-                "labels": ["ok"],
-                "fixed": {"max_steps": 1, "print_rollouts": False, "model_name_or_path": tiny_model_dir},
-            }
-        )
-    )
-    result = run_sweep(str(spec), tmp_path / "out")  # the default launcher
+    fixed = {"max_steps": 1, "print_rollouts": False, "model_name_or_path": tiny_model_dir}
+    spec = write_spec(tmp_path, "launch", vary={"seed": [3]}, labels=["ok"], fixed=fixed)
+    result = run_sweep(spec, tmp_path / "out")  # the default launcher
     assert result["status"] == {"ok": "done"}
 
     run = tmp_path / "out" / "launch" / "ok"

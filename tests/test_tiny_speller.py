@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_ok
 from rlvr.recipes.tiny.model import TAG_TOKENS
 from rlvr.recipes.tiny.sft_data import sft_dataset, spelled_completion, to_sft_row
 
@@ -196,16 +197,8 @@ def expected_ranges() -> dict:
 def test_main_job_raises_held_out_exact_match_by_40_points_into_readmes_range(tmp_path):
     """README's claim, end to end (~3-8 min on 2 cores): evaluate, GRPO with the recipe as committed, evaluate. The
     fast check of the same recipe (30 steps, +7 points) is tests/test_main_job_learns.py."""
-    result = subprocess.run(
-        [sys.executable, "benchmarks/tiny_main_job.py", "--output_dir", str(tmp_path), "--launcher", "python"],
-        check=False,
-        cwd=REPO_ROOT,
-        env=OFFLINE,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    job = [sys.executable, "benchmarks/tiny_main_job.py", "--output_dir", str(tmp_path), "--launcher", "python"]
+    run_ok(job, env=OFFLINE, timeout=1800)
     report = json.loads((tmp_path / "benchmark.json").read_text())
     before, after = report["before"]["exact_match"], report["after"]["exact_match"]
     expected = expected_ranges()

@@ -17,7 +17,7 @@ import textwrap
 import pytest
 import transformers
 import trl
-from conftest import REPO
+from conftest import REPO, small_model
 from trl import GRPOTrainer
 
 # method -> the parameter names it has in TRL, as our overrides receive them and our super() calls pass them
@@ -246,19 +246,7 @@ def test_each_private_generation_method_takes_what_we_pass(name):
 
 def test_the_restated_forward_finds_the_modules_it_reads():
     """A qwen3 layout change (a renamed projection, a fused qkv) fails here, not as wrong logits."""
-    from transformers import AutoModelForCausalLM, Qwen3Config
-
-    model = AutoModelForCausalLM.from_config(
-        Qwen3Config(
-            vocab_size=16,
-            hidden_size=16,
-            intermediate_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=8,
-        )
-    )
+    model = small_model("qwen3")
     layer = model.model.layers[0]
     parts = {"model": model.model, "layer": layer, "attn": layer.self_attn, "mlp": layer.mlp}
     missing = [
@@ -283,3 +271,15 @@ def test_the_off_policy_keys_and_defaults_the_doctor_reads():
     assert defaults["vllm_importance_sampling_mode"].default == "sequence_mask"
     assert defaults["vllm_importance_sampling_clip_max"].default == THRESHOLDS["vllm_clip_max"].value
     assert defaults["vllm_importance_sampling_clip_min"].default is None and defaults["epsilon"].default == 0.2
+
+
+def test_trls_reward_and_kl_keys_are_the_ones_keys_names():
+    """The doctor and the plots read TRL's per-reward-function keys through `trl_reward_key`, the trainer overwrites
+    TRL's `kl` through `KL`: a TRL that renames either fails here."""
+    from rlvr.metrics.keys import KL, trl_reward_key
+
+    source = inspect.getsource(inspect.getmodule(GRPOTrainer))
+    assert trl_reward_key("accuracy") == "rewards/accuracy/mean"
+    for statistic in ("mean", "std"):
+        assert f'[f"{trl_reward_key("{reward_func_name}", statistic)}"]' in source, statistic
+    assert f'self._metrics[mode]["{KL}"]' in source

@@ -31,6 +31,7 @@ from trl import SFTConfig, SFTTrainer
 
 from rlvr.analysis.evaluate import generate, hf_sampler, prompt_token_ids, sampling_settings
 from rlvr.inputs import ConfigError, cli
+from rlvr.metrics.keys import EXACT_MATCH, OVERALL
 from rlvr.metrics.scoring import score, summarize
 from rlvr.training.config import RecipeParser, load_recipe, parse_error, validate
 
@@ -119,7 +120,7 @@ class ExactMatchStop(TrainerCallback):
         model.train()
         completions = [self.tokenizer.batch_decode(per_prompt, skip_special_tokens=True) for per_prompt in ids]
         records = score(self.rows, completions, resolve_reward_funcs(["correctness", "format"]), ids)
-        exact = summarize(records, self.samples, [1])["overall"]["exact_match"]
+        exact = summarize(records, self.samples, [1])[OVERALL][EXACT_MATCH]
         self.history.append((state.global_step, exact))
         print(f"[sft] step {state.global_step}: probe exact match {exact:.3f}", flush=True)
         if exact >= self.target:

@@ -24,7 +24,7 @@ from rlvr.inputs import (
     positive_int,
     read_json,
 )
-from rlvr.metrics.keys import BINARY, PER_K, mean_key
+from rlvr.metrics.keys import BINARY, BY_LENGTH, OVERALL, PER_K, PROMPTS, mean_key
 from rlvr.runs import layout
 from rlvr.training.validation import MODEL_FILES, flag_type
 
@@ -113,13 +113,13 @@ def changes(pairs: list[dict]) -> dict[str, int]:
 def pass_at_k_table(comparison: dict) -> tuple[list[str], list[list]]:
     """Rows per word length (and all): prompts, then each metric before -> after."""
     before, after = (comparison["summaries"][side] for side in SIDES)
-    metrics = [key for key in before["overall"] if key.startswith(PER_K)] + [mean_key("format")]
+    metrics = [key for key in before[OVERALL] if key.startswith(PER_K)] + [mean_key("format")]
     headers = ["length", "prompts", *(f"{m} {side}" for m in metrics for side in SIDES)]
     blocks = [
-        *((length, before["by_length"][length], after["by_length"].get(length, {})) for length in before["by_length"]),
-        ("all", before["overall"], after["overall"]),
+        *((length, before[BY_LENGTH][length], after[BY_LENGTH].get(length, {})) for length in before[BY_LENGTH]),
+        ("all", before[OVERALL], after[OVERALL]),
     ]
-    rows = [[length, b["prompts"], *(block.get(m) for m in metrics for block in (b, a))] for length, b, a in blocks]
+    rows = [[length, b[PROMPTS], *(block.get(m) for m in metrics for block in (b, a))] for length, b, a in blocks]
     return headers, rows
 
 

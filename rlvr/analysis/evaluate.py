@@ -41,8 +41,9 @@ from rlvr.inputs import (
     positive_int,
     read_json,
 )
-from rlvr.metrics.keys import EXACT_MATCH, MEAN_PREFIX, PER_K
-from rlvr.metrics.scoring import RECORD_FIELDS, WATCHES, score, step_metrics_of, summarize
+from rlvr.metrics.callbacks import quiet_progress_bars
+from rlvr.metrics.keys import BY_LENGTH, EXACT_MATCH, MEAN_PREFIX, OVERALL, PER_K, PROMPTS, RECORD_FIELDS
+from rlvr.metrics.scoring import WATCHES, score, step_metrics_of, summarize
 from rlvr.planning import generation_batch_for, shape_from_config
 from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
@@ -277,15 +278,15 @@ def generate(sample, prompt_ids: list[list[int]], per_batch: int, num_samples: i
 
 def format_table(summary: dict) -> str:
     """Per word length: prompts, exact match, the mean of every reward component, pass@k, maj@k, then the watches."""
-    overall = summary["overall"]
+    overall = summary[OVERALL]
     means = [key for key in overall if key.startswith(MEAN_PREFIX)]
     ks = [key for key in overall if key.startswith(PER_K)]
     watch = [key for key in WATCHES if key in overall]
     headers = ["length", "prompts", "exact", *(key.removeprefix(MEAN_PREFIX) for key in means), *ks, *watch]
-    columns = ["prompts", EXACT_MATCH, *means, *ks, *watch]  # a block missing one (an older file) shows "-"
+    columns = [PROMPTS, EXACT_MATCH, *means, *ks, *watch]  # a block missing one (an older file) shows "-"
     rows = [
         [length, *(b.get(k, "-") for k in columns)]
-        for length, b in [*summary.get("by_length", {}).items(), ("all", overall)]
+        for length, b in [*summary.get(BY_LENGTH, {}).items(), ("all", overall)]
     ]
     cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
@@ -316,24 +317,7 @@ def evaluate(
     model_args.model_name_or_path = model_path
     recipe = validate(loaded)
     settings = sampling_settings(recipe.training, overrides)
-    if split not in recipe.dataset:
-        raise ConfigError("--split", f"{split!r} is not a split of the recipe's data ({list(recipe.dataset)})")
-    for name, value in (
-        ("--num_samples", num_samples),
-        ("--num_prompts", num_prompts),
-        ("--max_new_tokens", overrides.get("max_new_tokens")),
-    ):
-        if value is not None and value < 1:
-            raise ConfigError(name, f"must be a positive integer, got {value}")
-    if settings["temperature"] < 0:
-        raise ConfigError("--temperature", f"must be >= 0 (0 = greedy), got {settings['temperature']}")
-    greedy = settings["temperature"] == 0
-    ks = [1] if greedy and num_samples is None else sorted(set(ks))
-    num_samples = num_samples or ks[-1]
-    if greedy and num_samples > 1:
-        raise ConfigError("--num_samples", "greedy decoding (temperature 0) gives one distinct sample; use 1")
-    if ks[0] < 1 or ks[-1] > num_samples:
-        raise ConfigError("--k", f"each k must be in [1, num_samples={num_samples}], got {ks}")
+    ks, num_samples = check_request(recipe, settings, split, num_samples, ks, num_prompts, overrides)
     device = eval_device(recipe.training)
     check_vllm(use_vllm, device)
     rows = recipe.dataset[split]
@@ -350,28 +334,14 @@ def evaluate(
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prompt_ids = prompt_token_ids(tokenizer, [row["prompt"] for row in rows], recipe.training.chat_template_kwargs)
     torch.manual_seed(seed)
-    if use_vllm:
-        sample, per_batch, dtype = (
-            vllm_sampler(model_path, recipe, settings, num_samples, seed),
-            256,
-            recipe.model.dtype,
-        )
-    else:
-        model = load_policy(model_path, recipe, device)
-        per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
-        sample = hf_sampler(
-            model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs, recipe.speedups
-        )
-        dtype = str(model.dtype).replace("torch.", "")
+    sample, per_batch, dtype = sampler_for(
+        model_path, recipe, settings, num_samples, seed, device, tokenizer, prompt_ids, use_vllm
+    )
     start = time.perf_counter()
     completion_ids = generate(sample, prompt_ids, per_batch, num_samples, show_progress)
     generation_s = time.perf_counter() - start
     completions = [tokenizer.batch_decode(ids, skip_special_tokens=True) for ids in completion_ids]
-    stop_ids = {
-        *([tokenizer.eos_token_id] if isinstance(tokenizer.eos_token_id, int) else tokenizer.eos_token_id or []),
-        tokenizer.pad_token_id,
-    }
-    records = score(rows, completions, recipe.rewards, completion_ids, stop_ids)
+    records = score(rows, completions, recipe.rewards, completion_ids, stop_ids_of(tokenizer))
     components = [key for key in records[0] if key not in RECORD_FIELDS]
 
     summary = {
@@ -393,13 +363,61 @@ def evaluate(
         **summarize(records, num_samples, ks, components),
         "step_metrics": step_metrics_of(records, recipe.rewards, num_samples),
     }
+    write_evaluation(summary, records, output, rollouts)
+    summary["files"] = {"summary": str(output), "rollouts": str(rollouts)}
+    return summary
+
+
+def check_request(recipe, settings: dict, split: str, num_samples, ks, num_prompts, overrides: dict) -> tuple:
+    """(ks, num_samples) of a valid request; a split the recipe's data lacks, a count below 1, a negative temperature,
+    several greedy samples or a k outside [1, num_samples] is one ConfigError, before any model loads."""
+    if split not in recipe.dataset:
+        raise ConfigError("--split", f"{split!r} is not a split of the recipe's data ({list(recipe.dataset)})")
+    for name, value in (
+        ("--num_samples", num_samples),
+        ("--num_prompts", num_prompts),
+        ("--max_new_tokens", overrides.get("max_new_tokens")),
+    ):
+        if value is not None and value < 1:
+            raise ConfigError(name, f"must be a positive integer, got {value}")
+    if settings["temperature"] < 0:
+        raise ConfigError("--temperature", f"must be >= 0 (0 = greedy), got {settings['temperature']}")
+    greedy = settings["temperature"] == 0
+    ks = [1] if greedy and num_samples is None else sorted(set(ks))
+    num_samples = num_samples or ks[-1]
+    if greedy and num_samples > 1:
+        raise ConfigError("--num_samples", "greedy decoding (temperature 0) gives one distinct sample; use 1")
+    if ks[0] < 1 or ks[-1] > num_samples:
+        raise ConfigError("--k", f"each k must be in [1, num_samples={num_samples}], got {ks}")
+    return ks, num_samples
+
+
+def sampler_for(model_path, recipe, settings, num_samples, seed, device, tokenizer, prompt_ids, use_vllm) -> tuple:
+    """(sample, prompts per batch, dtype name): vLLM's engine, or the policy loaded as the trainer loads it."""
+    if use_vllm:
+        return vllm_sampler(model_path, recipe, settings, num_samples, seed), 256, recipe.model.dtype
+    quiet_progress_bars()  # no "Loading weights" bar in a log
+    model = load_policy(model_path, recipe, device)
+    per_batch = prompts_per_batch(model, device, num_samples, max(map(len, prompt_ids)), settings["max_new_tokens"])
+    sample = hf_sampler(
+        model, tokenizer, settings, num_samples, device, recipe.training.generation_kwargs, recipe.speedups
+    )
+    return sample, per_batch, str(model.dtype).replace("torch.", "")
+
+
+def stop_ids_of(tokenizer) -> set:
+    """The ids that end a completion (EOS, padding): one without them was cut off."""
+    eos = tokenizer.eos_token_id
+    return {*([eos] if isinstance(eos, int) else eos or []), tokenizer.pad_token_id}
+
+
+def write_evaluation(summary: dict, records: list[dict], output: Path, rollouts: Path) -> None:
+    """The summary as JSON and every scored sample as JSONL."""
     output.parent.mkdir(parents=True, exist_ok=True)
     rollouts.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(summary, indent=2) + "\n")
     with rollouts.open("w") as f:
         f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    summary["files"] = {"summary": str(output), "rollouts": str(rollouts)}
-    return summary
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -454,7 +472,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = evaluate(args.pop("config"), model_path=args.pop("model"), ks=tuple(args.pop("k")), **args)
     s = summary["sampling"]
     print(
-        f"{summary['model']} on {summary['split']}: {summary['overall']['prompts']} prompts x {summary['num_samples']} "
+        f"{summary['model']} on {summary['split']}: {summary[OVERALL][PROMPTS]} prompts x {summary['num_samples']} "
         f"samples, temperature {s['temperature']}, {summary['backend']} on {summary['device']} ({summary['dtype']}), "
         f"{summary['samples_per_s']} samples/s"
     )

@@ -18,6 +18,7 @@ from rlvr.analysis.zero_std import group_outcomes, zero_std_prediction
 from rlvr.inputs import ConfigError, load_yaml_mapping, parse_json, read_allowed_pickle, read_json, read_text
 from rlvr.metrics.keys import (
     ALL_WRONG,
+    BY_LENGTH,
     CURRICULUM_PREFIX,
     ENTROPY,
     EVAL_PREFIX,
@@ -28,6 +29,7 @@ from rlvr.metrics.keys import (
     GENERATION_SHARE,
     GROUP_SERIES,
     LOSS,
+    OVERALL,
     REWARD,
     REWARD_PREFIX,
     STEP_PREFIX,
@@ -218,7 +220,7 @@ class Run:
 
     def held_out(self, name: str = "after") -> dict:
         """The overall block of a held-out evaluation; {} when there is none."""
-        return self.evaluation(name).get("overall", {})
+        return self.evaluation(name).get(OVERALL, {})
 
     def held_out_curve(self, key: str = EXACT_MATCH) -> list[tuple[int, float]]:
         """(generated samples, held-out `key`) at every evaluated checkpoint (`eval/checkpoint-N.json`, the samples
@@ -226,7 +228,7 @@ class Run:
         samples = {count(row.get("step")): count(row.get(GENERATED_SAMPLES)) for row in self.rows}
         points = []
         for step, evaluation in self.checkpoint_evaluations():
-            value = evaluation.get("overall", {}).get(key)
+            value = evaluation.get(OVERALL, {}).get(key)
             if samples.get(step) is not None and value is not None:
                 points.append((samples[step], value))
         final = self.held_out("after").get(key) if (self.path / layout.EVAL_DIR / "after.json").exists() else None
@@ -237,7 +239,7 @@ class Run:
     def held_out_by_length(self, name: str = "after", key: str = EXACT_MATCH) -> dict[str, float]:
         """`key` of a held-out evaluation per word length (difficulty), e.g. {"3": 0.9, ...}; {} when none."""
         return {
-            length: block[key] for length, block in self.evaluation(name).get("by_length", {}).items() if key in block
+            length: block[key] for length, block in self.evaluation(name).get(BY_LENGTH, {}).items() if key in block
         }
 
     @property
@@ -278,12 +280,12 @@ def read_evaluation(path) -> dict:
     """A held-out evaluation summary (`rlvr.analysis.evaluate` output): a JSON object whose `overall` is an object of
     numbers and whose `by_length` maps each word length to one; anything else is one ConfigError naming the file."""
     summary = read_json(path, "RUN_DIR", dict)
-    for part in ("overall", "by_length"):
+    for part in (OVERALL, BY_LENGTH):
         if not isinstance(summary.get(part, {}), dict):
             raise ConfigError("RUN_DIR", f"{path}: `{part}` is not an object: {str(summary[part])[:40]}")
-    if not all(isinstance(block, dict) for block in summary.get("by_length", {}).values()):
-        raise ConfigError("RUN_DIR", f"{path}: `by_length` must map each word length to an object")
-    for block in [summary.get("overall", {}), *summary.get("by_length", {}).values()]:
+    if not all(isinstance(block, dict) for block in summary.get(BY_LENGTH, {}).values()):
+        raise ConfigError("RUN_DIR", f"{path}: `{BY_LENGTH}` must map each word length to an object")
+    for block in [summary.get(OVERALL, {}), *summary.get(BY_LENGTH, {}).values()]:
         typed(block, path, default=NUMBER)
     return summary
 
@@ -408,7 +410,7 @@ def evaluations_in(run_dir) -> list[tuple[Path, dict]]:
                 continue
         else:  # eval/ and before_after/ hold evaluations (and the pairing): a damaged file there is an error
             summary = read_evaluation(path)
-        if "overall" in summary and "by_length" in summary:
+        if OVERALL in summary and BY_LENGTH in summary:
             found.append((path, summary))
     return found
 

@@ -65,6 +65,7 @@ from rlvr.metrics.keys import (
     group_key,
     reward_key,
     step_key,
+    trl_reward_key,
     zero_std_key,
     zero_std_side_key,
 )
@@ -113,7 +114,7 @@ SAMPLING_SERIES = (ENTROPY, MEAN_LENGTH, CLIPPED_RATIO)  # TRL's own keys
 SMOOTHING = 0.6  # TensorBoard's default weight: each point keeps 60% of the running average
 MIN_SMOOTHED_POINTS = 5  # shorter series are drawn raw only (with markers)
 # A component that is a constant when its reward is not configured: (component, the TRL key its reward logs).
-UNCONFIGURED_CONSTANT = {PENALTY: f"rewards/{PENALTY}/mean"}
+UNCONFIGURED_CONSTANT = {PENALTY: trl_reward_key(PENALTY)}
 CURRICULUM_UNIT_INTERVAL = (f"{CURRICULUM_PREFIX}weight/", f"{CURRICULUM_PREFIX}pass_rate/")  # shares and rates
 TITLES = {  # "all wrong" / "all right": no / every completion exactly right (`rlvr.metrics.reward_batch.group_side`)
     group_key(ALL_WRONG): "all groups, all wrong (no exact answer)",

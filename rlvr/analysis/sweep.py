@@ -63,6 +63,7 @@ from rlvr.inputs import (
     load_yaml_mapping,
     positive_int,
 )
+from rlvr.metrics.keys import EXACT_MATCH, OVERALL
 from rlvr.runs import layout, tools
 from rlvr.runs.checkpoints import checkpoint_problem
 from rlvr.training.runner import main as train_recipe
@@ -289,64 +290,21 @@ def run_sweep(
 
     Returns {"dir", "status" (label -> done/skipped/shared/failed/planned/pending/submitted/queued), "report", "smoke"}.
     """
-    if launcher not in LAUNCHERS:
-        raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
-    if jobs > 1 and launcher not in SUBPROCESS_LAUNCHERS:
-        raise ConfigError(
-            "--jobs",
-            f"runs side by side need a process each (--launcher "
-            f"{' or '.join(SUBPROCESS_LAUNCHERS)}); {launcher!r} "
-            + ("runs every array task at once already" if launcher == "slurm" else "trains in this process"),
-        )
-    core_slots(jobs)  # too few cores: said before anything is written
+    check_launch(launcher, jobs)
     spec = load_spec(spec_path)
     overrides = dict(overrides or {})
     smoke = is_smoke(overrides, smoke)
     out = out or (SMOKE_OUT if smoke else "runs/sweeps")
     check_writable_folder(out, "--out")  # a dry run too: the place is refused before anything trains
     if smoke:
-        overrides.setdefault("max_steps", SMOKE_STEPS)
-        if spec.evaluate:
-            spec = dataclasses.replace(spec, evaluate={**spec.evaluate, **SMOKE_EVALUATION})
-        print(
-            f"[sweep] smoke: {overrides['max_steps']} steps per run, held-out evaluation "
-            f"{SMOKE_EVALUATION['num_prompts']} prompts x {SMOKE_EVALUATION['num_samples']} samples: checks that the "
-            "sweep runs; its numbers are not a measurement",
-            flush=True,
-        )
+        spec = smoke_spec(spec, overrides)
     print(f"[sweep] writing to {Path(out) / spec.name}/", flush=True)
-    planned = plan(spec, Path(out), overrides)
-    variants = select(planned, only)
-    for variant in variants:
-        validate_variant(variant, spec, "max_steps" in overrides)
-    states = {v.label: status(v) for v in variants}
-    sources = (
-        {}
-        if report_only
-        else {
-            v.label: find_shared_run(v, spec, Path(out))
-            for v in variants
-            if states[v.label] == "pending" and not v.run_dir.exists()
-        }
-    )
+    planned, variants, states = planned_variants(spec, Path(out), overrides, only)
+    sources = {} if report_only else shared_sources(variants, states, spec, Path(out))
     sweep_dir = Path(out) / spec.name
     queued = sweep_slurm.active_tasks(sweep_dir) if launcher == "slurm" and not report_only else {}
-    for v in variants:
-        state = (
-            f"shares {sources[v.label][0]}"
-            if sources.get(v.label)
-            else f"queued on Slurm as {queued[v.label]}"
-            if v.label in queued
-            else states[v.label]
-        )
-        print(
-            f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})", flush=True
-        )
-    pending = [
-        (i, v)
-        for i, v in enumerate(variants, 1)
-        if states[v.label] == "pending" and not sources.get(v.label) and v.label not in queued
-    ]
+    print_variants(variants, states, sources, queued)
+    pending = pending_runs(variants, states, sources, queued)
     if launcher == "slurm" and not report_only and (dry_run or pending or queued):
         return submit_to_slurm(
             spec,
@@ -380,17 +338,8 @@ def run_sweep(
     else:
         codes = train_runs(pending, spec, launcher, jobs, len(variants))
         results.update({label: "done" if code == 0 else "failed" for label, code in codes.items()})
-    if spec.evaluate:  # the base model once per sweep, then every finished run (each skipped once written)
-        evaluate_model(variants[0].config["model_name_or_path"], variants[0].config, spec, sweep_dir, "before")
-        for variant in variants:
-            if results.get(variant.label) in ("done", "skipped", "shared"):
-                if spec.evaluate.get("every_steps"):  # the curve: the run's checkpoints before its last step
-                    for checkpoint in checkpoints(variant.run_dir, before_step=variant.config.get("max_steps")):
-                        evaluate_model(str(checkpoint), variant.config, spec, variant.run_dir, checkpoint.name)
-                after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
-                print(
-                    f"[sweep] {variant.label}: held-out exact match {after['overall']['exact_match']:.3f}", flush=True
-                )
+    if spec.evaluate:
+        evaluate_finished(spec, variants, results, sweep_dir)
     report = write_report(sweep_dir, planned, codes, last_k)
     print(
         f"[sweep] {'smoke sweep' if smoke else 'sweep'} written to {sweep_dir}/"
@@ -398,6 +347,90 @@ def run_sweep(
         flush=True,
     )
     return {"dir": sweep_dir, "status": results, "report": report, "smoke": smoke}
+
+
+def check_launch(launcher: str, jobs: int) -> None:
+    """A launcher this command knows, `--jobs` only where runs are processes, and cores enough for `jobs`."""
+    if launcher not in LAUNCHERS:
+        raise ConfigError("--launcher", f"must be one of {LAUNCHERS}, got {launcher!r}")
+    if jobs > 1 and launcher not in SUBPROCESS_LAUNCHERS:
+        raise ConfigError(
+            "--jobs",
+            f"runs side by side need a process each (--launcher "
+            f"{' or '.join(SUBPROCESS_LAUNCHERS)}); {launcher!r} "
+            + ("runs every array task at once already" if launcher == "slurm" else "trains in this process"),
+        )
+    core_slots(jobs)  # too few cores: said before anything is written
+
+
+def smoke_spec(spec: Spec, overrides: dict) -> Spec:
+    """Smoke mode: SMOKE_STEPS per run unless `overrides` say otherwise, the evaluation shrunk, and a line that says
+    its numbers are not a measurement."""
+    overrides.setdefault("max_steps", SMOKE_STEPS)
+    if spec.evaluate:
+        spec = dataclasses.replace(spec, evaluate={**spec.evaluate, **SMOKE_EVALUATION})
+    print(
+        f"[sweep] smoke: {overrides['max_steps']} steps per run, held-out evaluation "
+        f"{SMOKE_EVALUATION['num_prompts']} prompts x {SMOKE_EVALUATION['num_samples']} samples: checks that the "
+        "sweep runs; its numbers are not a measurement",
+        flush=True,
+    )
+    return spec
+
+
+def planned_variants(spec: Spec, out: Path, overrides: dict, only: list[str] | None) -> tuple[list, list, dict]:
+    """(every variant, the `only` ones, label -> state): the selected ones validated before the first one trains."""
+    planned = plan(spec, out, overrides)
+    variants = select(planned, only)
+    for variant in variants:
+        validate_variant(variant, spec, "max_steps" in overrides)
+    return planned, variants, {v.label: status(v) for v in variants}
+
+
+def pending_runs(variants: list[Variant], states: dict, sources: dict, queued: dict) -> list[tuple[int, Variant]]:
+    """(task number, variant) of the runs left to train: pending, shared with no other sweep, not queued on Slurm."""
+    return [
+        (i, v)
+        for i, v in enumerate(variants, 1)
+        if states[v.label] == "pending" and not sources.get(v.label) and v.label not in queued
+    ]
+
+
+def shared_sources(variants: list[Variant], states: dict, spec: Spec, out: Path) -> dict:
+    """label -> the run another sweep under `out` trained from the same recipe, for each pending, unstarted one."""
+    return {
+        v.label: find_shared_run(v, spec, out)
+        for v in variants
+        if states[v.label] == "pending" and not v.run_dir.exists()
+    }
+
+
+def print_variants(variants: list[Variant], states: dict, sources: dict, queued: dict) -> None:
+    """One line a variant: its script, steps, folder and state (shared, queued on Slurm, or its own)."""
+    for v in variants:
+        state = (
+            f"shares {sources[v.label][0]}"
+            if sources.get(v.label)
+            else f"queued on Slurm as {queued[v.label]}"
+            if v.label in queued
+            else states[v.label]
+        )
+        print(
+            f"[sweep] {v.label}: {v.script}, max_steps {v.config.get('max_steps')} -> {v.run_dir} ({state})", flush=True
+        )
+
+
+def evaluate_finished(spec: Spec, variants: list[Variant], results: dict, sweep_dir: Path) -> None:
+    """The base model once per sweep, then every finished run (each skipped once written), and with `every_steps`
+    its checkpoints before its last step (the curve)."""
+    evaluate_model(variants[0].config["model_name_or_path"], variants[0].config, spec, sweep_dir, "before")
+    for variant in variants:
+        if results.get(variant.label) in ("done", "skipped", "shared"):
+            if spec.evaluate.get("every_steps"):
+                for checkpoint in checkpoints(variant.run_dir, before_step=variant.config.get("max_steps")):
+                    evaluate_model(str(checkpoint), variant.config, spec, variant.run_dir, checkpoint.name)
+            after = evaluate_model(str(variant.run_dir), variant.config, spec, variant.run_dir, "after")
+            print(f"[sweep] {variant.label}: held-out exact match {after[OVERALL][EXACT_MATCH]:.3f}", flush=True)
 
 
 def link_finished(variants: list[Variant], states: dict, sources: dict) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
+from transformers.utils import logging as transformers_logging
 
 from rlvr.metrics.keys import (
     COUNTERS,
@@ -22,6 +24,7 @@ from rlvr.metrics.keys import (
     GENERATED_SAMPLES,
     KNOWN_ORDER,
     REWARD_PREFIX,
+    ROLLOUT_FIELDS,
     TOKEN_RATES,
     TOTAL,
     TRAIN_RUNTIME,
@@ -63,17 +66,22 @@ class RolloutLedger(RewardBatchCallback, ExportableState):
 
 
 class RolloutLogCallback(RewardBatchCallback):
-    """Prints one rollout per generation step and appends every rollout to `<output_dir>/rollouts.jsonl`
-    (resume and fresh-run handling: `rlvr.runs.folder.start_record`)."""
+    """Appends every rollout to `<output_dir>/rollouts.jsonl` (resume and fresh-run handling:
+    `rlvr.runs.folder.start_record`) and prints one, the first of its step, at the evaluation cadence: beside each
+    held-out figure a reader sees what the policy writes, without a panel per step burying the step lines."""
 
-    def __init__(self, path: str | None = None, print_rollouts: bool = True):
+    def __init__(self, path: str | None = None, print_rollouts: bool = True, console_steps: int | None = None):
         self.path = path
         self.print_rollouts = print_rollouts
+        self.console_steps = console_steps  # the cadence when the run does not evaluate
+        self.cadence = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         path = Path(self.path or Path(args.output_dir) / ROLLOUTS.name)
         if state.is_world_process_zero and (note := start_record(path, state.global_step, ROLLOUTS)):
             print(f"[records] {note}", flush=True)
+        evaluates = args.eval_strategy == "steps" and state.eval_steps
+        self.cadence = Cadence(state, state.eval_steps if evaluates else self.console_steps)
 
     def on_rewards(self, args, state, control, batch: RewardBatch):
         if not state.is_world_process_zero or batch.mode != "train":
@@ -102,24 +110,9 @@ class RolloutLogCallback(RewardBatchCallback):
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        if self.print_rollouts and records and batch.round == 0:
+        if self.print_rollouts and records and batch.round == 0 and self.cadence.shows(state.global_step + 1):
             print(format_rollout(records[0]), flush=True)
         return
-
-
-ROLLOUT_FIELDS = (
-    "step",
-    "round",
-    "group",
-    "question",
-    "answer",
-    "difficulty",
-    "task",
-    "completion",
-    "completion_tokens",
-    "exact",
-    "truncated",
-)
 
 
 def format_rollout(record: dict) -> str:
@@ -170,11 +163,24 @@ def _finite(value):
     return value
 
 
-# ---- the console line: one compact line per logging step where TRL/transformers print a ~60-key dict (the row
-# still goes whole to metrics.jsonl): step, generated samples, the reward components, zero_std, the cut-off share,
-# generated tokens per second of generation and of step time, and the time per step, e.g. `step 12/200 | samples 192 |
-# correctness 0.312 total 0.688 | zero_std 0.25 | cut 0.06 | tok/s generation 812 step 240 | 3.42 s/step`.
-# `quiet_console` keeps transformers' progress bar and drops its dict printing.
+class Cadence:
+    """Which steps the console shows: the first step this process trains (a run's first, or its resumption's), then
+    every `every` steps (None: every logged step, `logging_steps`), and the last."""
+
+    def __init__(self, state, every: float | None):
+        self.first, self.last = state.global_step + 1, state.max_steps
+        self.every = max(1, int(every or state.logging_steps or 1))
+
+    def shows(self, step: int) -> bool:
+        return step in (self.first, self.last) or step % self.every == 0
+
+
+# ---- the console line: one compact line per logging step that `Cadence` shows (every `console_steps`), where
+# TRL/transformers print a ~60-key dict at every log (the row still goes whole to metrics.jsonl): step, generated
+# samples, the reward components, zero_std, the cut-off share, generated tokens per second of generation and of step
+# time, and the time per step, e.g. `step 12/200 | samples 192 | correctness 0.312 total 0.688 | zero_std 0.25 |
+# cut 0.06 | tok/s generation 812 step 240 | 3.42 s/step`. `quiet_console` keeps transformers' progress bar on a
+# terminal and drops its dict printing.
 
 MAX_WIDTH = 200  # one terminal line, even with custom reward components
 SHOWN = ("correctness", "format", "success", TOTAL)  # the components every line shows, when the run has them
@@ -226,13 +232,17 @@ def _number(value) -> str:
 
 
 class ConsoleLineCallback(TrainerCallback):
-    """Prints `format_line` for each logged row on the main process; seconds per step are wall time between logs."""
+    """Prints `format_line` for each evaluation row and for the training rows of the steps `console_steps` shows, on
+    the main process; seconds per step are wall time between two printed lines."""
 
-    def __init__(self):
-        self._last = None  # (time, step) at the previous log
+    def __init__(self, console_steps: int | None = None):
+        self.console_steps = console_steps
+        self._last = None  # (time, step) at the previous printed line
+        self.cadence = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last = (time.perf_counter(), state.global_step)
+        self.cadence = Cadence(state, self.console_steps)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
@@ -241,6 +251,8 @@ class ConsoleLineCallback(TrainerCallback):
             _write(f"trained {state.global_step} steps in {logs[TRAIN_RUNTIME]:.1f} s")
             return
         prefix = EVAL_PREFIX if any(key.startswith(EVAL_PREFIX) for key in logs) else ""
+        if not prefix and not self.cadence.shows(state.global_step):
+            return
         seconds = None
         if not prefix and self._last is not None:
             now, steps = time.perf_counter(), state.global_step - self._last[1]
@@ -250,9 +262,13 @@ class ConsoleLineCallback(TrainerCallback):
 
 
 class QuietProgressCallback(ProgressCallback):
-    """transformers' progress bar, without the dict it writes above the bar at every log."""
+    """transformers' progress bar, one line for the run: without the dict it writes above the bar at every log, and
+    without the evaluation's second bar under it (whose closing moves the cursor up)."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        return None
+
+    def on_prediction_step(self, args, state, control, **kwargs):
         return None
 
 
@@ -282,8 +298,21 @@ def silence_known_warnings() -> None:
 
 def quiet_console(trainer) -> None:
     """Replace the default progress/printer callback's dict printing by `ConsoleLineCallback`'s line (which the
-    runner adds with the other callbacks); the progress bar stays unless `disable_tqdm`."""
+    runner adds with the other callbacks). The progress bar stays on a terminal unless `disable_tqdm`; into a file or
+    a pipe (a log) it is left out, since it redraws itself with carriage returns and cursor moves there, and the step
+    lines say how far the run is."""
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
-    if not trainer.args.disable_tqdm:
+    if not trainer.args.disable_tqdm and is_terminal():
         trainer.add_callback(QuietProgressCallback)
+
+
+def is_terminal() -> bool:
+    """Whether the progress bars' stream (stderr) is a terminal."""
+    return sys.stderr.isatty()
+
+
+def quiet_progress_bars() -> None:
+    """transformers' own bars (loading weights) are left out when stderr is not a terminal (`quiet_console`)."""
+    if not is_terminal():
+        transformers_logging.disable_progress_bar()

@@ -11,7 +11,7 @@ held-out completion is in.
 
 from __future__ import annotations
 
-from rlvr.metrics.keys import EXACT_MATCH, HELD_OUT, held_out_length_key
+from rlvr.metrics.keys import BY_LENGTH, EXACT_MATCH, HELD_OUT, OVERALL, held_out_length_key
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 from rlvr.metrics.scoring import summarize
 
@@ -50,8 +50,8 @@ class HeldOutCallback(RewardBatchCallback):
 
 def held_out_figures(summary: dict) -> dict[str, float]:
     """`rlvr evaluate`'s summary as `HELD_OUT` keys: overall, and exact match per word length when there are several."""
-    figures = {name: summary["overall"][name] for name in HELD_OUT if name in summary["overall"]}
-    if len(lengths := summary["by_length"]) > 1:
+    figures = {name: summary[OVERALL][name] for name in HELD_OUT if name in summary[OVERALL]}
+    if len(lengths := summary[BY_LENGTH]) > 1:
         figures.update({held_out_length_key(length): block[EXACT_MATCH] for length, block in lengths.items()})
     return figures
 

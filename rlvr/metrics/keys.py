@@ -49,6 +49,25 @@ KNOWN_ORDER = ("correctness", "format", "success", BINARY, TOTAL, PENALTY)  # ho
 EXACT_MATCH, MEAN_PREFIX = "exact_match", "mean_"
 PASS_PREFIX, MAJ_PREFIX = "pass@", "maj@"
 PER_K = (PASS_PREFIX, MAJ_PREFIX)
+# The summary's two blocks of those figures: {OVERALL: figures, BY_LENGTH: {word length: figures}}; each block also
+# counts its prompts and samples.
+OVERALL, BY_LENGTH = "overall", "by_length"
+PROMPTS, SAMPLES = "prompts", "samples"
+
+# A scored completion's fields besides its reward components: in rollouts.jsonl's rows (rlvr.metrics.callbacks) after
+# the step, round and group, in `rlvr evaluate`'s records (rlvr.metrics.scoring) after the prompt id and sample number.
+COMPLETION_FIELDS = (
+    "question",
+    "answer",
+    "difficulty",
+    "task",
+    "completion",
+    "completion_tokens",
+    "exact",
+    "truncated",
+)
+ROLLOUT_FIELDS = ("step", "round", "group", *COMPLETION_FIELDS)
+RECORD_FIELDS = ("prompt_id", "sample", *COMPLETION_FIELDS)
 
 # Cumulative counters (the compute axis): a log window keeps their last value instead of averaging them.
 COUNTERS = GENERATION_STEP, GENERATED_SAMPLES, GENERATED_TOKENS = (
@@ -67,6 +86,7 @@ PEAK_ALLOCATED, PEAK_RESERVED = "memory/peak_allocated_gib", "memory/peak_reserv
 LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE, REWARD = "loss", "kl", "entropy", "grad_norm", "learning_rate", "reward"
 CLIPPED_RATIO, MEAN_LENGTH = "completions/clipped_ratio", "completions/mean_length"
 TRL_ZERO_STD = "frac_reward_zero_std"  # isclose(std, 0) on the total: see above
+TRL_REWARD_PREFIX = "rewards/"  # rewards/<function>/{mean,std}: TRL's per reward function
 # TRL's key would contradict the exact `zero_std_frac/total` under the name users look for (it misses flat groups whose
 # float32 std is not ~0, and reads 0 or 1 under `scale_rewards: batch`): the trainer logs it under this name instead.
 TRL_ZERO_STD_RELABELLED = "trl/frac_reward_zero_std_isclose"
@@ -133,6 +153,12 @@ EVAL_EXACT = eval_key(EXACT_MATCH)  # the one the doctor, the plots and the cons
 
 GROUP_SERIES = tuple(group_key(side) for side in (*GROUP_SIDES, MIXED))
 EXACT_SERIES = tuple(exact_key(what) for what in ("observed", "predicted_self", "predicted_peers"))
+
+
+def trl_reward_key(function: str, statistic: str = "mean") -> str:
+    """TRL's key of one reward function's batch mean (or std), `rewards/<function>/<statistic>`; a `function` with
+    `*` in it makes the pattern the doctor matches a plain TRL run's reward names with."""
+    return f"{TRL_REWARD_PREFIX}{function}/{statistic}"
 
 
 def ordered(components) -> list[str]:

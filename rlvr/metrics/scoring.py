@@ -15,24 +15,22 @@ from collections import defaultdict
 import torch
 
 from rlvr.metrics.estimators import maj_at_k, pass_at_k
-from rlvr.metrics.keys import BINARY, EXACT_MATCH, maj_key, mean_key, pass_key, step_key
+from rlvr.metrics.keys import (
+    BINARY,
+    BY_LENGTH,
+    EXACT_MATCH,
+    OVERALL,
+    PROMPTS,
+    SAMPLES,
+    maj_key,
+    mean_key,
+    pass_key,
+    step_key,
+)
 from rlvr.metrics.reward_batch import RewardBatch, is_truncated, reward_components
 from rlvr.metrics.step_metrics import compute_step_metrics
 from rlvr.rewards.functions import exact_answer, extract_last_answer
 
-# What a record holds besides its reward components
-RECORD_FIELDS = (
-    "prompt_id",
-    "sample",
-    "question",
-    "answer",
-    "difficulty",
-    "task",
-    "completion",
-    "completion_tokens",
-    "truncated",
-    "exact",
-)
 DEFAULT_COMPONENTS = ("correctness", "format", "success", BINARY)
 WATCHES = ("false_full_credit", "truncated", "truncated_wrong", "hollow_format")  # the trainer's step/* watches
 
@@ -124,7 +122,7 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=D
         votes = [
             ([vote(r["completion"]) for r in by_prompt[p]], str(by_prompt[p][0]["answer"]).lower()) for p in prompt_ids
         ]
-        out = {"prompts": len(prompt_ids), "samples": len(rollouts)}
+        out = {PROMPTS: len(prompt_ids), SAMPLES: len(rollouts)}
         out[EXACT_MATCH] = sum(r["exact"] for r in rollouts) / len(rollouts)
         for key in components:
             out[mean_key(key)] = sum(r[key] for r in rollouts) / len(rollouts)
@@ -139,8 +137,8 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=D
     for prompt_id, rollouts in by_prompt.items():
         lengths[rollouts[0]["difficulty"]].append(prompt_id)
     return {
-        "overall": block(list(by_prompt)),
-        "by_length": {str(length): block(ids) for length, ids in sorted(lengths.items(), key=_length_order)},
+        OVERALL: block(list(by_prompt)),
+        BY_LENGTH: {str(length): block(ids) for length, ids in sorted(lengths.items(), key=_length_order)},
     }
 
 

@@ -86,7 +86,12 @@ class RecipeArguments(ScriptArguments):
             "rlvr evaluate scores them (rlvr/metrics/held_out.py); unset = the whole split."
         },
     )
-    print_rollouts: bool = field(default=True, metadata={"help": "Print one rollout per generation step."})
+    print_rollouts: bool = field(
+        default=True, metadata={"help": "Print a rollout at the first step, every eval_steps (or console_steps)."}
+    )
+    console_steps: int | None = field(
+        default=None, metadata={"help": "Print the step line at the first step, every N and the last; unset: each log."}
+    )
     build_tiny_model: bool = field(
         default=False, metadata={"help": "Build a random-weight tiny Qwen3 at model_name_or_path if nothing is there."}
     )
@@ -532,6 +537,7 @@ RESUME_MAY_CHANGE = {
         "metrics_path",
         "rollouts_path",
         "print_rollouts",
+        "console_steps",
         "report_to",
         "run_name",
         "project",

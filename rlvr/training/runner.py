@@ -30,6 +30,7 @@ from rlvr.metrics.callbacks import (
     RolloutLedger,
     RolloutLogCallback,
     quiet_console,
+    quiet_progress_bars,
     silence_known_warnings,
 )
 from rlvr.metrics.readings import ReadingsCallback
@@ -98,12 +99,12 @@ def callbacks_for(recipe: Recipe) -> list:
         ReadingsCallback(),
         ledger,
         *([SampleBudgetCallback(ledger, budget)] if budget else []),
-        RolloutLogCallback(recipe.args.rollouts_path, recipe.args.print_rollouts),
+        RolloutLogCallback(args.rollouts_path, args.print_rollouts, args.console_steps),  # at eval_steps
         # the closing row of a run the stops end early says so (`Run.finished` reads it)
         MetricsJsonlCallback(recipe.args.metrics_path, partial(closing_note, callbacks=stops)),
         *curriculum,
         *stops,
-        ConsoleLineCallback(),  # one compact line per log on the console; the full row is in metrics.jsonl
+        ConsoleLineCallback(args.console_steps),  # a compact line every console_steps; metrics.jsonl has every row
         RunIdentityCallback(recipe.run_folder.run_id if recipe.run_folder else None),  # the run id, in each checkpoint
         IntervalsOfThisCommand(),  # a resume logs, evaluates and saves as this command says, not as the checkpoint did
     ]
@@ -263,6 +264,7 @@ def prepare(argv: list[str] | None = None, algorithm: str | None = None):
         #    act on are silenced by message first (rlvr/metrics/callbacks.py says which, and why each is harmless).
 
         silence_known_warnings()
+        quiet_progress_bars()
         return recipe, build_trainer(recipe), checkpoint
     except BaseException:
         recipe.run_folder.release()

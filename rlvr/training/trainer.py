@@ -32,6 +32,7 @@ from rlvr.metrics.keys import (
     COUNTERS,
     GENERATED_TOKENS,
     GENERATION_SHARE,
+    KL,
     TIME_TOTAL,
     TOKEN_RATES,
     TRL_ZERO_STD,
@@ -123,7 +124,7 @@ class KLEstimatorMixin:
         k3 = per_token_kl(logp, ref, "k3") * weight
         loss = loss + self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
         totals = self.accelerator.reduce(torch.stack([(chosen.detach() * mask).sum(), mask.sum().float()]), "sum")
-        self._metrics["train" if self.model.training else "eval"]["kl"][-1] = (
+        self._metrics["train" if self.model.training else "eval"][KL][-1] = (
             totals[0] / totals[1].clamp(min=1.0)
         ).item()
         return loss

@@ -101,6 +101,7 @@ RULES: dict[str, Num | OneOf] = {
     "save_steps": POSITIVE,
     "eval_steps": POSITIVE,
     "eval_prompts": POSITIVE_INT,
+    "console_steps": POSITIVE_INT,
     "save_total_limit": POSITIVE_INT,
     "seed": Num(ge=0, le=2**32 - 1),  # numpy's and so accelerate's set_seed range
     "data_seed": Num(ge=0, le=2**32 - 1),

@@ -1,5 +1,6 @@
-"""`python -m rlvr.planning --config recipes/grpo.yaml [--free_gib 6.9] [--accelerate_config FILE] [--field value]`:
-a recipe's peak GPU memory, part by part, from the model's shape and the batch shape; nothing is loaded."""
+"""`rlvr plan --config recipes/grpo.yaml [--free_gib 6.9] [--accelerate_config FILE] [--field value]`: a recipe's peak
+GPU memory, part by part, from the model's shape and the batch shape; nothing is loaded. It parses the recipe as the
+runner does, so it sits beside the runner, above the planner (`rlvr.planning`) whose pre-flight check the runner runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,0 @@
-from rlvr.inputs import cli
-from rlvr.planning.cli import main
-
-cli(main)
