@@ -8,6 +8,7 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import CHECKOUT_ENV, REPO, printed_json, run_ok
 
 from rlvr import ROOT_SUBPACKAGES
@@ -217,21 +218,26 @@ def test_only_the_card_folders_join_the_package_in_a_checkout(tmp_path):
 # committed tiny model's weights, float32), as tests/test_step_files.py builds recipes/grpo.yaml's.
 BUILD = r"""
 import json, sys
-from rlvr.training.runner import prepare
-recipe, trainer, _ = prepare(["--config", "recipes/grpo_qwen3_1.7b_lora.yaml", "--model_name_or_path",
+from rlvr.training import runner, trainer
+if sys.argv[2] == "cuda":  # the trainer and callbacks a CUDA run gets (generation in pieces, memory peaks), built here
+    runner.trains_on_cuda = trainer.trains_on_cuda = lambda training: True
+recipe, built, _ = runner.prepare(["--config", "recipes/grpo_qwen3_1.7b_lora.yaml", "--model_name_or_path",
     "models/tiny-speller", "--dtype", "float32", "--bf16", "false", "--use_cpu", "true", "--report_to", "none",
     "--output_dir", sys.argv[1], "--max_steps", "1", "--save_strategy", "no", "--print_rollouts", "false"])
-assert trainer is not None and recipe.model.use_peft
+assert built is not None and recipe.model.use_peft
 print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith("rlvr"))))
 """
 
 
-def test_a_gpu_recipes_build_loads_no_analysis_and_no_command_line(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_gpu_recipes_build_loads_no_analysis_and_no_command_line(tmp_path, device):
     loaded = printed_json(
-        run_ok([sys.executable, "-c", BUILD, str(tmp_path / "run")], env=CHECKOUT_ENV).stdout, "MODULES "
+        run_ok([sys.executable, "-c", BUILD, str(tmp_path / "run"), device], env=CHECKOUT_ENV).stdout, "MODULES "
     )
     assert "rlvr.training.trainer" in loaded  # the build did run
     assert not [m for m in loaded if m.startswith("rlvr.analysis") or is_entry_point(m)]
-    # every rlvr module counted, package __init__ files included; the opt-in layers (curriculum, speed-ups) stay out
-    assert not [m for m in loaded if m in ("rlvr.training.curriculum", "rlvr.speedups.shared_prefix")], loaded
+    # every rlvr module counted, package __init__ files included; the opt-in layers (curriculum, speed-ups, even the
+    # speed-ups' names) stay out, and the CUDA memory path only on CUDA
+    assert not [m for m in loaded if m.startswith(("rlvr.training.curriculum", "rlvr.speedups"))], loaded
+    assert ("rlvr.training.cuda_memory" in loaded) == (device == "cuda")
     assert len(loaded) < 40, loaded

@@ -13,7 +13,8 @@ were never measured exact or faster on a GPU.
 What each does, where it applies and what it bought: docs/speed.md and docs/measurements/speed.md.
 
 The names and the recipe field that lists them live here, in the package itself and importing nothing, so the
-recipe parser reads them without importing any speed-up implementation.
+recipe parser reads them without importing any speed-up implementation; it imports this package only when a recipe
+names a speed-up, so a GPU recipe loads none of it.
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ from rlvr.rewards.guard import PROBE_ROWS, probe_rewards
 from rlvr.rewards.registry import RewardSet, resolve_reward_funcs
 from rlvr.runs.cpu_threads import parse_cpu_threads
 from rlvr.runs.resume import ALLOW_FLAG, RecipeFields
-from rlvr.speedups import parse_speedups
 from rlvr.training import algorithms
 from rlvr.training.algorithms import check_algorithm_config, config_class
 from rlvr.training.model_loading import check_quantization
@@ -449,10 +448,14 @@ def validate(loaded: LoadedRecipe) -> Recipe:
             f"train split has {len(dataset[split])} rows, fewer than the {prompts_per_step} prompts of one step",
         )
     check_quantization(model, training, dry_run=args.dry_run)  # QLoRA: LoRA, CUDA and bitsandbytes, before loading
-    try:
-        speedups = parse_speedups(args.speedups)
-    except ValueError as err:
-        raise ConfigError("speedups", str(err)) from None
+    speedups = frozenset()
+    if args.speedups != "none":  # opt-in, as in `trainer_for`: a recipe that names none loads no speed-up code
+        from rlvr.speedups import parse_speedups
+
+        try:
+            speedups = parse_speedups(args.speedups)
+        except ValueError as err:
+            raise ConfigError("speedups", str(err)) from None
     try:
         parse_cpu_threads(args.cpu_threads)
     except ValueError as err:
