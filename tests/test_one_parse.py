@@ -86,11 +86,12 @@ def test_a_training_run_reads_each_recipe_file_once(recipe_reads, tiny_model_dir
 
 
 def test_speedups_are_parsed_once_and_kept_on_the_recipe(monkeypatch, tiny_model_dir):
+    import rlvr.speedups
     from rlvr.training import config
 
     calls = []
-    real = config.parse_speedups
-    monkeypatch.setattr(config, "parse_speedups", lambda value: calls.append(value) or real(value))
+    real = rlvr.speedups.parse_speedups
+    monkeypatch.setattr(rlvr.speedups, "parse_speedups", lambda value: calls.append(value) or real(value))
     recipe = config.validate(
         config.load_recipe(
             [
