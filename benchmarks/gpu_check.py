@@ -270,13 +270,15 @@ def memory_workload(name: str, mode: str, micro_batch=2, prompt_tokens=200, comp
 
 
 def planned_phases(w: Workload) -> dict[str, float]:
-    """What the allocator should report per phase: the plan without its fixed margin."""
+    """What `max_memory_allocated` should report per phase: the plan without its fixed margin and without the
+    allocator's slack (reserved, never allocated)."""
     plan = plan_memory(w)
     always = plan.phase("always") - MARGIN_BYTES
+    slack = sum(p.bytes for p in plan.parts if p.name == "allocator slack")
     return {
         "weights + optimizer": always,
         "train": always + plan.phase("train"),
-        "generate": always + plan.phase("generate"),
+        "generate": always + plan.phase("generate") - slack,
     }
 
 
@@ -663,12 +665,12 @@ def fit_case(config: str, name: str, env, budget_gib: float, steps: int, deadlin
     pieces = f", pieces of {result['chunk']}" if result.get("chunk") else ""
     ran = f"{result.get('steps_done', 0)}/{steps} steps{pieces}; GiB allocated/reserved: {cycles or '-'}"
     done = f"{result.get('seconds')} s after a {result.get('write_s')} s model write, with the other fit runs at once; "
-    return Row(
+    return Row(  # the whole-run plan counts the allocator's slack: it is compared with the reserved peak
         "fit",
         name,
         f"{steps} GRPO steps <= {budget_gib:g} GiB",
         result.get("planned"),
-        result.get("measured"),
+        result.get("reserved") or result.get("measured"),
         fits=bool(result.get("ok")),
         value=result.get("samples_per_s"),
         figures=result,
@@ -771,64 +773,51 @@ def compare_speedups(without: dict, with_: dict) -> str:
     return same + (f"; steps after the first {ta:.1f} s without, {tb:.1f} s with ({tb / ta:.2f}x)" if ta and tb else "")
 
 
+def child_rows(section: str, cases, run: bool, deadline: float, logs: Path, smoke: bool):
+    """One row per case (name, phase, child arguments, log name, needs vLLM, note of a result), each measured in a
+    child of its own; a vLLM case is skipped where vLLM is not installed."""
+    import importlib.util
+
+    for name, phase, args, log, vllm, note_of in cases:
+        if vllm and importlib.util.find_spec("vllm") is None:
+            yield Row(section, name, phase, note="vLLM not installed: skipped")
+            continue
+        if not run or time.time() >= deadline:
+            yield Row(section, name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
+            continue
+        result = child([*args, smoke], box(section, deadline), logs / log)
+        note = result.get("error") or note_of(result)
+        yield Row(section, name, phase, measured=result.get("measured"), value=result.get("samples_per_s"),
+                  figures=result, note=note)  # fmt: skip
+
+
 def speedup_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
     """SPEEDUP_CONFIG uncapped, `--speedups none` then `all`, same seed; then the comparison."""
     name, results = Path(SPEEDUP_CONFIG).stem, {}
-    for value in ("none", "all"):
-        phase = f"{steps} GRPO steps, speedups {value}"
-        if not run or time.time() >= deadline:
-            yield Row("speedups", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
-            continue
-        result = results[value] = child(
-            ["fit", SPEEDUP_CONFIG, None, steps, ["--speedups", value, "--seed", "42"], smoke],
-            box("speedups", deadline),
-            logs / f"speedups_{value}.log",
-        )
-        yield Row(
-            "speedups",
-            name,
-            phase,
-            measured=result.get("measured"),
-            figures=result,
-            note=result.get("error") or f"losses {result.get('losses')}; step seconds {result.get('step_seconds')}",
-        )
+    cases = [
+        (name, f"{steps} GRPO steps, speedups {value}", ["fit", SPEEDUP_CONFIG, None, steps,
+         ["--speedups", value, "--seed", "42"]], f"speedups_{value}.log", False,
+         lambda r: f"losses {r.get('losses')}; step seconds {r.get('step_seconds')}")
+        for value in ("none", "all")
+    ]  # fmt: skip
+    for value, row in zip(("none", "all"), child_rows("speedups", cases, run, deadline, logs, smoke)):
+        results[value] = row.figures
+        yield row
     if all(results.get(v, {}).get("ok") for v in ("none", "all")):
+        losses = {"losses": {v: results[v]["losses"] for v in results}}
         yield Row(
-            "speedups",
-            name,
-            "none vs all",
-            figures={"losses": {v: results[v]["losses"] for v in results}},
-            note=compare_speedups(results["none"], results["all"]),
+            "speedups", name, "none vs all", figures=losses, note=compare_speedups(results["none"], results["all"])
         )
 
 
 def speed_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
     """Training samples/s of SPEED_CONFIG, uncapped, with transformers generation and with vLLM colocate."""
-    import importlib.util
-
-    name = Path(SPEED_CONFIG).stem
-    for backend, extra in (("transformers generate", []), ("vLLM colocate", VLLM_COLOCATE)):
-        phase = f"{steps} GRPO steps, {backend}"
-        if extra and importlib.util.find_spec("vllm") is None:
-            yield Row("speed", name, phase, note="vLLM not installed: skipped")
-            continue
-        if not run or time.time() >= deadline:
-            yield Row("speed", name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
-            continue
-        result = child(
-            ["fit", SPEED_CONFIG, None, steps, extra, smoke],
-            box("speed", deadline),
-            logs / f"speed_{backend.split()[0]}.log",
-        )
-        yield Row(
-            "speed",
-            name,
-            phase,
-            measured=result.get("measured"),
-            value=result.get("samples_per_s"),
-            figures=result,
-            note=result.get("error") or throughput_note(result.get("window")),
-        )
+    cases = [
+        (Path(SPEED_CONFIG).stem, f"{steps} GRPO steps, {backend}", ["fit", SPEED_CONFIG, None, steps, extra],
+         f"speed_{backend.split()[0]}.log", bool(extra), lambda r: throughput_note(r.get("window")))
+        for backend, extra in (("transformers generate", []), ("vLLM colocate", VLLM_COLOCATE))
+    ]  # fmt: skip
+    yield from child_rows("speed", cases, run, deadline, logs, smoke)
 
 
 def planned_fit(config: str, budget_gib: float | None = None) -> float:
@@ -842,29 +831,13 @@ def planned_fit(config: str, budget_gib: float | None = None) -> float:
 
 
 def eval_rows(run: bool, num_prompts: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
-    import importlib.util
-
-    for backend, use_vllm in (("transformers generate", False), ("vLLM", True)):
-        phase = f"eval {num_prompts} prompts x 8"
-        if use_vllm and importlib.util.find_spec("vllm") is None:
-            yield Row("eval", "Qwen3-0.6B " + backend, phase, note="vLLM not installed: skipped")
-            continue
-        if not run or time.time() >= deadline:
-            yield Row("eval", "Qwen3-0.6B " + backend, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
-            continue
-        result = child(
-            ["eval", EVAL_CONFIG, use_vllm, num_prompts, smoke],
-            box("eval", deadline),
-            logs / f"eval_{backend.split()[0]}.log",
-        )
-        yield Row(
-            "eval",
-            "Qwen3-0.6B " + backend,
-            phase,
-            value=result.get("samples_per_s"),
-            figures=result,
-            note=result.get("error") or f"{result.get('per_batch')} prompts per batch",
-        )
+    """`rlvr.analysis.evaluate` samples/s on EVAL_CONFIG's shape, with transformers' generate and with vLLM."""
+    cases = [
+        ("Qwen3-0.6B " + backend, f"eval {num_prompts} prompts x 8", ["eval", EVAL_CONFIG, use_vllm, num_prompts],
+         f"eval_{backend.split()[0]}.log", use_vllm, lambda r: f"{r.get('per_batch')} prompts per batch")
+        for backend, use_vllm in (("transformers generate", False), ("vLLM", True))
+    ]  # fmt: skip
+    yield from child_rows("eval", cases, run, deadline, logs, smoke)
 
 
 def save_rows(rows: list[Row], out: Path, meta: dict) -> None:

@@ -35,23 +35,16 @@ def test_pieces_cover_every_row_once_in_order():
     assert [i for part in pieces(20, 8) for i in range(20)[part]] == list(range(20))
 
 
+def tiny_trainer(tiny_model_dir, tmp_path, *flags):
+    """The tiny recipe's trainer on the random tiny model (prepared, not trained)."""
+    argv = ["--config", "recipes/tiny/grpo.yaml", "--model_name_or_path", tiny_model_dir, "--report_to", "none"]
+    return prepare([*argv, "--output_dir", str(tmp_path / "run"), *flags])[1]
+
+
 def cuda_trainer(monkeypatch, tiny_model_dir, tmp_path):
     """The tiny recipe's trainer as a CUDA run builds it (generation in pieces), on the CPU."""
     monkeypatch.setattr(trainer_module, "trains_on_cuda", lambda training: True)
-    _, trainer, _ = prepare(
-        [
-            "--config",
-            "recipes/tiny/grpo.yaml",
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--output_dir",
-            str(tmp_path / "run"),
-            "--speedups",
-            "none",
-            "--report_to",
-            "none",
-        ]
-    )
+    trainer = tiny_trainer(tiny_model_dir, tmp_path, "--speedups", "none")
     assert isinstance(trainer, GenerationPiecesTrainer)
     return trainer
 
@@ -94,18 +87,7 @@ def test_the_peaks_go_into_each_row_and_reset(monkeypatch):
 
 
 def test_a_cpu_run_carries_none_of_it(tiny_model_dir, tmp_path, capsys):
-    _, trainer, _ = prepare(
-        [
-            "--config",
-            "recipes/tiny/grpo.yaml",
-            "--model_name_or_path",
-            tiny_model_dir,
-            "--output_dir",
-            str(tmp_path / "run"),
-            "--report_to",
-            "none",
-        ]
-    )
+    trainer = tiny_trainer(tiny_model_dir, tmp_path)
     assert not isinstance(trainer, GenerationPiecesTrainer)
     assert not any(isinstance(cb, CudaMemoryCallback) for cb in trainer.callback_handler.callbacks)
     assert "CUDA allocator" not in capsys.readouterr().out

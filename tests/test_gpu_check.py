@@ -181,6 +181,9 @@ def test_memory_workloads_are_the_shipped_batch_shape():
     assert (w.micro_batch, w.prompt_tokens + w.completion_tokens, w.generation_sequences, w.lora_r) == (2, 712, 32, 16)
     phases = gpu_check.planned_phases(w)
     assert phases["weights + optimizer"] < phases["generate"] and phases["weights + optimizer"] < phases["train"]
+    plan = gpu_check.plan_memory(w)  # what the allocator reports while sampling: no slack (reserved, not allocated)
+    kv_and_buffers = sum(p.bytes for p in plan.parts if p.name in ("KV cache", "sampling buffers"))
+    assert phases["generate"] - phases["weights + optimizer"] == pytest.approx(kv_and_buffers)
 
 
 def test_random_model_folder_samples_and_scores_with_a_vocabulary_beyond_the_tokenizer(tmp_path):
