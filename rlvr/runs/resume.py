@@ -64,7 +64,7 @@ def read_run_json(folder) -> dict | None:
 def checkpoint_run_id(checkpoint) -> str | None:
     """Which run saved a checkpoint (None: saved before run ids, or by plain TRL)."""
     try:
-        refuse_special_file(Path(checkpoint) / layout.TRAINER_STATE, "trainer_state.json")
+        refuse_special_file(Path(checkpoint) / layout.TRAINER_STATE, layout.TRAINER_STATE)
         state = parse_json((Path(checkpoint) / layout.TRAINER_STATE).read_text())
         entry = state["stateful_callbacks"][RunIdentityCallback.__name__]
         return (entry[0] if isinstance(entry, list) else entry)["args"]["run_id"]
