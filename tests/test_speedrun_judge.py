@@ -109,7 +109,7 @@ def test_dapo_resampling_counts_and_evaluation_samples_do_not(tmp_path):
 
 
 def test_the_judge_leaves_the_run_unchanged_and_scores_a_policy_as_rlvr_evaluate_does(tmp_path):
-    """The evaluation seeds and samples from torch's generator; without restoring it, step 3 would draw other
+    """The evaluation seeds and samples from torch's generator; without forking it, step 3 would draw other
     completions than the plain run's. And the step-4 policy's figure is `rlvr evaluate`'s for the saved model."""
     score = speedrun.main_job_scorer(num_prompts=4)
     result = judge(tmp_path / "judged", 4, 2, 1.0, score, to_end=True)
@@ -174,3 +174,17 @@ def test_a_recipe_on_other_data_is_refused_in_one_line_with_exit_2(tmp_path):
     )
     assert done.returncode == 2 and done.stderr.startswith("error: data: ") and len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_the_main_jobs_judged_line_states_the_baseline_the_record_log_states():
+    """The main job's speedrun line is the proxy; the line after it names the judge's figure for the same recipe,
+    which must be the baseline row of results/speedrun/README.md."""
+    from test_tiny_main_job import tiny_main_job
+
+    judged = tiny_main_job.JUDGED_SAMPLES
+    line = tiny_main_job.judged_line()
+    assert f"median {judged['median']:,.0f} samples" in line and "200 words x 8 samples" in line
+    log = (REPO / "results" / "speedrun" / "README.md").read_text()
+    baseline = next(row for row in log.splitlines() if row.startswith("| 0 |"))
+    assert f"**{judged['median']:,.0f}**" in baseline
+    assert f"{judged['low']:,}" in baseline and f"{judged['high']:,}" in baseline
