@@ -17,7 +17,7 @@ completions (every one, DAPO's resampled rounds included; `RolloutLedger`) is th
 VM's speed swings x2 within the hour. Seconds (training wall time, the judge's evaluations excluded) and the 1-minute
 load average are reported as a direction only.
 
-The judge does not change the run it judges: each evaluation restores the random number generators it used, so the
+The judge does not change the run it judges: each evaluation samples on forked random number generators, so the
 run's records equal the plain run's step for step and stopping only ends it earlier (tests/test_speedrun_judge.py).
 Evaluation costs ~1,600 samples (~3-8 s here) each time and is not counted.
 
@@ -31,16 +31,13 @@ from __future__ import annotations
 
 import json
 import os
-import random
+import shlex
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from statistics import median
 
-import numpy as np
-import torch
 from transformers import TrainerCallback
 
 from rlvr.analysis.evaluate import plan_evaluation, run_evaluation
@@ -51,28 +48,13 @@ from rlvr.metrics.keys import EXACT_MATCH
 from rlvr.runs.cpu_kernels import KERNEL_SETTINGS, environment_for, setting_of
 from rlvr.training import runner
 from rlvr.training.config import load_recipe, validate
+from rlvr.training.trainer import forked_rng
 
 MAIN_JOB_CONFIG = "recipes/tiny/grpo.yaml"  # the main job's recipe: its held-out set and sampling judge every recipe
 EVAL_SAMPLES = 8  # per held-out word, as the main job's before/after figures
 EVAL_EVERY = 10  # optimizer steps between evaluations: the main job's eval_steps (640 of its samples)
 RESULT = "speedrun.json"  # in each run folder; its "finished" marks the run done (skipped on a rerun)
 STEP_DIR = "speedrun"  # <run>/speedrun/step-<S>/: the policy at step S, its evaluation and rollouts
-
-
-@contextmanager
-def random_state_kept():
-    """Every random number generator a run draws from (Python, NumPy, torch CPU and CUDA) as it was on entry, on exit:
-    the evaluation seeds and samples in between without moving the run's stream."""
-    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-    try:
-        yield
-    finally:
-        random.setstate(states[0])
-        np.random.set_state(states[1])
-        torch.set_rng_state(states[2])
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
 
 
 def main_job_scorer(num_prompts: int | None = None):
@@ -118,7 +100,7 @@ class SpeedrunJudge(TrainerCallback):
         t0 = time.perf_counter()
         folder = self.out / STEP_DIR / f"step-{step}"
         self.trainer.save_model(str(folder))
-        with random_state_kept():
+        with forked_rng():  # the run's next steps draw what they would have drawn without this evaluation
             exact = self.score(folder)
         self.eval_s += time.perf_counter() - t0
         row = {
@@ -291,7 +273,8 @@ def main(argv: list[str] | None = None) -> dict:
         results.append(done)
     totals = summary(results)
     table = summary_table(results, totals)
-    (root / "summary.md").write_text(f"`rlvr speedrun --config {args.config}`\n\n" + table)
+    command = shlex.join(["rlvr", "speedrun", *(sys.argv[1:] if argv is None else argv)])
+    (root / "summary.md").write_text(f"`{command}`\n\n" + table)
     (root / "summary.json").write_text(json.dumps({**totals, "runs_detail": results}, indent=2) + "\n")
     print(table, end="")
     return totals
