@@ -16,6 +16,7 @@ from rlvr.analysis import speedrun
 from rlvr.analysis.evaluate import evaluate
 from rlvr.inputs import ConfigError
 from rlvr.metrics.keys import EXACT_MATCH, GENERATED_SAMPLES
+from rlvr.runs import layout
 from rlvr.training import runner
 
 MAIN_JOB = str(REPO / speedrun.MAIN_JOB_CONFIG)
@@ -75,8 +76,8 @@ def test_the_run_stops_at_the_first_evaluation_at_or_above_the_target(tmp_path):
     assert result["reached"]["samples"] == 4 * SAMPLES_PER_STEP and result["finished"]
     assert [e[EXACT_MATCH] for e in result["evaluations"]] == [0.59, 0.60]
     assert max(row.get("step", 0) for row in records(tmp_path / "run")) == 4
-    assert json.loads((tmp_path / "run" / speedrun.RESULT).read_text()) == result
-    assert (tmp_path / "run" / speedrun.STEP_DIR / "step-4" / "model.safetensors").exists()
+    assert json.loads((tmp_path / "run" / layout.SPEEDRUN).read_text()) == result
+    assert (tmp_path / "run" / layout.SPEEDRUN_DIR / "step-4" / "model.safetensors").exists()
 
 
 def test_a_run_that_never_reaches_the_target_says_so_and_to_end_evaluates_only_the_last_step_after_it(tmp_path):
@@ -127,7 +128,7 @@ def test_the_judge_leaves_the_run_unchanged_and_scores_a_policy_as_rlvr_evaluate
         output=str(tmp_path / "plain-eval.json"),
         show_progress=False,
     )
-    judged = json.loads((tmp_path / "judged" / speedrun.STEP_DIR / "step-4" / "eval.json").read_text())
+    judged = json.loads((tmp_path / "judged" / layout.SPEEDRUN_DIR / "step-4" / layout.SPEEDRUN_EVAL).read_text())
     assert judged["overall"] == plain["overall"] and result["final"][EXACT_MATCH] == plain["overall"][EXACT_MATCH]
 
 

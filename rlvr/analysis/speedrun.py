@@ -14,12 +14,13 @@ the target, for the final figure.
 Why the full evaluation and not the in-training one: the recipe's own evaluation (32 words x 2 samples) read ~10
 points above the full set's figure for the same policy. Why samples and not seconds: the count of generated
 completions (every one, DAPO's resampled rounds included; `RolloutLedger`) is the same on any machine, while a 2-core
-VM's speed swings x2 within the hour. Seconds (training wall time, the judge's evaluations excluded) and the 1-minute
+VM ran the same work up to ~1.5x slower from one hour to the next. Seconds (training wall time, the judge's evaluations excluded) and the 1-minute
 load average are reported as a direction only.
 
 The judge does not change the run it judges: each evaluation samples on forked random number generators, so the
 run's records equal the plain run's step for step and stopping only ends it earlier (tests/test_speedrun_judge.py).
-Evaluation costs ~1,600 samples (~3-8 s here) each time and is not counted.
+An evaluation costs 1,600 samples, not counted (2.4 s of sampling on the 2-core Xeon at a low load, 9-13 s on average
+at a load of 7-10: results/speedrun/README.md).
 
 Runs: one process per (kernel set, seed) (`rlvr.runs.cpu_kernels`), in `<output_dir>/<setting>-s<seed>/`, skipped when
 its `speedrun.json` says it finished (rerun the command to resume); then `<output_dir>/summary.md` and `summary.json`:
@@ -45,6 +46,7 @@ from rlvr.analysis.summaries import SPEEDRUN_TARGET
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, non_negative_float, positive_int
 from rlvr.metrics.callbacks import RolloutLedger
 from rlvr.metrics.keys import EXACT_MATCH
+from rlvr.runs import layout
 from rlvr.runs.cpu_kernels import KERNEL_SETTINGS, environment_for, setting_of
 from rlvr.training import runner
 from rlvr.training.config import load_recipe, validate
@@ -53,8 +55,6 @@ from rlvr.training.trainer import forked_rng
 MAIN_JOB_CONFIG = "recipes/tiny/grpo.yaml"  # the main job's recipe: its held-out set and sampling judge every recipe
 EVAL_SAMPLES = 8  # per held-out word, as the main job's before/after figures
 EVAL_EVERY = 10  # optimizer steps between evaluations: the main job's eval_steps (640 of its samples)
-RESULT = "speedrun.json"  # in each run folder; its "finished" marks the run done (skipped on a rerun)
-STEP_DIR = "speedrun"  # <run>/speedrun/step-<S>/: the policy at step S, its evaluation and rollouts
 
 
 def main_job_scorer(num_prompts: int | None = None):
@@ -64,7 +64,7 @@ def main_job_scorer(num_prompts: int | None = None):
     plan = plan_evaluation(MAIN_JOB_CONFIG, num_samples=EVAL_SAMPLES, ks=(1, EVAL_SAMPLES), num_prompts=num_prompts)
 
     def score(folder: Path) -> float:
-        summary = run_evaluation(plan, str(folder), output=str(folder / "eval.json"), show_progress=False)
+        summary = run_evaluation(plan, str(folder), output=str(folder / layout.SPEEDRUN_EVAL), show_progress=False)
         return summary["overall"][EXACT_MATCH]
 
     return score
@@ -98,7 +98,7 @@ class SpeedrunJudge(TrainerCallback):
             return control  # after the target (--to_end) only the last step is evaluated
         train_s = time.perf_counter() - self.started - self.eval_s
         t0 = time.perf_counter()
-        folder = self.out / STEP_DIR / f"step-{step}"
+        folder = self.out / layout.SPEEDRUN_DIR / f"step-{step}"
         self.trainer.save_model(str(folder))
         with forked_rng():  # the run's next steps draw what they would have drawn without this evaluation
             exact = self.score(folder)
@@ -123,7 +123,7 @@ class SpeedrunJudge(TrainerCallback):
         return control
 
     def write(self) -> None:
-        (self.out / RESULT).write_text(json.dumps(self.result, indent=2) + "\n")
+        (self.out / layout.SPEEDRUN).write_text(json.dumps(self.result, indent=2) + "\n")
 
 
 def recipe_argv(config: str, output_dir: Path, seed: int, extra: list[str]) -> list[str]:
@@ -174,7 +174,7 @@ def run_folder(root: Path, setting: str, seed: int) -> Path:
 
 
 def finished(folder: Path) -> dict | None:
-    path = folder / RESULT
+    path = folder / layout.SPEEDRUN
     if not path.exists():
         return None
     result = json.loads(path.read_text())
@@ -274,8 +274,8 @@ def main(argv: list[str] | None = None) -> dict:
     totals = summary(results)
     table = summary_table(results, totals)
     command = shlex.join(["rlvr", "speedrun", *(sys.argv[1:] if argv is None else argv)])
-    (root / "summary.md").write_text(f"`{command}`\n\n" + table)
-    (root / "summary.json").write_text(json.dumps({**totals, "runs_detail": results}, indent=2) + "\n")
+    (root / layout.SUMMARY_MD).write_text(f"`{command}`\n\n" + table)
+    (root / layout.SUMMARY_JSON).write_text(json.dumps({**totals, "runs_detail": results}, indent=2) + "\n")
     print(table, end="")
     return totals
 
