@@ -3,13 +3,8 @@
     HF_HUB_OFFLINE=1 WANDB_MODE=disabled python benchmarks/main_job_range.py                 # seeds 42 1 2, both settings
     python benchmarks/main_job_range.py --seeds 42 --settings default --busy 1               # + a CPU hog beside it
 
-Float results depend on the CPU: the vector kernels torch, MKL and oneDNN dispatch to (AVX-512 on one machine, AVX2 on
-another) round differently, and over 140 steps that moves the trained model by several points. A stranger's machine
-is not this one, so the stated range spans the seeds and the kernel settings this machine can run:
-
-  default  what the libraries pick here
-  avx2     every library held to AVX2 (ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS, ONEDNN_MAX_CPU_ISA), as on a CPU
-           without AVX-512
+The stated range spans the seeds and the CPU kernel settings this machine can run (`default`, `avx2`: why and what
+each holds, `rlvr/runs/cpu_kernels.py`).
 
 `--settle LOAD` waits before each run until the 1-minute load average is at most LOAD (benchmarks/machine_load.py), so
 every run's GRPO phase is a quiet figure and not only the first one's; the table's load column is each run's load at
@@ -36,11 +31,9 @@ from benchmarks.machine_load import settle
 from rlvr.inputs import ArgumentParser, cli, non_negative_float, non_negative_int
 from rlvr.metrics.keys import EXACT_MATCH, is_timing, mean_key, pass_key
 from rlvr.runs import layout
+from rlvr.runs.cpu_kernels import KERNEL_SETTINGS as SETTINGS
+from rlvr.runs.cpu_kernels import environment_for
 
-SETTINGS = {
-    "default": {},
-    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-}
 ROOT = Path("runs/main-job-range")
 
 
@@ -65,7 +58,7 @@ def run(setting: str, seed: int, busy: int, settle_below: float | None = None) -
     for hog in hogs:
         hog.start()
     try:
-        env = {**os.environ, **SETTINGS[setting]}
+        env = environment_for(setting, os.environ)
         subprocess.run(
             [sys.executable, "benchmarks/tiny_main_job.py", "--seed", str(seed), "--output_dir", str(out)],
             env=env,

@@ -26,14 +26,18 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
-DEFAULT_CONFIG = "recipes/tiny/grpo.yaml"
 # held-out exact match on 200 words x 8 samples, README's table: (low, high) for the committed recipe and any seed
 EXPECTED = {"before": (0.17625, 0.17625), "after": (0.55, 0.75), "min_gain": 0.40}
+# The judge's figure for the committed recipe (`rlvr speedrun --config recipes/tiny/grpo.yaml --cpu_threads 1`,
+# results/speedrun/README.md): generated samples until the full held-out set first reads >= 60%, seeds 42/1/2 x both
+# kernel sets: the median and the range. The speedrun line's own figure is its proxy, read on the in-training subset.
+JUDGED_SAMPLES = {"median": 7040, "low": 4480, "high": 8320}
 
 from benchmarks.machine_load import measured_load
 from rlvr.analysis import before_after
 from rlvr.analysis.evaluate import evaluate
 from rlvr.analysis.loaders import load_run, read_jsonl
+from rlvr.analysis.speedrun import MAIN_JOB_CONFIG as DEFAULT_CONFIG
 from rlvr.analysis.summaries import last, speedrun, speedrun_line, time_totals
 from rlvr.inputs import ArgumentParser, ConfigError, check_writable_folder, cli, positive_int
 from rlvr.metrics.keys import EXACT_MATCH, GENERATED_SAMPLES, OVERALL, maj_key, mean_key, pass_key, zero_std_key
@@ -117,7 +121,7 @@ def main(argv: list[str] | None = None) -> dict:
     extra = ["--cpu_threads", args.cpu_threads, *extra]
     out = Path(args.output_dir)
     check_writable_folder(out, "--output_dir")  # and the GRPO command's own flags, before the first evaluation:
-    validate(
+    recipe = validate(
         load_recipe(["--config", args.config, "--output_dir", str(out / "grpo"), *extra, "--dry_run", "true"], "grpo")
     )
     apply_cpu_threads(args.cpu_threads, use_cpu=True)  # the evaluations run here, with GRPO's thread count
@@ -181,7 +185,10 @@ def main(argv: list[str] | None = None) -> dict:
         f"zero-std groups (correctness): {mean(zero_std[:window]):.2f} over the first {window} steps -> "
         f"{mean(zero_std[-window:]):.2f} over the last {window}"
     )
-    print(speedrun_line(split["speedrun"]))
+    subset = f"{recipe.args.eval_prompts or 'all'} words x {recipe.training.num_generations_eval} samples"
+    print(speedrun_line(split["speedrun"], evaluation=subset))
+    if args.config == DEFAULT_CONFIG:
+        print(judged_line())
     verdicts = expectation(report) if comparable else []
     for line, _ in verdicts or [(NOT_COMPARED, True)]:
         print(line)
@@ -211,6 +218,16 @@ def write_comparison(out: Path, config: str, report: dict) -> dict:
         "note": note,
     }
     return before_after.save(comparison, out / "grpo" / layout.BEFORE_AFTER_DIR)
+
+
+def judged_line() -> str:
+    """What the judge measured for this recipe on the full held-out set (`JUDGED_SAMPLES`)."""
+    judged = JUDGED_SAMPLES
+    return (
+        f"speedrun, judged (`rlvr speedrun`: the full held-out set, 200 words x 8 samples, every 10 steps): this recipe "
+        f"reaches 60% at a median {judged['median']:,.0f} samples ({judged['low']:,}-{judged['high']:,} over seeds 42/1/2 "
+        "x both kernel sets; results/speedrun/README.md)"
+    )
 
 
 NOT_COMPARED = "expected ranges: not compared (another recipe, sample count or override than README's command)"

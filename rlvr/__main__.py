@@ -8,6 +8,7 @@
     rlvr doctor       runs/tiny-grpo                                                     # what is wrong, what to do
     rlvr sweep        sweeps/group_size.yaml                                             # an ablation, resumable
     rlvr plan         --config recipes/grpo.yaml --free_gib 6.9                          # GPU memory plan
+    rlvr speedrun     --config recipes/tiny/speedrun.yaml --output_dir runs/speedrun     # samples to 60% held-out
 
 Training itself is `accelerate launch recipes/<algorithm>.py --config ...`, as TRL's own scripts are launched.
 Each command also runs as its module (`python -m rlvr.analysis.evaluate ...`).
@@ -29,6 +30,7 @@ COMMANDS = {  # command -> module whose main(argv) runs it
     "doctor": "rlvr.analysis.doctor",
     "sweep": "rlvr.analysis.sweep",
     "plan": "rlvr.training.plan_cli",
+    "speedrun": "rlvr.analysis.speedrun",
 }
 
 

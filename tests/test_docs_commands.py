@@ -61,6 +61,8 @@ NOT_RUN = {
     "rlvr sweep sweeps/group_size.yaml\n": "the full ablation (an hour)",
     "rlvr sweep sweeps/reference.yaml --only": "trains and evaluates runs (minutes)",
     "PYTHONPATH=my_project": "README's Extending example: tests/test_readme_extending.py writes its files and runs it",
+    "rlvr speedrun": "trains six runs, each evaluated on the full held-out set every 10 steps (tens of minutes); "
+    "tests/test_speedrun_judge.py runs the judge on short runs",
 }
 NOT_RUN_EXACT = {"python benchmarks/gpu_check.py": "needs a CUDA GPU"}
 SCRATCH_COPIES = ("recipes", "sweeps", "accelerate_configs", "models", "slurm", "benchmarks", "examples")

@@ -32,8 +32,9 @@ def test_never_reached_and_the_printed_line():
     run = run_with({2: 0.1, 4: 0.2, 6: 0.3})
     assert speedrun(run, target=0.6, window=3) is None
     assert speedrun_line(None).endswith("not reached")
-    line = speedrun_line({"step": 90, "samples": 5760, "seconds": 146.4, "value": 0.651})
+    line = speedrun_line({"step": 90, "samples": 5760, "seconds": 146.4, "value": 0.651}, evaluation="32 words x 2")
     assert "at step 90: 5,760 samples, 146 s of step time" in line and ">= 60%" in line
+    assert line.startswith("speedrun (proxy, 32 words x 2:")
 
 
 def test_a_sweeps_summary_and_settings_table_carry_the_speedrun_samples():

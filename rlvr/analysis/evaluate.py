@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -294,6 +295,49 @@ def format_table(summary: dict) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
 
 
+@dataclass
+class EvaluationPlan:
+    """What an evaluation needs before any model loads: the validated recipe, its sampling settings, the prompts, the
+    k's, the device. Built once, it samples any number of policies (`run_evaluation`) without parsing the recipe
+    again, which a running trainer needs: building the recipe's TrainingArguments resets accelerate's process state."""
+
+    config: str
+    recipe: object
+    split: str
+    settings: dict
+    rows: list
+    num_samples: int
+    ks: list
+    device: str
+    use_vllm: bool
+
+
+def plan_evaluation(
+    config: str,
+    model_path: str | None = None,
+    split: str = "test",
+    num_samples: int | None = None,
+    ks: tuple[int, ...] = (1, 4, 8),
+    num_prompts: int | None = None,
+    use_vllm: bool = False,
+    **overrides,
+) -> EvaluationPlan:
+    """Every check of `evaluate`'s input, and what sampling needs, without loading a model."""
+    loaded = load_recipe(["--config", config])
+    model_args = loaded.model
+    model_path = model_path or model_args.model_name_or_path
+    check_model_folder(model_path, "--model")  # a folder with a parsable config and whole weights
+    model_args.model_name_or_path = model_path
+    recipe = validate(loaded)
+    settings = sampling_settings(recipe.training, overrides)
+    ks, num_samples = check_request(recipe, settings, split, num_samples, ks, num_prompts, overrides)
+    device = eval_device(recipe.training)
+    check_vllm(use_vllm, device)
+    rows = recipe.dataset[split]
+    rows = [rows[i] for i in range(min(num_prompts or len(rows), len(rows)))]
+    return EvaluationPlan(config, recipe, split, settings, rows, num_samples, ks, device, use_vllm)
+
+
 def evaluate(
     config: str,
     model_path: str | None = None,
@@ -310,19 +354,23 @@ def evaluate(
 ) -> dict:
     """Sample as the trainer samples (the recipe's device, dtype, quantization, chat template kwargs and sampling
     settings), score with the recipe's reward set, summarise; writes the JSON summary and the rollouts JSONL."""
-    loaded = load_recipe(["--config", config])
-    model_args = loaded.model
-    model_path = model_path or model_args.model_name_or_path
-    check_model_folder(model_path, "--model")  # a folder with a parsable config and whole weights
-    model_args.model_name_or_path = model_path
-    recipe = validate(loaded)
-    settings = sampling_settings(recipe.training, overrides)
-    ks, num_samples = check_request(recipe, settings, split, num_samples, ks, num_prompts, overrides)
-    device = eval_device(recipe.training)
-    check_vllm(use_vllm, device)
-    rows = recipe.dataset[split]
-    rows = [rows[i] for i in range(min(num_prompts or len(rows), len(rows)))]
+    plan = plan_evaluation(config, model_path, split, num_samples, ks, num_prompts, use_vllm, **overrides)
+    return run_evaluation(plan, model_path, seed, output, rollouts, show_progress)
 
+
+def run_evaluation(
+    plan: EvaluationPlan,
+    model_path: str | None = None,
+    seed: int = 0,
+    output: str | None = None,
+    rollouts: str | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """`evaluate` for a plan: sample the policy at `model_path` (default: the recipe's model), score, summarise."""
+    recipe, settings, rows, num_samples, device = plan.recipe, plan.settings, plan.rows, plan.num_samples, plan.device
+    config, split, use_vllm = plan.config, plan.split, plan.use_vllm
+    model_path = model_path or recipe.model.model_name_or_path
+    check_model_folder(model_path, "--model")
     output = Path(
         output or layout.DEFAULT_EVAL_ROOT / layout.evaluation_name(model_path, config, split, len(rows), num_samples)
     )
@@ -349,7 +397,7 @@ def evaluate(
         "config": config,
         "split": split,
         "num_samples": num_samples,
-        "k": ks,
+        "k": plan.ks,
         "seed": seed,
         "sampling": settings,
         "device": device,
@@ -360,7 +408,7 @@ def evaluate(
         "rewards": dict(zip(recipe.rewards.names, recipe.rewards.weights)),
         "generation_s": round(generation_s, 3),
         "samples_per_s": round(len(records) / generation_s, 2),
-        **summarize(records, num_samples, ks, components),
+        **summarize(records, num_samples, plan.ks, components),
         "step_metrics": step_metrics_of(records, recipe.rewards, num_samples),
     }
     write_evaluation(summary, records, output, rollouts)

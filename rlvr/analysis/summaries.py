@@ -131,12 +131,19 @@ def speedrun(run: Run, target: float = SPEEDRUN_TARGET, window: int = SPEEDRUN_W
     return None
 
 
-def speedrun_line(result: dict | None, target: float = SPEEDRUN_TARGET, window: int = SPEEDRUN_WINDOW) -> str:
-    what = f"held-out exact match (mean of {window} in-training evaluations) first >= {target:.0%}"
+def speedrun_line(
+    result: dict | None,
+    target: float = SPEEDRUN_TARGET,
+    window: int = SPEEDRUN_WINDOW,
+    evaluation: str = "in-training evaluations",
+) -> str:
+    """The speedrun figure in one line. It is the proxy: `evaluation` names the in-training held-out subset it reads
+    (e.g. "32 words x 2 samples"), which reads above the full held-out set; `rlvr speedrun` judges on the full set."""
+    what = f"proxy, {evaluation}: held-out exact match (mean of {window} evaluations) first >= {target:.0%}"
     if result is None:
-        return f"speedrun: {what}: not reached"
+        return f"speedrun ({what}): not reached"
     return (
-        f"speedrun: {what} at step {result['step']}: {result['samples']:,} samples, {result['seconds']:.0f} s of "
+        f"speedrun ({what}) at step {result['step']}: {result['samples']:,} samples, {result['seconds']:.0f} s of "
         f"step time (mean {result['value']:.1%})"
     )
 

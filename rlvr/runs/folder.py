@@ -53,6 +53,8 @@ RUN_RECORDS = (
     layout.SUMMARY_MD,
     layout.EVAL_DIR,
     layout.BEFORE_AFTER_DIR,
+    layout.SPEEDRUN,
+    layout.SPEEDRUN_DIR,
 )
 FINAL_MODEL = (
     "config.json",

@@ -17,8 +17,11 @@
         eval/after.json                  a sweep's held-out evaluation of this run (+ .rollouts.jsonl, .recipe.yaml)
         before_after/before_after.json   `rlvr before-after`
         report.md, plots/, summary.*     `rlvr report` (summary.json / .csv / .md: one row per run)
+        speedrun.json                    `rlvr speedrun`: the judge's held-out evaluations and samples to the target
+        speedrun/step-<S>/               the policy the judge evaluated at step S, its eval.json (+ .rollouts.jsonl)
     <sweep>/sweep.yaml, <sweep>/eval/before.json, <sweep>/<label>/...   a sweep
     <bench>/grpo/ (its before_after/ too), <bench>/eval_*.json, benchmark.json   benchmarks/tiny_main_job.py
+    <speedrun>/<kernel set>-s<seed>/, <speedrun>/summary.md, summary.json       `rlvr speedrun` over seeds x kernel sets
 
 A leaf: it imports nothing of rlvr, so the trainer's callbacks, the analysis and the sweep can all read it.
 """
@@ -48,6 +51,9 @@ BEFORE_AFTER = "before_after.json"
 REPORT = "report.md"
 PLOTS_DIR = "plots"
 SUMMARY_JSON, SUMMARY_CSV, SUMMARY_MD = "summary.json", "summary.csv", "summary.md"
+SPEEDRUN = "speedrun.json"  # its "finished" marks a judged run done (a rerun skips it)
+SPEEDRUN_DIR = "speedrun"
+SPEEDRUN_EVAL = "eval.json"
 DEFAULT_EVAL_ROOT = Path("runs") / "eval"  # `rlvr evaluate` without --output
 
 

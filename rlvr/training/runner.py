@@ -276,6 +276,12 @@ def main(argv: list[str] | None = None, algorithm: str | None = None) -> object 
     recipe, trainer, checkpoint = prepare(argv, algorithm)
     if trainer is None:
         return None
+    return train(recipe, trainer, checkpoint)
+
+
+def train(recipe: Recipe, trainer, checkpoint: str | None):
+    """Step 4 of `main`, for a trainer `prepare` built (a caller may add its own callbacks in between, as the speedrun
+    judge does). Returns the trainer."""
     # 4. Train (resuming if requested), then save the final policy beside the checkpoints. A run stopped early
     #    (preempted, diverged) saves no final policy: it ends with its one line and exit status.
     #    A full disk ends the run with one line naming the newest complete checkpoint (rlvr/runs/checkpoints.py).

@@ -299,6 +299,12 @@ def without_kl_term(trainer):
         trainer.beta = beta
 
 
+def forked_rng():
+    """torch's generators (CPU, and this process's CUDA device) as they were, after the block: an evaluation inside a
+    run samples (and may seed) without moving the draws of the training steps after it."""
+    return torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else [])
+
+
 class HeldOutMixin:
     """The held-out evaluation TRL runs every eval_steps: `rlvr evaluate`'s figures added to its rows
     (`rlvr.metrics.held_out`), and its sampling on a forked RNG, so the training steps after it draw what they would
@@ -310,7 +316,7 @@ class HeldOutMixin:
             self.add_callback(held_out)
 
     def evaluate(self, *args, **kwargs):
-        with torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else []):
+        with forked_rng():
             return super().evaluate(*args, **kwargs)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
