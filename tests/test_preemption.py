@@ -33,9 +33,10 @@ from rlvr.analysis.loaders import load_run
 from rlvr.metrics.keys import is_timing
 from rlvr.runs.checkpoints import checkpoint_problem
 
-MAX_STEPS = 4
-# The step whose record triggers the signal: the run is then inside step k + 1, so it stops after k or k + 1 (both
-# < MAX_STEPS), with steps on both sides of the checkpoint. Fixed, so a failure reruns the same case.
+MAX_STEPS = 8
+# The step whose record triggers the signal: the run is then inside step k + 1 and usually stops after it, with steps
+# on both sides of the checkpoint. A tiny step takes tens of milliseconds on an idle machine, so the signal may land a
+# few steps later: MAX_STEPS leaves room for that. Fixed, so a failure reruns the same case.
 SIGNAL_STEP = {"one process": 2, "two processes": 1}
 COMMON = [
     "--config",
@@ -72,7 +73,7 @@ def signal_at_step(process: subprocess.Popen, out: Path, step: int, target_pid: 
     while not any(row["step"] >= step for row in logged_steps(out)):
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "the run never reached the step"
-        time.sleep(0.05)
+        time.sleep(0.01)
     os.kill(target_pid or process.pid, signal.SIGTERM)
     return process.communicate(timeout=300)
 
