@@ -1,6 +1,6 @@
 """Are README's algorithm tables what today's code trains? Re-run a few named rows and compare them with the page.
 
-    python benchmarks/tables_check.py                  # GRPO and RLOO, seed 1, default kernels: about 5-10 minutes
+    python benchmarks/tables_check.py                  # GRPO and RLOO, seed 1, default kernels: about 3 minutes
     python benchmarks/tables_check.py --dry_run        # which page this CPU compares with, and the command
 
 Why: a change that sums anything in another order (a faster attention, a fused kernel) moves every trained figure
