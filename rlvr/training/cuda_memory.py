@@ -60,14 +60,14 @@ class GenerationPiecesTrainer(GRPOTrainer):
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if torch.cuda.is_initialized():  # the training phase's cached blocks go back before the cache grows
             torch.cuda.empty_cache()
-        chunk = getattr(self.args, "generation_chunk_size", None)
+        parts = pieces(len(prompt_ids), getattr(self.args, "generation_chunk_size", None))
         whole = self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields
-        if whole or len(pieces(len(prompt_ids), chunk)) == 1:
+        if whole or len(parts) == 1:
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
         completion_ids = []
-        for part in pieces(len(prompt_ids), chunk):
+        for part in parts:
             ids, _ = super()._generate_single_turn(
                 prompt_ids[part], images, multimodal_fields, num_generations, has_tool_images
             )
