@@ -5,35 +5,11 @@
     python benchmarks/gpu_check.py --sections memory fit --budget_gib 6.9 --tolerance 0.15
     python benchmarks/gpu_check.py --cpu_smoke --sections fit main speedups   # the real code paths on the CPU, tiny
 
-Sections run in the order `--sections` names them; every measurement runs in its own process group, boxed to
-`BOX_S[section]` seconds and to what is left of `--max_minutes`, its log in `<out>/logs/`, and every finished row is
-written to `<out>/gpu_check.json` at once (a later failure loses nothing). Every model is a random-weight Qwen3 built
-from its published shape (no download, nothing to reach), written to /dev/shm when it has room (RAM, not the disk).
-
-- memory: the planner (`rlvr.planning`) against `torch.cuda.max_memory_allocated` per phase, for Qwen3-0.6B and
-  1.7B shapes (full fine-tuning and LoRA): resident weights + optimizer, one accumulation cycle's training peak, one
-  generation batch. The training phase is measured at its steady state (the second micro-batch of a cycle, after a
-  warm-up step allocated AdamW's states). Planned figures leave out the planner's fixed margin (CUDA context,
-  fragmentation), which the allocator does not count.
-- fit: a whole run at the cap: `--steps` GRPO steps (12: three generation cycles) of each config shipped for a 6.9 GiB
-  card, through the real runner with its whole-run fixes (expandable segments, the cache released before each
-  generation, the generation pieces the planner sizes for the cap), in a child process capped with
-  `torch.cuda.set_per_process_memory_fraction` at `--budget_gib`; then the first config again with expandable
-  segments off. Each row has the peak allocated and reserved GiB of every generation cycle against the whole-run
-  plan, and how many steps ran. A run that hits the cap is rerun uncapped, so the table says by how much it misses. Its training throughput (samples/s, generated tokens/s, seconds
-  per phase) is read off `metrics.jsonl` over the steps after the first generation cycle (`window_figures`). The model folder pairs the shape's random weights with the tiny
-  byte tokenizer; the recipe's system prompt is cut so that its prompts are as many byte tokens as the planner
-  estimates the real tokenizer makes, so KV cache and activations match the real run's.
-- main: the tiny main job (`benchmarks/tiny_main_job.py`, python launcher) on the GPU: recipes/tiny/grpo.yaml with
-  `MAIN_JOB_OVERRIDES` (use_cpu false) and nothing else changed; held-out exact match before and after, GRPO wall time.
-- speedups: `--speedup_steps` GRPO steps of the Qwen3-0.6B config uncapped, with `--speedups none` and `all`, same
-  seed: per-step losses side by side (`compare_speedups`) and the seconds of each.
-- eval: `rlvr.analysis.evaluate` throughput (samples/s) on the Qwen3-0.6B config with transformers' generate, and with vLLM
-  when it is importable.
-- speed: training throughput (samples/s over the steps after the first, from the trainer's `time/total_s`, and
-  seconds per 1,000 samples) of recipes/grpo.yaml (Qwen3-1.7B shape) uncapped, with transformers generation and with
-  vLLM colocate (when importable). The fit section's runs report the same figures for the 0.6B and 4B QLoRA configs
-  (in their notes), at the 6.9 GiB cap.
+Sections, run in the order `--sections` names them: memory, fit, main, speedups, eval, speed; each one's
+`*_rows` function says what it measures, and docs/memory-and-gpu.md ("The GPU check") the whole. Every
+measurement runs in its own process group, boxed to `BOX_S[section]` seconds and to what is left of `--max_minutes`,
+its log in `<out>/logs/`; every finished row is written to `<out>/gpu_check.json` at once. Every model is a
+random-weight Qwen3 built from its published shape (no download), written to /dev/shm when it has room.
 
 Exit status 0 only if every planned figure is within +-tolerance of the measured one and every 6.9 GiB config fits;
 1 otherwise; 2 (one `error:` line) for bad flags or no CUDA device.
@@ -62,9 +38,7 @@ from benchmarks.tiny_main_job import DEFAULT_CONFIG as MAIN_JOB_CONFIG
 from benchmarks.tiny_main_job import expectation
 from rlvr.inputs import ArgumentParser, ConfigError, cli
 from rlvr.metrics.keys import (
-    COUNTERS as COUNTED,
-)
-from rlvr.metrics.keys import (
+    COUNTERS,
     GENERATED_SAMPLES,
     GENERATED_TOKENS,
     GENERATION_STEP,
@@ -84,6 +58,8 @@ from rlvr.planning import (
     Workload,
     estimate_prompt_tokens,
     plan_memory,
+    plan_recipe,
+    resolve_shape,
 )
 
 SECTIONS = ("memory", "fit", "main", "speedups", "eval", "speed")
@@ -100,9 +76,8 @@ EVAL_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
 SPEED_CONFIG = "recipes/grpo.yaml"
 VLLM_COLOCATE = ["--use_vllm", "true", "--vllm_mode", "colocate", "--vllm_gpu_memory_utilization", "0.3"]
 RESULT_TAG = "GPU_CHECK_RESULT "
-MAIN_JOB_OVERRIDES = {
-    "use_cpu": False
-}  # all the main job's recipe changes on a GPU: the trainer and evaluator use CUDA
+# all the main job's recipe changes on a GPU: the trainer and evaluator use CUDA
+MAIN_JOB_OVERRIDES = {"use_cpu": False}
 SPEEDUP_CONFIG = "recipes/grpo_qwen3_0.6b_full.yaml"
 RAM_WORK_GIB = 12  # /dev/shm holds the random models when this much is free (the 4B one is 8 GB in bf16)
 # --cpu_smoke: the sections' real code paths on the CPU at a toy scale (a 2-layer shape, 16-token completions); it
@@ -179,8 +154,8 @@ def format_table(rows: list[Row]) -> str:
 # --- Random-weight Qwen3 models from a shape -----------------------------------------------------------------------
 
 
-def qwen3_config(shape: ModelShape, vocab: int | None = None):
-    """A transformers Qwen3Config of `shape` (the vocabulary of the real model unless `vocab` is given)."""
+def qwen3_config(shape: ModelShape):
+    """A transformers Qwen3Config of `shape`."""
     from transformers import Qwen3Config
 
     return Qwen3Config(
@@ -190,7 +165,7 @@ def qwen3_config(shape: ModelShape, vocab: int | None = None):
         num_key_value_heads=shape.kv_heads,
         head_dim=shape.head_dim,
         intermediate_size=shape.intermediate,
-        vocab_size=vocab or shape.vocab,
+        vocab_size=shape.vocab,
         tie_word_embeddings=shape.tie_word_embeddings,
         max_position_embeddings=4096,
     )
@@ -212,6 +187,10 @@ def write_random_model(shape: ModelShape, output_dir, device: str = "cpu") -> Pa
     output_dir = Path(output_dir)
     model.save_pretrained(output_dir)
     tokenizer.save_pretrained(output_dir)
+    del model
+    gc.collect()  # the model may sit in reference cycles: free it before a run counts its peak
+    if device != "cpu":
+        torch.cuda.empty_cache()
     return output_dir
 
 
@@ -227,13 +206,18 @@ def matched_system_prompt(prompts: list, target_tokens: int, template_tokens: in
     return system[: max(1, target_tokens - user - template_tokens)]
 
 
+def shipped_recipe(config: str):
+    """A shipped config, validated as a dry run on the CPU: its model name, fields and prompts (nothing loaded)."""
+    from rlvr.training.config import load_recipe, validate
+
+    return validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+
+
 def byte_token_recipe(config: str, model_dir, out_dir) -> Path:
     """A copy of the recipe YAML on the random model, with the system prompt cut to match the real token count."""
     import yaml
 
-    from rlvr.training.config import load_recipe, validate
-
-    recipe = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
+    recipe = shipped_recipe(config)
     raw = recipe.yaml  # `base:` resolved: the copy stands alone
     prompts = recipe.dataset[recipe.args.dataset_train_split]["prompt"]
     target = estimate_prompt_tokens(prompts)  # the planner's estimate for the real model (no local tokenizer)
@@ -324,8 +308,6 @@ def train_cycle(model, optimizer, w: Workload, device: str, accumulate: int = 2)
 def measure_phases(w: Workload, device: str = "cuda") -> dict[str, float]:
     """max_memory_allocated per phase: resident after AdamW's states exist, a cycle's training peak, a full-length
     generation batch (min_new_tokens = max_new_tokens, cache on)."""
-    import gc
-
     import torch
 
     gc.collect()  # the previous case's model sits in reference cycles (hooks): free it before reading the baseline
@@ -365,6 +347,7 @@ def measure_phases(w: Workload, device: str = "cuda") -> dict[str, float]:
 
 
 def memory_rows(measure: bool) -> list[Row]:
+    """The planner (`planned_phases`) against the allocator (`measure_phases`), phase by phase, for MEMORY_CASES."""
     rows = []
     for name, mode in MEMORY_CASES:
         w = memory_workload(name, mode)
@@ -388,8 +371,8 @@ def memory_rows(measure: bool) -> list[Row]:
 
 
 def work_root() -> str | None:
-    """Where the random models go: /dev/shm when it has RAM_WORK_GIB free (written and read back in memory: the 4B
-    model's 8 GB through the disk outlasted a 7-minute check), else tempfile's default (None)."""
+    """Where the random models go: /dev/shm when it has RAM_WORK_GIB free (written and read back in memory, not
+    through the disk), else tempfile's default (None)."""
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > RAM_WORK_GIB * GIB else None
 
@@ -405,18 +388,13 @@ def fit_one(
     throughput after the first cycle (`window_figures`) and every step's loss. `smoke`: on the CPU at SMOKE_SHAPE."""
     import torch
 
-    from rlvr.planning import plan_recipe, resolve_shape
     from rlvr.training.config import load_recipe, validate
     from rlvr.training.runner import main as run_recipe
 
     cuda = not smoke
-    model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
-    shape = SMOKE_SHAPE if smoke else resolve_shape(model_args.model_name_or_path)
+    shape = SMOKE_SHAPE if smoke else resolve_shape(shipped_recipe(config).model.model_name_or_path)
     t0 = time.perf_counter()
     model_dir = write_random_model(shape, work / "model", device="cuda" if cuda else "cpu")
-    gc.collect()  # the written model may sit in reference cycles: free it before the cap and the peak count
-    if cuda:
-        torch.cuda.empty_cache()
     write_s = time.perf_counter() - t0
     recipe_path = byte_token_recipe(config, model_dir, work)
     argv = ["--config", str(recipe_path), "--max_steps", str(steps), "--print_rollouts", "false"]
@@ -478,9 +456,9 @@ def window_figures(rows: list[dict]) -> dict | None:
     allocator, kernel choices): generated samples and tokens, seconds per phase (`time/<phase>_s`, the trainer's own
     split) and per step, and the rates. One generation feeds several optimizer steps, so a window of whole cycles
     (`--steps` a multiple of them) counts every step the samples paid for. None without a second generation."""
-    steps, counts, last = [row for row in rows if TIME_TOTAL in row], [], dict.fromkeys(COUNTED, 0.0)
+    steps, counts, last = [row for row in rows if TIME_TOTAL in row], [], dict.fromkeys(COUNTERS, 0.0)
     for row in steps:  # the counters are in the rows of steps that generated (or reused) a batch: carry them forward
-        last = {key: row.get(key, last[key]) for key in COUNTED}
+        last = {key: row.get(key, last[key]) for key in COUNTERS}
         counts.append(last)
     starts = [i for i in range(1, len(steps)) if counts[i][GENERATION_STEP] > counts[i - 1][GENERATION_STEP]]
     if not starts:
@@ -518,18 +496,10 @@ def throughput_note(window: dict | None) -> str:
 
 def eval_one(work: Path, config: str, use_vllm: bool, num_prompts: int, smoke: bool = False) -> dict:
     """In a fresh process: `rlvr.analysis.evaluate` on the random-weight model of the recipe's shape; samples/s."""
-    import torch
-
     from rlvr.analysis.evaluate import evaluate
-    from rlvr.planning import resolve_shape
-    from rlvr.training.config import load_recipe, validate
 
-    model_args = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true"])).model
-    shape = SMOKE_SHAPE if smoke else resolve_shape(model_args.model_name_or_path)
+    shape = SMOKE_SHAPE if smoke else resolve_shape(shipped_recipe(config).model.model_name_or_path)
     model_dir = write_random_model(shape, work / "model", device="cpu" if smoke else "cuda")
-    gc.collect()
-    if not smoke:
-        torch.cuda.empty_cache()
     summary = evaluate(
         str(byte_token_recipe(config, model_dir, work)),
         num_prompts=num_prompts,
@@ -598,6 +568,11 @@ def child(args: list, timeout: float, log: Path, env: dict | None = None) -> dic
 OUT_OF_TIME = "not run: --max_minutes reached"
 
 
+def unstarted(run: bool, deadline: float) -> str | None:
+    """Why a measurement does not start (a dry run, or the deadline passed); None when it starts."""
+    return "pending a GPU run" if not run else OUT_OF_TIME if time.time() >= deadline else None
+
+
 def box(section: str, deadline: float) -> float:
     """Seconds the next measurement of `section` may take: its box, or what is left before the deadline."""
     return min(BOX_S[section], deadline - time.time())
@@ -636,9 +611,8 @@ def fit_rows(
     cases = [(config, Path(config).stem, None) for config in configs]
     cases += [(configs[0], f"{Path(configs[0]).stem} (expandable segments off)", ALLOCATOR_OFF)] if configs else []
     phase = f"{steps} GRPO steps <= {budget_gib:g} GiB"
-    if not run or time.time() >= deadline:
+    if note := unstarted(run, deadline):
         for config, name, _ in cases:
-            note = OUT_OF_TIME if run else "pending a GPU run"
             yield Row("fit", name, phase, planned=planned_fit(config, budget_gib), note=note)
         return
     with ThreadPoolExecutor(max_workers=len(cases)) as pool:
@@ -680,8 +654,7 @@ def fit_case(config: str, name: str, env, budget_gib: float, steps: int, deadlin
 
 # Seconds of one fit run on one H200, for the section's own estimate (printed first): the model write plus the first
 # cycle (CUDA start-up, kernel choices, the first generation), then each further generation cycle, per generation
-# piece. Measured for 0.6B full (43.5 s first step, 18.1 s a cycle of 32 x 512 tokens) and 1.7B LoRA (59.2 s first
-# step); the others' cycles scaled by their layers and width.
+# piece; the 4B one's scaled from the others' by its layers and width.
 FIT_SECONDS = {
     "grpo_qwen3_0.6b_full": (10 + 44, 19),
     "grpo_qwen3_1.7b_lora": (15 + 60, 25),
@@ -692,13 +665,9 @@ FIT_SECONDS = {
 def fit_estimate(configs, steps: int, budget_gib: float, steps_per_generation: int = 4) -> float:
     """The fit section's seconds: its runs go at once, so the longest run's (first cycle, then each cycle once per
     generation piece); an uncapped rerun after an OOM adds up to one more."""
-    from rlvr.planning import plan_recipe
-    from rlvr.training.config import load_recipe, validate
-
     cycles, longest = -(-steps // steps_per_generation), 0.0
     for config in configs:
-        recipe = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
-        w = plan_recipe(recipe, free_bytes=budget_gib * GIB).workload
+        w = plan_recipe(shipped_recipe(config), free_bytes=budget_gib * GIB).workload
         first, cycle = FIT_SECONDS[Path(config).stem]
         longest = max(longest, first + (cycles - 1) * cycle * -(-w.generation_sequences // w.sequences_at_once))
     return longest
@@ -720,8 +689,8 @@ def main_job_rows(run: bool, deadline: float, out: Path, smoke: bool = False):
     """The tiny main job with the python launcher (one process: no accelerate config on the machine) on its GPU
     recipe; its small records are copied to <out>/main_job/ (the run folder itself stays in the work folder)."""
     phase = "held-out exact match before -> after, GRPO wall"
-    if not run or time.time() >= deadline:
-        yield Row("main", "tiny main job", phase, note="pending a GPU run" if not run else OUT_OF_TIME)
+    if note := unstarted(run, deadline):
+        yield Row("main", "tiny main job", phase, note=note)
         return
     work = Path(tempfile.mkdtemp(prefix="gpu_check_main_"))
     try:
@@ -782,8 +751,8 @@ def child_rows(section: str, cases, run: bool, deadline: float, logs: Path, smok
         if vllm and importlib.util.find_spec("vllm") is None:
             yield Row(section, name, phase, note="vLLM not installed: skipped")
             continue
-        if not run or time.time() >= deadline:
-            yield Row(section, name, phase, note="pending a GPU run" if not run else OUT_OF_TIME)
+        if note := unstarted(run, deadline):
+            yield Row(section, name, phase, note=note)
             continue
         result = child([*args, smoke], box(section, deadline), logs / log)
         note = result.get("error") or note_of(result)
@@ -823,11 +792,8 @@ def speed_rows(run: bool, steps: int, deadline: float, logs: Path = Path("runs")
 def planned_fit(config: str, budget_gib: float | None = None) -> float:
     """The planner's whole-run peak for a shipped config, in the pieces it sizes for `budget_gib`, margin left out
     (what the fit row compares with, on any machine)."""
-    from rlvr.planning import plan_recipe
-    from rlvr.training.config import load_recipe, validate
-
-    recipe = validate(load_recipe(["--config", str(REPO / config), "--dry_run", "true", "--use_cpu", "true"]))
-    return plan_recipe(recipe, free_bytes=budget_gib * GIB if budget_gib else None).peak - MARGIN_BYTES
+    free = budget_gib * GIB if budget_gib else None
+    return plan_recipe(shipped_recipe(config), free_bytes=free).peak - MARGIN_BYTES
 
 
 def eval_rows(run: bool, num_prompts: int, deadline: float, logs: Path = Path("runs"), smoke: bool = False):
@@ -927,24 +893,16 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     rows: list[Row] = []
+    fit_configs = [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs]
     sections = {
         "memory": lambda: memory_rows(run and not smoke),
-        "fit": lambda: fit_rows(
-            run,
-            args.budget_gib,
-            args.steps,
-            deadline,
-            [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs],
-            out / "logs",
-            smoke,
-        ),
+        "fit": lambda: fit_rows(run, args.budget_gib, args.steps, deadline, fit_configs, out / "logs", smoke),
         "main": lambda: main_job_rows(run, deadline, out, smoke),
         "speedups": lambda: speedup_rows(run, args.speedup_steps, deadline, out / "logs", smoke),
         "eval": lambda: eval_rows(run, args.eval_prompts, deadline, out / "logs", smoke),
         "speed": lambda: speed_rows(run, args.steps, deadline, out / "logs", smoke),
     }
     if "fit" in args.sections:
-        fit_configs = [c for c in FIT_CONFIGS if Path(c).stem in args.fit_configs]
         minutes = fit_estimate(fit_configs, args.steps, args.budget_gib) / 60
         print(f"[gpu_check] fit section: about {minutes:.1f} minutes on an H200 (its own estimate)", flush=True)
     with measured_load("gpu_check"):  # the CPU side (generation loop, rewards) shows in GPU throughput too

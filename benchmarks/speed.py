@@ -25,29 +25,7 @@ and the rest of each prompt once per group of rows that share it, as group_promp
 A last row, outside the step, is training time spent between steps (logging, callbacks writing metrics and rollouts,
 data loading): `train_runtime` minus the accounted steps, per step.
 
-What was measured toward the floor, and why it is or is not a switch:
-- prefix_attention (a switch, on by default): the shared prefix's keys attended once by every row through one stacked
-  matmul, in a forward over fused weights, with generate's sampling loop restated; generation 0.62 -> 0.32 s a step,
-  the whole step 1.13 -> 0.79 s (docs/measurements/speed.md).
-- group_prompts (a switch, on by default): each distinct prompt's rest once per group of rows that share it, in the
-  log-prob passes and the prompt pass of generation; x0.96 of the previous default's training time, reference
-  0.127 -> 0.113 s and policy forward/backward 0.385 -> 0.367 s a step (docs/measurements/speed.md).
-- gqa_attention (a switch, on by default): transformers' SDPA attention reads each key/value head once (`enable_gqa`)
-  instead of repeat_kv's copy under a mask; policy forward/backward 0.280 -> 0.208 s and reference 0.083 -> 0.061 s a
-  step, the training loop at x0.79 (x0.91 in a second run that started under load; 2-core Intel Xeon;
-  docs/measurements/speed.md).
-- torch.compile (inductor, CPU, dynamic shapes), measured per part by benchmarks/compile_probe.py: generation x0.90,
-  reference x0.74, policy forward/backward x0.72 once compiled (the step at ~x0.80, near x0.33 of bare TRL), but the
-  first compiled calls take 461 s on a new machine and 103 s with a filled cache, against a ~110 s GRPO phase for
-  the main job: not a switch. Long runs can set transformers' `torch_compile: true` (docs/speed.md).
-- fused/foreach AdamW: transformers 5 already builds `adamw_torch_fused` (see rlvr/speedups/__init__.py); the optimizer
-  is ~2 ms of a step.
-- logging per step: the row above; 0.01 s a step, ~1%: no switch.
-- the reference pass fused into the policy's forward (beta > 0): the two models have different weights once the
-  policy moves, so their matmuls cannot share one GEMM; stacking them (torch.func) would only save launches, while
-  the shared-prefix path already cuts the reference pass to the distinct tokens. Not built.
-- static KV cache for TRL's generate: 1.35/2.02/1.85 s vs 0.96/1.94/2.13 s dynamic, same tokens (interleaved, busy
-  machine): no clear gain; eager attention was slower (1.6-2.9 s). prefix_attention replaces both.
+What each speed-up bought against this floor, and what was measured and not kept: docs/measurements/speed.md.
 """
 
 from __future__ import annotations
