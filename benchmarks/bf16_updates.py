@@ -5,12 +5,9 @@
     python benchmarks/bf16_updates.py report                      # the tiny runs' table from their folders
 
 Why: a bf16 weight stores 8 significant bits, so an update below half the spacing between neighbouring bf16 values
-rounds back to the same weight. torch's AdamW on bf16 weights (what HF's Trainer runs without DeepSpeed) keeps no
-fp32 master copy: at lr 5e-6 most updates of a weight near 0.02 (spacing 1.2e-4) and every update of a norm weight
-near 1 (spacing 7.8e-3) are lost. The full fine-tune recipe for a 6.9 GiB card uses torchao's 8-bit AdamW with bf16
-stochastic rounding instead (`optim: adamw_torch_8bit`, `optim_args: bf16_stochastic_round=True`, both fields
-transformers' Trainer reads): each weight moves up or down to a neighbour with the probability that makes the
-expected update the exact one, and its 8-bit moments take 1.13 GiB for Qwen3-0.6B where bf16 moments take 2.22.
+rounds back to the same weight, and torch's AdamW on bf16 weights (what HF's Trainer runs without DeepSpeed) keeps no
+fp32 master copy. The full fine-tune recipe for a 6.9 GiB card uses torchao's 8-bit AdamW with bf16 stochastic
+rounding instead (docs/memory-and-gpu.md).
 
 - probe: one gradient stream (a fixed direction plus noise, seeded), fed to a fp32 AdamW on fp32 copies (the
   reference) and to each candidate on bf16 weights; per group of weights, the share of the reference update that is

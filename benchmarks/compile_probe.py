@@ -3,9 +3,8 @@
     HF_HUB_OFFLINE=1 WANDB_MODE=disabled python benchmarks/compile_probe.py                 # cold: a fresh cache
     python benchmarks/compile_probe.py --cache_dir runs/inductor-cache                    # run twice: the 2nd is warm
 
-A target of x0.33 of bare TRL's time for the default step is open; the default is at ~x0.4, and what is left of a step
-is per-op work (element-wise ops, small matmuls, the attention kernels) that only kernel fusion removes. This probe
-measures that fusion where it would go, so that the decision not to ship it rests on numbers, not on a guess.
+What is left of a default step is per-op work (element-wise ops, small matmuls, the attention kernels) that only
+kernel fusion removes; this probe measures that fusion where it would go (figures: docs/measurements/speed.md).
 
 One process. It runs `recipes/tiny/grpo.yaml` (speedups `all`) for one step and keeps what that step computed on:
 the arguments of `prefix_attention.sample` (the generation) and the batch TRL's loss saw. Then, per part:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.machine_load import measured_load
 from benchmarks.tiny_main_job import DEFAULT_CONFIG as MAIN_JOB_CONFIG
 from benchmarks.tiny_main_job import expectation
-from rlvr.inputs import ArgumentParser, ConfigError, cli
+from rlvr.inputs import ArgumentParser, ConfigError, cli, positive_float, positive_int
 from rlvr.metrics.keys import (
     COUNTERS,
     GENERATED_SAMPLES,
@@ -820,15 +820,17 @@ def parse(argv: list[str] | None):
     parser.add_argument(
         "--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="which sections, run in this order"
     )
-    parser.add_argument("--budget_gib", type=float, default=6.9, help="memory cap for the fit section")
+    parser.add_argument("--budget_gib", type=positive_float, default=6.9, help="memory cap for the fit section")
     parser.add_argument(
         "--steps",
-        type=int,
+        type=positive_int,
         default=12,
         help="GRPO steps per config in the fit and speed sections (12: three generation cycles of 4 optimizer steps; "
         "the first is the warm-up, the second the first with the optimizer states beside the cache)",
     )
-    parser.add_argument("--speedup_steps", type=int, default=3, help="GRPO steps per run in the speedups section")
+    parser.add_argument(
+        "--speedup_steps", type=positive_int, default=3, help="GRPO steps per run in the speedups section"
+    )
     parser.add_argument(
         "--fit_configs",
         nargs="+",
@@ -837,10 +839,12 @@ def parse(argv: list[str] | None):
         help="which 6.9 GiB configs the fit section runs",
     )
     parser.add_argument("--tolerance", type=float, default=0.15, help="allowed |measured / planned - 1|")
-    parser.add_argument("--eval_prompts", type=int, default=64, help="prompts (x 8 samples) for the eval section")
+    parser.add_argument(
+        "--eval_prompts", type=positive_int, default=64, help="prompts (x 8 samples) for the eval section"
+    )
     parser.add_argument(
         "--max_minutes",
-        type=float,
+        type=positive_float,
         default=8.0,
         help="stop starting measurements after this; no measurement runs past it",
     )
@@ -857,12 +861,6 @@ def parse(argv: list[str] | None):
     )
     parser.add_argument("--_child", default=None, help="internal: one measurement in a fresh process")
     args = parser.parse_args(argv)
-    for flag in ("budget_gib", "max_minutes"):
-        if getattr(args, flag) <= 0:
-            raise ConfigError(f"--{flag}", f"must be positive, got {getattr(args, flag)}")
-    for flag in ("steps", "speedup_steps", "eval_prompts"):
-        if getattr(args, flag) < 1:
-            raise ConfigError(f"--{flag}", f"must be >= 1, got {getattr(args, flag)}")
     if not 0 < args.tolerance < 1:
         raise ConfigError("--tolerance", f"must be in (0, 1), got {args.tolerance}")
     if args.dry_run and args.cpu_smoke:

@@ -8,6 +8,8 @@ Rows carry what the trainer, the rewards and later analyses need:
   metadata    the reasoning_gym entry's metadata as JSON: enough for the task's own `score_answer` to re-score
   difficulty  the task's difficulty knob for breakdowns (word length for spell_backward) as an int, None if it has
               none; a loaded dataset's string column ('4') is cast to int, so breakdowns sort 3, 4, ..., 10
+
+reasoning_gym is imported inside the functions that build a task: its import costs seconds at start-up.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ DIFFICULTY_KEYS = {"spell_backward": "word_len"}
 
 def resolve_system_prompt(system_prompt: str | None) -> str | None:
     """A reasoning_gym prompt name ("DeepSeekZero"), "tiny", literal text, or None."""
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.utils import SYSTEM_PROMPTS
 
     if system_prompt is None or system_prompt == "":
@@ -74,7 +75,6 @@ def _entry_to_row(entry: dict, system_prompt: str | None) -> dict:
 
 def build_dataset(spec: DataSpec) -> DatasetDict:
     """Same spec + seed -> identical rows. `test_size` distinct questions are held out; no question is in both splits."""
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     import reasoning_gym
     from reasoning_gym.composite import DatasetSpec
 
@@ -175,7 +175,6 @@ def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
 @lru_cache(maxsize=8)
 def build_held_out(name: str, system_prompt: str | None):
     """The named held-out set as a Dataset with the recipe's system prompt; identical rows for the same name."""
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     import reasoning_gym
 
     held = HELD_OUT_SETS[name]

@@ -8,7 +8,8 @@ the held-out Dataset) is `rlvr.data.generate`'s. Levels come from the task's reg
 (`reasoning_gym.factory.create_curriculum`; for spell_backward `word_len`, levels 3, 5, 7, 9, 11); level i covers its
 value up to the next level's minus one, so levels tile the range (docs/curriculum.md). A held-out set is named once in
 `HELD_OUT_SETS` and built the same way for every recipe that names it (`data.held_out`), so runs trained on different
-mixes are measured on the same prompts.
+mixes are measured on the same prompts. reasoning_gym is imported inside the functions that need it: its import costs
+seconds at start-up.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ class Level:
 
 def range_attribute(task: str, attribute: str | None, where: str = "curriculum.attribute"):
     """The task's registered curriculum attribute (a reasoning_gym RangeAttributeDefinition); one line if none."""
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.coaching.attributes import RangeAttributeDefinition
     from reasoning_gym.factory import create_curriculum, has_curriculum
 
@@ -89,7 +89,6 @@ PROMPT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")  # one identifier-like wo
 
 
 def prompt_names() -> tuple[str, ...]:
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.utils import SYSTEM_PROMPTS
 
     return ("tiny", *SYSTEM_PROMPTS)
@@ -194,7 +193,6 @@ def _parse_task(item: Any, where: str) -> TaskSpec:
 
 
 def _validate_task(task: TaskSpec, where: str) -> None:
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
     from reasoning_gym.data import read_data_file
     from reasoning_gym.factory import DATASETS
 

@@ -27,7 +27,7 @@ FORMAT_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
 @cache
 def _scorer(task: str):
-    # start-up: reasoning_gym costs ~5 s to import (measured); only code that builds a task pays it
+    # reasoning_gym is imported here, not at start-up: its import costs seconds
     import reasoning_gym
 
     return reasoning_gym.get_score_answer_fn(task)

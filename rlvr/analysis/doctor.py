@@ -228,6 +228,11 @@ class Finding:
         return f"{number}. [{self.severity}] {where}: {self.what} -> {self.remedy}"
 
 
+def problem(step: int | None, what: str, remedy: str) -> list[Finding]:
+    """A check's finding of a problem, as the one-item list a check returns."""
+    return [Finding("problem", step, what, remedy)]
+
+
 @dataclass
 class Diagnosis:
     run: Run
@@ -346,17 +351,14 @@ def blind_readings(run, keys) -> list[Finding]:
         if any(keys.get(reading) in blind for reading in needs)
     ]
     first = next(row for row in run.rows if blind[0] in row)
-    return [
-        Finding(
-            "problem",
-            int(first["step"]),
-            f"unreadable: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} {first[blind[0]]} from step "
-            f"{int(first['step'])} on, never a finite number"
-            + (f"; the {', '.join(readers)} check(s) cannot judge the run" if readers else ""),
-            "the metric was computed on an empty or broken batch: read the training log and rollouts of the first steps "
-            "(a reward or a length that is NaN poisons every mean it enters)",
-        )
-    ]
+    return problem(
+        int(first["step"]),
+        f"unreadable: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} {first[blind[0]]} from step "
+        f"{int(first['step'])} on, never a finite number"
+        + (f"; the {', '.join(readers)} check(s) cannot judge the run" if readers else ""),
+        "the metric was computed on an empty or broken batch: read the training log and rollouts of the first steps "
+        "(a reward or a length that is NaN poisons every mean it enters)",
+    )
 
 
 def check_non_finite(run, settings, keys):
@@ -386,7 +388,7 @@ def check_non_finite(run, settings, keys):
                 f"(now {setting(settings, 'max_grad_norm', 1.0)}) at 1.0 or below; resume from the last "
                 f"checkpoint before step {step}"
             )
-        findings.append(Finding("problem", step, what, remedy))
+        findings += problem(step, what, remedy)
     return findings
 
 
@@ -401,16 +403,13 @@ def check_unscored(run, settings, keys):
             continue
         share = mean([v for _, v in series])
         name = key.removeprefix(UNSCORED_PREFIX)
-        findings.append(
-            Finding(
-                "problem",
-                hit[0],
-                f"unscored completions: {name} returned None or NaN for {share:.0%} of the completions over the run "
-                f"({hit[1]:.0%} at step {hit[0]}, its first; {key}); its {reward_key(name)} and the total are "
-                "over the scored ones only",
-                f"make {name} return a number for every completion it can judge; None is for completions it is "
-                "not meant to score (another task's), and a NaN is usually an error caught too late",
-            )
+        findings += problem(
+            hit[0],
+            f"unscored completions: {name} returned None or NaN for {share:.0%} of the completions over the run "
+            f"({hit[1]:.0%} at step {hit[0]}, its first; {key}); its {reward_key(name)} and the total are "
+            "over the scored ones only",
+            f"make {name} return a number for every completion it can judge; None is for completions it is "
+            "not meant to score (another task's), and a NaN is usually an error caught too late",
         )
     return findings
 
@@ -435,15 +434,12 @@ def check_spikes(run, settings, keys):
     for reading, floor in (("grad_norm", 0.0), ("loss", THRESHOLDS["loss_floor"].value)):
         if keys.get(reading) and (found := spikes(points(run, keys[reading]), floor)):
             step, value, median = found[0]
-            findings.append(
-                Finding(
-                    "problem",
-                    step,
-                    f"divergence: {keys[reading]} spiked to {value:.3g} ({abs(value) / max(median, 1e-12):.0f}x the "
-                    f"median {median:.3g} of the steps before; {len(found)} spike(s) in the run)",
-                    f"lower learning_rate (now {setting(settings, 'learning_rate')}) or max_grad_norm (now "
-                    f"{setting(settings, 'max_grad_norm', 1.0)}); warmup_steps helps when it happens early",
-                )
+            findings += problem(
+                step,
+                f"divergence: {keys[reading]} spiked to {value:.3g} ({abs(value) / max(median, 1e-12):.0f}x the "
+                f"median {median:.3g} of the steps before; {len(found)} spike(s) in the run)",
+                f"lower learning_rate (now {setting(settings, 'learning_rate')}) or max_grad_norm (now "
+                f"{setting(settings, 'max_grad_norm', 1.0)}); warmup_steps helps when it happens early",
             )
     return findings
 
@@ -458,16 +454,13 @@ def check_kl(run, settings, keys):
         if isinstance(temperature, (int, float)) and 0 < temperature < 0.5
         else ""
     )
-    return [
-        Finding(
-            "problem",
-            hit[0],
-            f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (mean from step {hit[0]} "
-            f"on; limit {limit:g}{tempered})",
-            f"raise beta (now {setting(settings, 'beta')}) or lower learning_rate (now "
-            f"{setting(settings, 'learning_rate')})",
-        )
-    ]
+    return problem(
+        hit[0],
+        f"divergence: KL to the reference blew up to {hit[1]:.3g} nats/token (mean from step {hit[0]} "
+        f"on; limit {limit:g}{tempered})",
+        f"raise beta (now {setting(settings, 'beta')}) or lower learning_rate (now "
+        f"{setting(settings, 'learning_rate')})",
+    )
 
 
 def check_learning_rate(run, settings, keys):
@@ -485,14 +478,11 @@ def check_learning_rate(run, settings, keys):
             drop = THRESHOLDS["reward_drop"].value
             later = [(s, v) for s, v in rewards[peak_at:] if peak > 0 and v < peak * (1 - drop)]
             if later:
-                findings.append(
-                    Finding(
-                        "problem",
-                        later[0][0],
-                        f"learning rate too high: mean {keys['reward']} fell from its peak {peak:.3g} (step "
-                        f"{rewards[peak_at][0]}) to {end:.3g} at the end (learning_rate {lr})",
-                        "lower learning_rate 3-10x, add warmup_steps, or keep beta > 0 as an anchor",
-                    )
+                findings += problem(
+                    later[0][0],
+                    f"learning rate too high: mean {keys['reward']} fell from its peak {peak:.3g} (step "
+                    f"{rewards[peak_at][0]}) to {end:.3g} at the end (learning_rate {lr})",
+                    "lower learning_rate 3-10x, add warmup_steps, or keep beta > 0 as an anchor",
                 )
     if keys.get("kl") and len(run.rows) > WINDOW:
         kl = points(run, keys["kl"])[1:]  # the first step's KL is 0 by construction (policy = reference)
@@ -500,14 +490,11 @@ def check_learning_rate(run, settings, keys):
         had_contrast = not zero_std or (mean([v for _, v in zero_std]) or 0) < 0.9
         still = THRESHOLDS["kl_still"].value
         if kl and max(v for _, v in kl) < still and had_contrast:
-            findings.append(
-                Finding(
-                    "problem",
-                    kl[0][0],
-                    f"learning rate does nothing: KL to the reference stayed below {still:g} nats/token over the run "
-                    f"(max {max(v for _, v in kl):.2g}) while groups had contrast (learning_rate {lr})",
-                    "raise learning_rate 10-100x: TRL's 1e-6 default is for billion-parameter models",
-                )
+            findings += problem(
+                kl[0][0],
+                f"learning rate does nothing: KL to the reference stayed below {still:g} nats/token over the run "
+                f"(max {max(v for _, v in kl):.2g}) while groups had contrast (learning_rate {lr})",
+                "raise learning_rate 10-100x: TRL's 1e-6 default is for billion-parameter models",
             )
     return findings
 
@@ -522,18 +509,15 @@ def check_truncation(run, settings, keys):
     if (length := mean_from(run, keys.get("mean_length"), hit[0])) is not None:
         extra.append(f"mean length {length:.0f} tokens")
     cap = setting(settings, "max_completion_length")
-    return [
-        Finding(
-            "problem",
-            hit[0],
-            f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
-            f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
-            "raise max_completion_length above the longest right answer (a cut completion scores as "
-            "wrong: this is a length budget, not the model; mask_truncated_completions is no substitute, the "
-            "policy learns to shorten its answers either way: results/ablations/truncation-masking), or add "
-            "overlong_penalty if it rambles",
-        )
-    ]
+    return problem(
+        hit[0],
+        f"truncation: {from_step(series, hit[0]):.0%} of completions cut off at max_completion_length "
+        f"{cap} ({keys['truncated']}, from step {hit[0]} on{'; ' + ', '.join(extra) if extra else ''})",
+        "raise max_completion_length above the longest right answer (a cut completion scores as "
+        "wrong: this is a length budget, not the model; mask_truncated_completions is no substitute, the "
+        "policy learns to shorten its answers either way: results/ablations/truncation-masking), or add "
+        "overlong_penalty if it rambles",
+    )
 
 
 def check_entropy(run, settings, keys):
@@ -548,16 +532,13 @@ def check_entropy(run, settings, keys):
         )
     else:
         remedy = "raise temperature toward 1.0 (sampling this cold makes the G samples alike), or lower learning_rate"
-    return [
-        Finding(
-            "problem",
-            hit[0],
-            f"entropy collapse: sampling entropy {from_step(series, hit[0]):.3g} nats/token from step "
-            f"{hit[0]} on (first step {series[0][1]:.3g}; floor {floor:g}) at temperature "
-            f"{setting(settings, 'temperature')}",
-            remedy,
-        )
-    ]
+    return problem(
+        hit[0],
+        f"entropy collapse: sampling entropy {from_step(series, hit[0]):.3g} nats/token from step "
+        f"{hit[0]} on (first step {series[0][1]:.3g}; floor {floor:g}) at temperature "
+        f"{setting(settings, 'temperature')}",
+        remedy,
+    )
 
 
 def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
@@ -611,15 +592,12 @@ def check_idle_groups(run, settings, keys):
     series, hit = found
     caveat = " (TRL's isclose(std, 0) count)" if keys["zero_std"] == TRL_ZERO_STD else ""
     cause, remedy = idle_cause(run, keys, settings, hit[0])
-    return [
-        Finding(
-            "problem",
-            hit[0],
-            f"idle groups: {from_step(series, hit[0]):.0%} of prompt groups flat on the reward "
-            f"({keys['zero_std']}{caveat}, from step {hit[0]} on; {cause})",
-            remedy,
-        )
-    ]
+    return problem(
+        hit[0],
+        f"idle groups: {from_step(series, hit[0]):.0%} of prompt groups flat on the reward "
+        f"({keys['zero_std']}{caveat}, from step {hit[0]} on; {cause})",
+        remedy,
+    )
 
 
 def check_format(run, settings, keys):
@@ -648,16 +626,13 @@ def check_format(run, settings, keys):
         or end - start >= THRESHOLDS["stalled"].value
     ):
         return []
-    return [
-        Finding(
-            "problem",
-            saturated[0],
-            f"format saturated early: flat on format from step {saturated[0]} of {steps[-1]} while {solved} "
-            f"went from {start:.2f} to {end:.2f} (first and last {WINDOW} steps)",
-            "format now pays a constant: lower its reward weight, or train on success/binary (format "
-            "gated on the answer) so the reward pays only for the task",
-        )
-    ]
+    return problem(
+        saturated[0],
+        f"format saturated early: flat on format from step {saturated[0]} of {steps[-1]} while {solved} "
+        f"went from {start:.2f} to {end:.2f} (first and last {WINDOW} steps)",
+        "format now pays a constant: lower its reward weight, or train on success/binary (format "
+        "gated on the answer) so the reward pays only for the task",
+    )
 
 
 def check_hacks(run, settings, keys):
@@ -671,14 +646,11 @@ def check_hacks(run, settings, keys):
     for reading, remedy in remedies.items():
         if found := sustained(run, keys, reading, reading):
             (series, hit), limit = found, THRESHOLDS[reading].value
-            findings.append(
-                Finding(
-                    "problem",
-                    hit[0],
-                    f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
-                    f"(peak window {max(v for _, v in windows(series)):.1%}; limit {limit:.0%})",
-                    remedy,
-                )
+            findings += problem(
+                hit[0],
+                f"reward hack: {keys[reading]} {from_step(series, hit[0]):.1%} of completions from step {hit[0]} on "
+                f"(peak window {max(v for _, v in windows(series)):.1%}; limit {limit:.0%})",
+                remedy,
             )
     return findings
 
@@ -696,16 +668,13 @@ def check_task_vs_reward(run, settings, keys):
     if reward_end - reward_start < margin or solved[0][1] - solved[-1][1] < margin:
         return []
     onset = next(step for step, value in solved if value <= solved[0][1] - margin)
-    return [
-        Finding(
-            "problem",
-            onset,
-            f"reward hack: {reward} rose {reward_start:.3g} -> {reward_end:.3g} while {task} fell "
-            f"{solved[0][1]:.3g} -> {solved[-1][1]:.3g} (first and last {WINDOW} steps)",
-            "the reward pays for something besides the task: read rollouts from the fall on, then gate the "
-            "other rewards on the answer (`success`, `binary`) or lower their weights",
-        )
-    ]
+    return problem(
+        onset,
+        f"reward hack: {reward} rose {reward_start:.3g} -> {reward_end:.3g} while {task} fell "
+        f"{solved[0][1]:.3g} -> {solved[-1][1]:.3g} (first and last {WINDOW} steps)",
+        "the reward pays for something besides the task: read rollouts from the fall on, then gate the "
+        "other rewards on the answer (`success`, `binary`) or lower their weights",
+    )
 
 
 def check_vllm_mismatch(run, settings, keys):
@@ -726,16 +695,13 @@ def check_vllm_mismatch(run, settings, keys):
             "vllm_importance_sampling_mode token_truncate (per token, capped: nothing compounds or is dropped)"
         )
         low = mean_from(run, IS_RATIO + "min", hit[0]) or 0
-        return [
-            Finding(
-                "problem",
-                hit[0],
-                f"vLLM mismatch: importance-sampling ratio mean "
-                f"{from_step(series, hit[0]):.3g} from step {hit[0]} on ({ratio}; 1 = no correction; min "
-                f"{low:.3g}, masked sequences count as 0): the gradient is scaled down as much",
-                remedy,
-            )
-        ]
+        return problem(
+            hit[0],
+            f"vLLM mismatch: importance-sampling ratio mean "
+            f"{from_step(series, hit[0]):.3g} from step {hit[0]} on ({ratio}; 1 = no correction; min "
+            f"{low:.3g}, masked sequences count as 0): the gradient is scaled down as much",
+            remedy,
+        )
     clip = settings.get("vllm_importance_sampling_clip_max", THRESHOLDS["vllm_clip_max"].value)  # None: no upper bound
     length = keys.get("mean_length")
     if not keys.get("logp_diff") or not length or not mode.startswith("sequence") or not finite(clip) or clip <= 1:
@@ -744,17 +710,14 @@ def check_vllm_mismatch(run, settings, keys):
     drift = [(s, v * lengths[s]) for s, v in points(run, keys["logp_diff"]) if s in lengths]
     if not (hit := first_sustained(drift, lambda v: v >= math.log(clip))):
         return []
-    return [
-        Finding(
-            "problem",
-            hit[0],
-            f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
-            f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: completions whose "
-            f"gaps share a sign get ratios past {clip:g} ({mode} drops them) or under 1/{clip:g}",
-            "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
-            "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)",
-        )
-    ]
+    return problem(
+        hit[0],
+        f"vLLM mismatch: {keys['logp_diff']} x {length} = {hit[1]:.3g} nats per "
+        f"completion from step {hit[0]} on, past log({clip:g}) = {math.log(clip):.2f}: completions whose "
+        f"gaps share a sign get ratios past {clip:g} ({mode} drops them) or under 1/{clip:g}",
+        "vllm_importance_sampling_mode token_truncate (per token, capped, none dropped) or a higher "
+        "vllm_importance_sampling_clip_max; a lower temperature narrows the gap (huggingface/trl#4772)",
+    )
 
 
 def check_clip(run, settings, keys):
@@ -763,17 +726,14 @@ def check_clip(run, settings, keys):
     over = [(step, value) for step, value in points(run, keys["clip"]) if value >= limit]
     if not over:
         return []
-    return [
-        Finding(
-            "problem",
-            over[0][0],
-            f"off-policy steps: {keys['clip']} {over[0][1]:.0%} of tokens clipped at step {over[0][0]} "
-            f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
-            f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
-            f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
-            "over the batch moves the policy further from where it sampled; clipped tokens add no gradient",
-        )
-    ]
+    return problem(
+        over[0][0],
+        f"off-policy steps: {keys['clip']} {over[0][1]:.0%} of tokens clipped at step {over[0][0]} "
+        f"({len(over)} logged step(s) at or above {limit:.0%}; num_iterations "
+        f"{setting(settings, 'num_iterations', 1)}, epsilon {setting(settings, 'epsilon', 0.2)})",
+        f"lower learning_rate (now {setting(settings, 'learning_rate')}) or num_iterations: each pass "
+        "over the batch moves the policy further from where it sampled; clipped tokens add no gradient",
+    )
 
 
 # ---- proxy vs truth: the training reward against held-out exact match during training (rlvr/metrics/held_out.py) ----
@@ -794,18 +754,15 @@ def check_held_out(run, settings, keys):
     if rise is None or rise < THRESHOLDS["proxy_rise"].value or gain > THRESHOLDS["truth_flat"].value:
         return []
     best_step, best = max(held_out, key=lambda point: point[1])
-    return [
-        Finding(
-            "problem",
-            held_out[0][0],
-            f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "
-            f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
-            f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
-            "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
-            "format, step/false_full_credit), train on `success` or `capped_correctness`"
-            + (f", or keep the checkpoint of step {best_step}" if best > 0 else ""),
-        )
-    ]
+    return problem(
+        held_out[0][0],
+        f"proxy and truth diverge: mean {keys['reward']} rose {rise:+.3f} while held-out exact match "
+        f"({keys['held_out']}) moved {gain:+.1%} (first vs last third of {len(held_out)} evaluations, "
+        f"steps {held_out[0][0]}-{held_out[-1][0]}; best {best:.1%} at step {best_step})",
+        "the reward pays for what the task does not: read the rollouts where it rose (partial credit, "
+        "format, step/false_full_credit), train on `success` or `capped_correctness`"
+        + (f", or keep the checkpoint of step {best_step}" if best > 0 else ""),
+    )
 
 
 def check_compute(run, settings, keys):

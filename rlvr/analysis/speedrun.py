@@ -11,16 +11,13 @@ the same call as the main job's before/after figures). The first evaluation at o
 job's speedrun target) stops the run; `--to_end` trains on to max_steps instead and evaluates only the last step after
 the target, for the final figure.
 
-Why the full evaluation and not the in-training one: the recipe's own evaluation (32 words x 2 samples) read ~10
-points above the full set's figure for the same policy. Why samples and not seconds: the count of generated
-completions (every one, DAPO's resampled rounds included; `RolloutLedger`) is the same on any machine, while a 2-core
-VM ran the same work up to ~1.5x slower from one hour to the next. Seconds (training wall time, the judge's evaluations excluded) and the 1-minute
-load average are reported as a direction only.
+Why the full evaluation: the recipe's own (32 words x 2 samples) reads high. Why samples and not seconds: the count of
+generated completions (every one, DAPO's resampled rounds included, an evaluation's 1,600 not; `RolloutLedger`) is the
+same on any machine, and seconds are not (results/speedrun/README.md). Seconds (training wall time, the judge's
+evaluations excluded) and the 1-minute load average are reported as a direction only.
 
 The judge does not change the run it judges: each evaluation samples on forked random number generators, so the
 run's records equal the plain run's step for step and stopping only ends it earlier (tests/test_speedrun_judge.py).
-An evaluation costs 1,600 samples, not counted (2.4 s of sampling on the 2-core Xeon at a low load, 9-13 s on average
-at a load of 7-10: results/speedrun/README.md).
 
 Runs: one process per (kernel set, seed) (`rlvr.runs.cpu_kernels`), in `<output_dir>/<setting>-s<seed>/`, skipped when
 its `speedrun.json` says it finished (rerun the command to resume); then `<output_dir>/summary.md` and `summary.json`:

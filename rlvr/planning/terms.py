@@ -11,15 +11,9 @@ from rlvr.planning.shapes import GIB, ModelShape, linear_shapes
 TOKEN_TILE, VOCAB_TILE = 4096, 32768  # trl.kernels.chunked_logprob: TOKEN_CHUNK_SIZE, _CHUNKED_LOGPROB_CHUNK_SIZE
 MARGIN_BYTES = GIB // 2
 
-# The caching allocator's reserved-but-unallocated memory while sampling, as a share of the KV cache. Calibrated on
-# the H200 runs at a 6.9 GiB cap (docs/measurements/gpu-h200.md), against the allocated bytes the plan gives for
-# each generation (margin and slack left out, as the cap counts only the allocator):
-# - Qwen3-0.6B full, second cycle: 5.87 GiB, out of memory -> slack > 1.03 GiB = 0.422 x its 2.43 GiB cache;
-# - Qwen3-1.7B LoRA, first cycle (no optimizer states yet): 5.81 GiB, fitted -> slack < 1.09 GiB = 0.447 x 2.43;
-# - Qwen3-1.7B LoRA, second cycle: 5.94 GiB, out of memory -> slack > 0.394 x 2.43;
-# - Qwen3-4B QLoRA, first cycle: 5.77 GiB, out of memory (at 5.70 GiB allocated) -> slack > 0.361 x 3.13.
-# All four hold for a share between 0.422 and 0.447; the plan takes 0.44. Measured without expandable segments; with
-# them it is not measured yet (benchmarks/gpu_check.py's fit section records it), so the plan keeps the same share.
+# The caching allocator's reserved-but-unallocated memory while sampling, as a share of the KV cache: the four H200
+# runs at a 6.9 GiB cap that calibrate it hold for a share between 0.422 and 0.447 (docs/measurements/gpu-h200.md),
+# measured without expandable segments; benchmarks/gpu_check.py's fit section measures it with them.
 GENERATION_SLACK = 0.44
 
 
