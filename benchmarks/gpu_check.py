@@ -380,12 +380,9 @@ def work_root() -> str | None:
 def fit_one(
     work: Path, config: str, budget_gib: float | None, steps: int, extra: list[str] = (), smoke: bool = False
 ) -> dict:
-    """In a fresh process: the runner's GRPO steps on the random-weight model of the recipe's shape, capped at
-    `budget_gib` (None: uncapped), `extra` flags on top, with the runner's whole-run fixes (the allocator setting in
-    the environment, the cache released before each generation, the pieces the planner sizes for the cap). Returns the
-    planned whole-run and first-generation peaks (margin left out), the measured peak allocated and reserved bytes of
-    the run and of each generation cycle, how many steps ran, the seconds of the model write and of the run, the
-    throughput after the first cycle (`window_figures`) and every step's loss. `smoke`: on the CPU at SMOKE_SHAPE."""
+    """In a fresh process: the runner's GRPO steps, with its whole-run fixes and `extra` flags, on the random-weight
+    model of the recipe's shape, capped at `budget_gib` (None: uncapped); the plan (margin left out) beside the
+    measured peaks, and the run's steps, seconds, throughput and losses. `smoke`: on the CPU at SMOKE_SHAPE."""
     import torch
 
     from rlvr.training.config import load_recipe, validate

@@ -2,19 +2,12 @@
 
     python -m rlvr.analysis.evaluate --model models/tiny-speller --config recipes/tiny/grpo.yaml --k 1 4 8 --output eval.json
 
-Evaluation samples as the trainer samples, so "before" and "after" measure what GRPO optimised: the model is loaded
-with the recipe's from_pretrained arguments (dtype, attention, QLoRA quantization; `rlvr.training.model_loading`) on CUDA when
-there is one (the CPU under `use_cpu`), prompts are rendered with the recipe's `chat_template_kwargs` (Qwen3's
-enable_thinking) exactly as `GRPOTrainer` tokenizes them, and the sampling settings (temperature, top_p, top_k, min_p,
-repetition_penalty, max_completion_length) are the recipe's; flags override them. On a GPU each `generate` call holds
-as many sequences as the free memory fits; `--use_vllm` samples with vLLM instead. Completions are scored by the
-recipe's own reward set (custom dotted-path rewards included, `success` always) plus `total` and `binary` as the trainer
-derives them. Exact match is the extracted answer equal to the expected one (`rlvr.rewards.functions.exact_answer`),
-not correctness == 1.0, which a wrong answer can reach (`step/false_full_credit`, reported per word length too).
-Records and summary are `rlvr.metrics.scoring`'s, the code the held-out evaluation during training runs too. pass@k
-(at least one of k samples right) and maj@k (the majority answer of k samples right, ties split evenly) are exact
-over every k-subset of a prompt's n samples (`rlvr.metrics.estimators`): pass@1 and maj@1 equal the exact match, maj@n
-is the vote of all n.
+Evaluation samples as the trainer samples, so "before" and "after" measure what GRPO optimised: the recipe's model
+loading (`load_policy`), chat template kwargs (`prompt_token_ids`), sampling settings (`sampling_settings`; flags
+override them) and reward set, on CUDA when there is one; `--use_vllm` samples with vLLM instead. Exact match is the
+extracted answer equal to the expected one (`rlvr.rewards.functions.exact_answer`), not correctness == 1.0, which a
+wrong answer can reach. Records, summary, pass@k and maj@k are `rlvr.metrics.scoring`'s, the code the held-out
+evaluation during training runs too; what each figure means: docs/evaluation-and-reports.md.
 """
 
 from __future__ import annotations

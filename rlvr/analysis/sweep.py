@@ -4,23 +4,12 @@
     python -m rlvr.analysis.sweep sweeps/group_size.yaml --jobs 2            # two runs at a time, each on its own cores
     python -m rlvr.analysis.sweep sweeps/group_size.yaml --launcher slurm    # a Slurm job array (rlvr.analysis.sweep_slurm)
 
-The spec format is in rlvr.analysis.sweep_spec. Every variant is validated before the first one trains (a bad field
-fails in seconds, naming it). Each run is a subprocess of the script of the recipe's `algorithm:`
-(recipes/<algorithm>.py), one after another, or `--jobs N` at a time: the cores this process may use are split into N
-equal shares, each run pinned to one share (os.sched_setaffinity) and given that many intra-op threads
-(`--cpu_threads`), so N runs on N cores do not fight over them. Each writes `recipe.yaml` (the recipe it launches;
-the runner records what ran as `config.yaml`) and `train.log` into its directory. A failed run does not stop the
-others. Finished runs are skipped, so rerunning the command resumes a sweep, and an unfinished run resumes from its
-last complete checkpoint (when its recipe saves checkpoints); a run that another sweep under the same --out already
-trained from the same recipe is linked, not trained twice (rlvr.analysis.shared_runs). At the end every finished run
-is evaluated (one after another, on the whole machine) and the sweep report (rlvr.analysis.report) overlays the
-finished runs against generated samples, writes summary.md/.csv/.json, and names the runs it left out and why.
-
-Smoke mode (`--smoke`, or a `--max_steps` override of at most SMOKE_MAX_STEPS) checks that a sweep runs end to end, not
-what it measures: every run trains a few steps (2 unless --max_steps says otherwise) and the held-out evaluation
-shrinks to SMOKE_EVALUATION (16 prompts x 2 samples instead of the spec's, e.g. 200 x 8), so a one-setting smoke
-sweep takes about a minute on a laptop. Its runs go under runs/smoke-sweeps (unless --out is given) and every line it
-prints says smoke: its numbers are not comparable to a full sweep's.
+The spec format is rlvr.analysis.sweep_spec's. Every variant is validated before the first one trains; each run is a
+subprocess of its algorithm's script (`train_command`), one at a time or `--jobs N` at a time, each pinned to its share
+of the cores (`core_slots`). Finished runs are skipped, so rerunning resumes a sweep, and a run another sweep under the
+same --out trained is linked (rlvr.analysis.shared_runs). Then every finished run is evaluated and the sweep report
+written (rlvr.analysis.report). Smoke mode (`--smoke`, or a `--max_steps` of at most SMOKE_MAX_STEPS) checks that a
+sweep runs, not what it measures (`smoke_spec`). The whole story, with the Slurm launcher: docs/sweeps.md.
 """
 
 from __future__ import annotations

@@ -3,18 +3,11 @@
     rlvr sweep sweeps/group_size.yaml --launcher slurm              # submit; rerun it to resubmit what did not finish
     rlvr sweep sweeps/group_size.yaml --launcher slurm --dry_run    # print the two sbatch scripts, submit nothing
 
-Array task i runs the command the local launcher runs for run i (`python recipes/<algorithm>.py --config
-<run>/recipe.yaml --resume_from_checkpoint true`), from the folder the sweep was submitted from, its console appended
-to `<run>/train.log` as locally. A final job, `--dependency=afterany` on the array, reruns the sweep command with
-`--report_only`: it evaluates every finished run and writes the sweep report, which names the runs that did not
-finish. Each task asks for one GPU, or nothing but CPUs when its recipe says `use_cpu: true`; every other option
-comes from one file the user edits (`slurm/sweep.sbatch`, its `#SBATCH` lines copied into both scripts) or from
-`--sbatch=--partition=gpu` flags, which go on the sbatch command line and win over the file.
-
-Rerunning the command resumes: finished runs are skipped, runs another sweep trained are linked (rlvr.analysis.
-shared_runs), tasks of this sweep's earlier arrays that Slurm still lists (`squeue`) are left to run, and only the
-rest is submitted (a killed task's run resumes from its last complete checkpoint). Every submission is recorded in
-`<sweep>/slurm/jobs.json`; the scripts and the Slurm logs are beside it.
+Array task i runs the command the local launcher runs for run i; a final job, `--dependency=afterany` on the array,
+reruns the sweep command with `--report_only`. Each task asks for one GPU, or only CPUs for a `use_cpu: true` recipe;
+every other option comes from `slurm/sweep.sbatch` or `--sbatch=...` flags. Rerunning resubmits only what is neither
+finished, shared nor still queued (`active_tasks`); every submission is recorded in `<sweep>/slurm/jobs.json`. The
+cluster's requirements and the whole story: docs/sweeps.md ("--launcher slurm").
 """
 
 from __future__ import annotations
