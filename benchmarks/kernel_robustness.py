@@ -14,8 +14,8 @@ order flips between kernel sets, or the gap is inside the spread on one of them.
 per kernel set and pooled over both (seeds x kernels), the range a stranger's machine should land in.
 
 `--exclude_lengths 4` recomputes each run's held-out exact match without the words of those lengths (from its
-`eval/after.json`, weighted by samples): the tiny speller learns its 4-letter words on a few runs only (~70% instead
-of ~5%), a jump of ~12 points on the whole set that no setting controls, and this view shows the readings under it.
+`eval/after.json`, weighted by samples): the readings under the jump a few runs make on their 4-letter words, which no
+setting controls (results/robustness.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """How busy the machine is around a measurement: one place for every benchmark under benchmarks/.
 
-A timing taken while other jobs compete for the cores is wrong (on the shared 2-core machine small matmuls ran 50x
-slower with a second thread waiting at the OpenMP barrier), so each benchmark prints the load average before and
-after its measurement and warns up front when the machine is busy: a 1-minute load above 0.5 per core available to
-this process. A figure meant for README comes from a run that printed no warning, made alone, interleaved against
+A timing taken while other jobs compete for the cores is wrong (a thread waits at the OpenMP barrier for one that is
+descheduled: docs/speed.md), so each benchmark prints the load average before and after its measurement and warns up
+front when the machine is busy: a 1-minute load above 0.5 per core available to this process. A figure meant for README comes from a run that printed no warning, made alone, interleaved against
 its baseline in that run.
 """
 

@@ -2,15 +2,10 @@
 
     python -m rlvr.analysis.plots runs/tiny-grpo [runs/tiny-rloo ...] --out runs/plots [--x step samples tokens]
 
-Each figure is drawn against optimizer step and against cumulative generated samples (the compute axis), one line per
-run labelled with its directory name, except `zero_std_prediction_by_<x>.png`: one panel per run, the zero-std
-fraction of exact match observed against its closed-form prediction from pass rates (`run_records.zero_std_prediction`).
-Runs with a curriculum also get `curriculum_by_<x>.png`: the level, the level mix and the pass rate per level.
-`sampling_by_<x>.png` draws TRL's sampling entropy, mean completion length and clipped (truncated) share;
-`throughput_by_<x>.png` generated tokens per second and, where logged, TRL's off-policy readings (`keys.IS_RATIO`, ...).
-Each series is drawn raw and faint, with a smoothed line over it (`smoothed`, as trackers draw them); panels that
-are constant by construction (`by_construction`: the penalty component of a run without the overlong penalty) are
-left out. The same series print as a plain-text table for terminals.
+Each figure is drawn against optimizer step and against cumulative generated samples (the compute axis), one line
+per run labelled with its directory name, each series raw and faint under its `smoothed` line; panels constant by
+construction (`by_construction`) are left out. What each figure holds: docs/evaluation-and-reports.md ("Plots").
+The same series print as a plain-text table for terminals.
 """
 
 from __future__ import annotations

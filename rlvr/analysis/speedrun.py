@@ -4,25 +4,14 @@ main job's full held-out evaluation.
     rlvr speedrun --config recipes/tiny/speedrun.yaml --output_dir runs/speedrun/record          # seeds 42 1 2 x default, avx2
     rlvr speedrun --config recipes/tiny/grpo.yaml --output_dir runs/speedrun/grpo --seeds 42 --settings default
 
-Each run trains the recipe (`rlvr.training.runner`, as `accelerate launch recipes/<algorithm>.py` runs it) and, every
-`--eval_every` optimizer steps, saves the policy to `<run>/speedrun/step-<S>/` and evaluates it there with `rlvr
-evaluate`'s own code on the main job's held-out set and sampling (`MAIN_JOB_CONFIG`: 200 words x 8 samples, seed 0;
-the same call as the main job's before/after figures). The first evaluation at or above `--target` (60%, the main
-job's speedrun target) stops the run; `--to_end` trains on to max_steps instead and evaluates only the last step after
-the target, for the final figure.
-
-Why the full evaluation: the recipe's own (32 words x 2 samples) reads high. Why samples and not seconds: the count of
-generated completions (every one, DAPO's resampled rounds included, an evaluation's 1,600 not; `RolloutLedger`) is the
-same on any machine, and seconds are not (results/speedrun/README.md). Seconds (training wall time, the judge's
-evaluations excluded) and the 1-minute load average are reported as a direction only.
-
-The judge does not change the run it judges: each evaluation samples on forked random number generators, so the
-run's records equal the plain run's step for step and stopping only ends it earlier (tests/test_speedrun_judge.py).
-
-Runs: one process per (kernel set, seed) (`rlvr.runs.cpu_kernels`), in `<output_dir>/<setting>-s<seed>/`, skipped when
-its `speedrun.json` says it finished (rerun the command to resume); then `<output_dir>/summary.md` and `summary.json`:
-each run's samples, steps and seconds to the target (or "not reached"), and the median samples. A recipe is judged
-only on the main job's task data and starting model (its held-out words are the evaluation's).
+Each run trains the recipe (`rlvr.training.runner`, as `accelerate launch recipes/<algorithm>.py` runs it) in a
+process of its own per (kernel set, seed) (`rlvr.runs.cpu_kernels`); `SpeedrunJudge` evaluates it every
+`--eval_every` steps with `rlvr evaluate`'s own code on the main job's full held-out set and sampling
+(`MAIN_JOB_CONFIG`), and stops it at the first evaluation at or above `--target`. Samples, not seconds, are the
+figure: the count of generated completions (`RolloutLedger`) is the same on any machine; seconds and the load are a
+direction only. Each evaluation samples on forked random number generators, so the judge does not change the run it
+judges (tests/test_speedrun_judge.py). How to read it, with the baseline and the record: docs/evaluation-and-reports.md
+and results/speedrun/README.md.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def samples_to_reach_held_out(run: Run, threshold: float) -> int | None:
 
 # The speedrun figure: held-out exact match of the in-training evaluations (`eval_steps` apart, the same held-out
 # prompts every time), averaged over the last SPEEDRUN_WINDOW of them so one lucky evaluation does not count, first
-# at SPEEDRUN_TARGET (the main job, seed 42 on AVX-512 kernels, reaches it at step 90 of 140).
+# at SPEEDRUN_TARGET.
 SPEEDRUN_TARGET, SPEEDRUN_WINDOW = 0.60, 3
 SPEEDRUN_SAMPLES = "speedrun_samples"  # the summary column: generated samples until the speedrun target (None: never)
 

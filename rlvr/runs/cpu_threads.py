@@ -13,8 +13,7 @@ import time
 import torch
 
 LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
-CROWDED = 1.5  # the probe at N threads this much slower than at 1: crowded. Quiet-machine noise stayed below it
-# (2-core VM, medians of 15: 0.6-1.1x); with other jobs on the cores the 2-thread op took 2-4x (docs/measurements/speed.md)
+CROWDED = 1.5  # the probe at N threads this much slower than at 1: crowded (docs/measurements/speed.md, "Threads")
 
 
 def local_processes(environ=None) -> int:
