@@ -47,6 +47,19 @@ def cases(tmp: Path):
     def yaml_case(name, extra):
         return spec(name, Path(FAST).read_text() + extra)
 
+    def edited(name, old, new):  # the fast recipe with one field's text replaced
+        return spec(name, Path(FAST).read_text().replace(old, new))
+
+    def on(config, out="o"):  # a command on another recipe or data file, into a scratch folder
+        return ["--config", config, "--output_dir", str(tmp / out)]
+
+    def sweep_of(name, text):
+        return [spec(name, text), "--out", str(tmp / "s")]
+
+    def accelerate(name, text):
+        return ["--config", FAST, "--accelerate_config", spec(name, text)]
+
+    fake_pair = ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST]
     g = "grpo"
     return [
         (g, [*run, "--num_generations", "-2"], "num_generations"),
@@ -84,49 +97,13 @@ def cases(tmp: Path):
         (g, [*run, "--dataset_name", str(tmp / "no_dataset")], "dataset_name"),
         (g, [*run, "--resume_from_checkpoint", str(tmp / "afile")], "resume_from_checkpoint"),
         (g, ["--config", FAST, "--output_dir", str(tmp / "afile")], "output_dir"),
-        (g, ["--config", yaml_case("t1.yaml", "temperature_: 1\n"), "--output_dir", str(tmp / "o")], "temperature_"),
-        (g, ["--config", str(tmp / "empty.yaml"), "--output_dir", str(tmp / "o")], "--config"),
-        (
-            g,
-            [
-                "--config",
-                spec("t2.yaml", Path(FAST).read_text().replace("max_steps: 3", "max_steps: true")),
-                "--output_dir",
-                str(tmp / "o"),
-            ],
-            "max_steps",
-        ),
-        (
-            g,
-            [
-                "--config",
-                spec("t3.yaml", Path(FAST).read_text().replace("seed: 42\n", "seed: x\n")),
-                "--output_dir",
-                str(tmp / "o"),
-            ],
-            "seed",
-        ),
-        (
-            g,
-            [
-                "--config",
-                spec("t4.yaml", Path(FAST).read_text().replace("top_k: 0", "top_k: [1]")),
-                "--output_dir",
-                str(tmp / "o"),
-            ],
-            "top_k",
-        ),
-        (g, ["--config", yaml_case("t5.yaml", "env: 3\n"), "--output_dir", str(tmp / "o")], "env"),
-        (
-            g,
-            [
-                "--config",
-                spec("t6.yaml", Path(FAST).read_text().split("data:")[0] + "data: 5\n"),
-                "--output_dir",
-                str(tmp / "o"),
-            ],
-            "data",
-        ),
+        (g, on(yaml_case("t1.yaml", "temperature_: 1\n")), "temperature_"),
+        (g, on(str(tmp / "empty.yaml")), "--config"),
+        (g, on(edited("t2.yaml", "max_steps: 3", "max_steps: true")), "max_steps"),
+        (g, on(edited("t3.yaml", "seed: 42\n", "seed: x\n")), "seed"),
+        (g, on(edited("t4.yaml", "top_k: 0", "top_k: [1]")), "top_k"),
+        (g, on(yaml_case("t5.yaml", "env: 3\n")), "env"),
+        (g, on(spec("t6.yaml", Path(FAST).read_text().split("data:")[0] + "data: 5\n")), "data"),
         (
             g,
             [*run, "--generation_batch_size", "6", "--num_generations", "2", "--per_device_train_batch_size", "4"],
@@ -135,53 +112,24 @@ def cases(tmp: Path):
         (g, [*run, "--reward_funcs", "", "--reward_weights", "1"], "reward_funcs[0]"),
         (g, [*run, "--use_peft", "maybe"], "use_peft"),
         (g, [*run, "--eval_strategy", "steps", "--per_device_eval_batch_size", "3"], "per_device_eval_batch_size"),
-        ("data", ["--config", FAST, "--output_dir", str(tmp / "d"), "--size", "-5"], "--size"),
-        ("data", ["--config", FAST, "--output_dir", str(tmp / "d"), "--seed", "x"], "--seed"),
-        ("data", ["--config", str(tmp / "empty.yaml"), "--output_dir", str(tmp / "d")], "--config"),
-        (
-            "data",
-            [
-                "--config",
-                spec("d1.yaml", "specs: [{name: spell_backward, weight: 0}]\n"),
-                "--output_dir",
-                str(tmp / "d"),
-            ],
-            "data.specs[0].weight",
-        ),
+        ("data", [*on(FAST, "d"), "--size", "-5"], "--size"),
+        ("data", [*on(FAST, "d"), "--seed", "x"], "--seed"),
+        ("data", on(str(tmp / "empty.yaml"), "d"), "--config"),
+        ("data", on(spec("d1.yaml", "specs: [{name: spell_backward, weight: 0}]\n"), "d"), "data.specs[0].weight"),
         ("plots", [str(tmp / "nowhere"), "--out", str(tmp / "p"), "--x", "step", "time"], "--x"),
         ("plots", [str(tmp), "--out", str(tmp / "p")], "RUN_DIR"),
         ("plots", [str(tmp), "--out", str(tmp / "p"), "--max_rows", "x"], "--max_rows"),
         ("report", [str(tmp / "nowhere"), "--num_prompts", "-1"], "--num_prompts"),
         ("report", [str(tmp), "--last_k", "x"], "--last_k"),
+        ("sweep", sweep_of("s1.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: []}}\n"), "vary.seed"),
+        ("sweep", sweep_of("s2.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1, 2]}}\nlabels: [a]\n"), "labels"),
         (
             "sweep",
-            [spec("s1.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: []}}\n"), "--out", str(tmp / "s")],
-            "vary.seed",
-        ),
-        (
-            "sweep",
-            [spec("s2.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1, 2]}}\nlabels: [a]\n"), "--out", str(tmp / "s")],
-            "labels",
-        ),
-        (
-            "sweep",
-            [
-                spec("s3.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1]}}\nsamples_budget: 0\n"),
-                "--out",
-                str(tmp / "s"),
-            ],
+            sweep_of("s3.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1]}}\nsamples_budget: 0\n"),
             "samples_budget",
         ),
-        (
-            "sweep",
-            [spec("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "--out", str(tmp / "s")],
-            "base",
-        ),
-        (
-            "sweep",
-            [spec("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "--out", str(tmp / "s")],
-            "top_p",
-        ),
+        ("sweep", sweep_of("s4.yaml", "name: s\nbase: nowhere.yaml\nvary: {seed: [1]}\n"), "base"),
+        ("sweep", sweep_of("s5.yaml", f"name: s\nbase: {FAST}\nvary: {{top_p: [2]}}\n"), "top_p"),
         # the wrong-kind-of-path, flag and YAML classes, with cases tests/test_bad_input.py does not hold
         (g, [*run, "--model_name_or_path", str(tmp / "half_model")], "model_name_or_path"),  # tokenizer only
         (g, [*run, "--model_name_or_path", "~/surely/not/here", "--build_tiny_model", "false"], "model_name_or_path"),
@@ -194,58 +142,27 @@ def cases(tmp: Path):
         (g, [*run, "--rollouts_path", str(tmp / "afile" / "r.jsonl")], "rollouts_path"),
         (g, [*run, "--metrics_path", str(tmp)], "metrics_path"),
         (g, [*run, "--resume_from_checkpoint", str(tmp / "half_model")], "resume_from_checkpoint"),
-        ("data", ["--config", FAST, "--output_dir", str(tmp / "afile" / "x")], "--output_dir"),
+        ("data", on(FAST, "afile/x"), "--output_dir"),
         ("data", ["--config", FAST, "--push_to_hub", "-leading-dash/x"], "--push_to_hub"),
         ("data", ["--config", FAST, "--push_to_hub", "user/" + "x" * 200], "--push_to_hub"),
         ("plan", ["--config", FAST, "--accelerate_config", str(tmp / "afile")], "--accelerate_config"),
+        ("plan", accelerate("acc1.yaml", "distributed_type: MULTI_GPU\nnum_processes: 0\n"), "--accelerate_config"),
         (
             "plan",
-            [
-                "--config",
-                FAST,
-                "--accelerate_config",
-                spec("acc1.yaml", "distributed_type: MULTI_GPU\nnum_processes: 0\n"),
-            ],
+            accelerate("acc2.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config: zero3\n"),
             "--accelerate_config",
         ),
-        (
-            "plan",
-            [
-                "--config",
-                FAST,
-                "--accelerate_config",
-                spec("acc2.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config: zero3\n"),
-            ],
-            "--accelerate_config",
-        ),
-        ("plan", ["--config", FAST, "--accelerate_config", spec("acc3.yaml", "- a\n")], "--accelerate_config"),
+        ("plan", accelerate("acc3.yaml", "- a\n"), "--accelerate_config"),
         ("evaluate", ["--config", FAST, "--top_p", "-0.1"], "--top_p"),
         ("evaluate", ["--config", FAST, "--top_p", "inf"], "--top_p"),
         ("evaluate", ["--config", FAST, "--top_k", "x"], "--top_k"),
         ("evaluate", ["--config", FAST, "--max_new_tokens", "-4"], "--max_new_tokens"),
         ("evaluate", ["--config", FAST, "--output", str(tmp / "afile" / "e.json")], "--output"),
-        (g, ["--config", yaml_case("dup1.yaml", "top_p: 0.9\n"), "--output_dir", str(tmp / "o")], "top_p"),
-        (
-            g,
-            ["--config", yaml_case("dup2.yaml", "reward_funcs: [correctness]\n"), "--output_dir", str(tmp / "o")],
-            "reward_funcs",
-        ),
-        (g, ["--config", spec("dup3.yaml", f"base: {FAST}\nbase: {FAST}\n"), "--output_dir", str(tmp / "o")], "base"),
-        (
-            "sweep",
-            [spec("dup4.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1], seed: [2]}}\n"), "--out", str(tmp / "s")],
-            "seed",
-        ),
-        (
-            "data",
-            [
-                "--config",
-                spec("dup5.yaml", "size: 10\nsize: 20\nspecs: [spell_backward]\n"),
-                "--output_dir",
-                str(tmp / "d"),
-            ],
-            "size",
-        ),
+        (g, on(yaml_case("dup1.yaml", "top_p: 0.9\n")), "top_p"),
+        (g, on(yaml_case("dup2.yaml", "reward_funcs: [correctness]\n")), "reward_funcs"),
+        (g, on(spec("dup3.yaml", f"base: {FAST}\nbase: {FAST}\n")), "base"),
+        ("sweep", sweep_of("dup4.yaml", f"name: s\nbase: {FAST}\nvary: {{seed: [1], seed: [2]}}\n"), "seed"),
+        ("data", on(spec("dup5.yaml", "size: 10\nsize: 20\nspecs: [spell_backward]\n"), "d"), "size"),
         (g, [*run, "--kl_estimator", "K3"], "kl_estimator"),
         (g, [*run, "--max_generated_samples", "x"], "max_generated_samples"),
         (g, [*run, "--speedups", "shared-prefix"], "speedups"),
@@ -253,25 +170,8 @@ def cases(tmp: Path):
         (g, [*run, "--min_mean_reward_patience", "0"], "min_mean_reward_patience"),
         (g, [*run, "--min_mean_reward", "nan"], "min_mean_reward"),
         (g, [*run, "--divergence_guard", "maybe"], "divergence_guard"),
-        (
-            "before-after",
-            [
-                "--before",
-                str(tmp / "fake_model"),
-                "--after",
-                str(tmp / "fake_model"),
-                "--config",
-                FAST,
-                "--out",
-                str(tmp / "afile" / "cmp"),
-            ],
-            "--out",
-        ),
-        (
-            "before-after",
-            ["--before", str(tmp / "fake_model"), "--after", str(tmp / "fake_model"), "--config", FAST, "--k", "0"],
-            "--k",
-        ),
+        ("before-after", [*fake_pair, "--out", str(tmp / "afile" / "cmp")], "--out"),
+        ("before-after", [*fake_pair, "--k", "0"], "--k"),
     ]
 
 

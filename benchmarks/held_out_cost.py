@@ -34,19 +34,21 @@ from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
 from rlvr.training.config import load_recipe, validate
 
 
-def train(output_dir: Path, extra: list[str]) -> dict:
-    """One main-job run; its wall time and, from metrics.jsonl, train_runtime and the evaluations' seconds."""
-    command = [
-        sys.executable,
-        "recipes/grpo.py",
+def recipe_flags(output_dir: Path) -> list[str]:
+    """The main job's recipe into `output_dir`, as every run and evaluation here takes it."""
+    return [
         "--config",
-        "recipes/tiny/grpo.yaml",
+        str(REPO / "recipes/tiny/grpo.yaml"),
         "--output_dir",
         str(output_dir),
         "--print_rollouts",
         "false",
-        *extra,
     ]
+
+
+def train(output_dir: Path, extra: list[str]) -> dict:
+    """One main-job run; its wall time and, from metrics.jsonl, train_runtime and the evaluations' seconds."""
+    command = [sys.executable, "recipes/grpo.py", *recipe_flags(output_dir), *extra]
     start = time.perf_counter()
     subprocess.run(
         command,
@@ -66,8 +68,7 @@ def time_log_probs(rounds: int, output_dir: Path, extra: list[str]) -> dict:
     """Median seconds of one evaluation with and without TRL's log-prob passes, alternating in one process."""
     from rlvr.training.runner import prepare
 
-    flags = ["--config", "recipes/tiny/grpo.yaml", "--output_dir", str(output_dir), "--print_rollouts", "false"]
-    _, trainer, _ = prepare([*flags, "--max_steps", "2", "--report_to", "none", *extra], "grpo")
+    _, trainer, _ = prepare([*recipe_flags(output_dir), "--max_steps", "2", "--report_to", "none", *extra], "grpo")
     trainer.train()
     seconds = {True: [], False: []}
     with measured_load("held_out_cost log_probs"):
@@ -104,20 +105,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     args, extra = parser.parse_known_args(argv)  # anything else goes to both runs, e.g. --max_steps 20
     check_writable_folder(args.output_dir, "--output_dir")  # and the runs' own flags, before the first one trains:
-    validate(
-        load_recipe(
-            [
-                "--config",
-                str(REPO / "recipes/tiny/grpo.yaml"),
-                "--output_dir",
-                str(Path(args.output_dir) / "with-1"),
-                *extra,
-                "--dry_run",
-                "true",
-            ],
-            "grpo",
-        )
-    )
+    validate(load_recipe([*recipe_flags(Path(args.output_dir) / "with-1"), *extra, "--dry_run", "true"], "grpo"))
     if args.log_probs:
         result = time_log_probs(args.log_probs, Path(args.output_dir) / "log-probs", extra)
         Path(args.output_dir, "held_out_log_probs.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -75,40 +75,21 @@ def read_rows(output_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+def run_flags(max_steps: int, output_dir, cpu_threads: str) -> list[str]:
+    """The flags of every contender's run, rlvr or bare: its steps, its folder and its intra-op threads."""
+    return ["--max_steps", str(max_steps), "--output_dir", str(output_dir), "--cpu_threads", cpu_threads]
+
+
 def run_once(
     config: str, variant: str, max_steps: int, warmup: int, launcher: str, output_dir: Path, cpu_threads: str = "auto"
 ) -> dict:
     """One training run (a variant of `speedups`, or `bare` TRL); samples/s, train_runtime, wall time, loss, reward."""
     prefix = tools.command("accelerate launch") if launcher == "accelerate" and variant != BARE else [sys.executable]
+    flags = run_flags(max_steps, output_dir, cpu_threads)
     if variant == BARE:
-        command = [
-            *prefix,
-            __file__,
-            "--_bare",
-            config,
-            "--max_steps",
-            str(max_steps),
-            "--output_dir",
-            str(output_dir),
-            "--cpu_threads",
-            cpu_threads,
-        ]
+        command = [*prefix, __file__, "--_bare", config, *flags]
     else:
-        command = [
-            *prefix,
-            script_for(config),
-            "--config",
-            config,
-            "--max_steps",
-            str(max_steps),
-            "--speedups",
-            variant,
-            "--output_dir",
-            str(output_dir),
-            "--cpu_threads",
-            cpu_threads,
-            *COMMON,
-        ]
+        command = [*prefix, script_for(config), "--config", config, "--speedups", variant, *flags, *COMMON]
     start = time.perf_counter()
     done = subprocess.run(
         command,
@@ -165,18 +146,7 @@ def bare_trl(config: str, max_steps: int, output_dir: str, cpu_threads: str) -> 
     from rlvr.training.model_loading import model_init_kwargs
     from rlvr.training.runner import held_out_prompts
 
-    argv = [
-        "--config",
-        config,
-        "--max_steps",
-        str(max_steps),
-        "--output_dir",
-        output_dir,
-        "--cpu_threads",
-        cpu_threads,
-        *COMMON,
-    ]
-    recipe = validate(load_recipe(argv))
+    recipe = validate(load_recipe(["--config", config, *run_flags(max_steps, output_dir, cpu_threads), *COMMON]))
     training = recipe.training
     torch.set_num_threads(cpu_threads_for(recipe.args.cpu_threads))  # the same rule as the rlvr runs
     skip = {"steps_per_generation"}  # derived from generation_batch_size; TRL refuses both
