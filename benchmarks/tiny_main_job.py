@@ -67,9 +67,8 @@ RUN_ENV = {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
 def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> float:
     """The main command; returns its wall time in seconds. `inprocess` (the default) runs it in this process, which
     has already imported what it needs for the evaluation: the same recipe, run folder and records as the typed
-    command (tests/test_tiny_main_job.py compares them), without a second interpreter's start-up (~8 s here:
-    accelerate's launcher, the imports, the exit; docs/measurements/speed.md). `accelerate` and `python` start it as
-    a user types it."""
+    command (tests/test_tiny_main_job.py compares them), without a second interpreter's start-up
+    (docs/measurements/speed.md). `accelerate` and `python` start it as a user types it."""
     recipe_args = ["recipes/grpo.py", "--config", config, "--output_dir", str(output_dir), *extra]
     if launcher == "inprocess":
         print("$", shlex.join(["accelerate", "launch", *recipe_args]), "(run in this process)", flush=True)

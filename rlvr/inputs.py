@@ -402,10 +402,7 @@ def load_recipe_yaml(path, field_name: str = "--config", _seen: tuple = ()) -> d
     """A recipe file as one mapping, with its `base:` chain resolved (paths relative to the file, then to the cwd)."""
     if os.path.isdir(path):
         raise ConfigError(field_name, f"{path} is a directory, not a recipe YAML file")
-    try:
-        raw = load_yaml_mapping(path, field_name)
-    except UnicodeDecodeError:
-        raise ConfigError(field_name, f"{path} is not a text YAML file") from None
+    raw = load_yaml_mapping(path, field_name)
     base = raw.pop(BASE_KEY, None)
     if base is None:
         return raw
