@@ -30,7 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as `python benchmarks/held_out_cost.py`
 
 from benchmarks.machine_load import measured_load
+from rlvr.analysis.loaders import read_jsonl
 from rlvr.inputs import ArgumentParser, check_writable_folder, cli, positive_int
+from rlvr.runs import layout
 from rlvr.training.config import load_recipe, validate
 
 
@@ -58,7 +60,7 @@ def train(output_dir: Path, extra: list[str]) -> dict:
         stdout=subprocess.DEVNULL,
     )
     wall = time.perf_counter() - start
-    rows = [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_jsonl(output_dir / layout.METRICS)
     runtime = next(row["train_runtime"] for row in rows if "train_runtime" in row)
     evaluations = [row["eval_runtime"] for row in rows if "eval_runtime" in row]
     return {"wall_s": wall, "train_runtime": runtime, "eval_s": sum(evaluations), "evaluations": len(evaluations)}

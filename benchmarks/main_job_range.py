@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
 from benchmarks.machine_load import settle
+from rlvr.analysis.loaders import read_jsonl
 from rlvr.inputs import ArgumentParser, cli, non_negative_float, non_negative_int
 from rlvr.metrics.keys import EXACT_MATCH, is_timing, mean_key, pass_key
 from rlvr.runs import layout
@@ -44,7 +45,7 @@ def spin() -> None:
 
 def metrics_without_timing(run_dir: Path) -> list[dict]:
     """A run folder's metrics rows without what the machine's speed moves: the time/* keys, epoch and timestamp."""
-    rows = [json.loads(line) for line in (run_dir / layout.METRICS).read_text().splitlines() if line]
+    rows = read_jsonl(run_dir / layout.METRICS)
     return [{k: v for k, v in row.items() if not is_timing(k) and k not in ("epoch", "timestamp")} for row in rows]
 
 

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.machine_load import measured_load
+from rlvr.analysis.loaders import read_jsonl
 from rlvr.inputs import (
     ArgumentParser,
     ConfigError,
@@ -53,7 +54,7 @@ from rlvr.inputs import (
     non_negative_int,
     positive_int,
 )
-from rlvr.runs import tools
+from rlvr.runs import layout, tools
 from rlvr.speedups import parse_speedups
 
 SCRIPTS = {
@@ -69,10 +70,6 @@ COMMON = ["--print_rollouts", "false", "--save_strategy", "no", "--report_to", "
 
 def script_for(config: str) -> str:
     return SCRIPTS.get(Path(config).stem, "recipes/grpo.py")
-
-
-def read_rows(output_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
 def run_flags(max_steps: int, output_dir, cpu_threads: str) -> list[str]:
@@ -104,7 +101,7 @@ def run_once(
     if done.returncode:  # the child's own last line, not a CalledProcessError that hides it
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         raise SystemExit(f"error: the {variant} run of {config} failed (exit {done.returncode}): {last}")
-    rows = read_rows(output_dir)
+    rows = read_jsonl(output_dir / layout.METRICS)
     steps = [row for row in rows if "loss" in row]
     accounted = [row for row in steps if "time/total_s" in row]  # rlvr runs: the trainer's own time accounts
     timed = accounted[warmup:]

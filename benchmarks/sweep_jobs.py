@@ -19,7 +19,6 @@ the best-to-worst range); the ratio jobs / sequential; and per run `equal` or th
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -28,8 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from rlvr.analysis.loaders import read_jsonl
 from rlvr.inputs import ArgumentParser, cli, positive_int
 from rlvr.metrics.keys import is_timing
+from rlvr.runs import layout
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "sweeps/temperature.yaml"
@@ -71,10 +72,7 @@ def measured(row: dict) -> dict:
 
 def first_difference(run: Path, alone: Path) -> str | None:
     """None when the two runs logged the same rows (every key but timings), else where they first differ."""
-    rows = [
-        [measured(json.loads(line)) for line in (path / "metrics.jsonl").read_text().splitlines() if line.strip()]
-        for path in (run, alone)
-    ]
+    rows = [[measured(row) for row in read_jsonl(path / layout.METRICS)] for path in (run, alone)]
     if len(rows[0]) != len(rows[1]):
         return f"{len(rows[0])} rows vs {len(rows[1])}"
     for index, (a, b) in enumerate(zip(*rows)):
