@@ -237,16 +237,16 @@ def byte_token_recipe(config: str, model_dir, out_dir) -> Path:
 # --- Section 1: planner vs allocator, phase by phase ---------------------------------------------------------------
 
 
-def memory_workload(name: str, mode: str, micro_batch=2, prompt_tokens=200, completion_tokens=512, sequences=32):
+def memory_workload(name: str, mode: str) -> Workload:
     """The shipped configs' batch shape (2 x (200 + 512) tokens per micro-batch, 32 sequences sampled) on a shape."""
     w = Workload(
         shape=KNOWN_SHAPES[name],
         weight_bytes=2,
         act_bytes=2,
-        micro_batch=micro_batch,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        generation_sequences=sequences,
+        micro_batch=2,
+        prompt_tokens=200,
+        completion_tokens=512,
+        generation_sequences=32,
         num_generations=8,
         gradient_checkpointing=True,
     )

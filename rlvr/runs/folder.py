@@ -8,11 +8,10 @@ once; at step 0 a file still there (a record path outside the claimed folder, or
 moves aside by the same policy as a whole run (`move_aside`). The run's identity and what a resume may change are
 rlvr/runs/resume.py.
 
-The lock: while a run writes into its folder it holds `<output_dir>/run.lock`, recording host, pid, run id and start,
-as an exclusive `flock` on the file, kept for the run's lifetime and released by the kernel when the process ends,
-however it ends. A second run into the folder fails at once with one line naming the holder. A lock file left by a
-killed run (its `flock` is free) is taken over with one line saying so. Only the main process (global rank 0) takes
-the lock, so a run of N processes holds one lock; the other ranks learn the outcome from rank 0 (`agree`).
+The lock (`RunLock`): while a run writes into its folder it holds an exclusive `flock` on `<output_dir>/run.lock`,
+which the kernel releases however the process ends; only the main process (global rank 0) takes it, and the other
+ranks learn the outcome from rank 0 (`agree`). What a second run, or a killed one's lock file, meets:
+docs/reliability.md ("No two writers").
 """
 
 from __future__ import annotations
