@@ -53,6 +53,7 @@ from rlvr.planning import (
     GIB,
     KNOWN_SHAPES,
     LINEAR_MODULES,
+    LORA,
     MARGIN_BYTES,
     ModelShape,
     Workload,
@@ -250,7 +251,7 @@ def memory_workload(name: str, mode: str) -> Workload:
         num_generations=8,
         gradient_checkpointing=True,
     )
-    return replace(w, lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05) if mode == "lora" else w
+    return replace(w, **LORA) if mode == "lora" else w
 
 
 def planned_phases(w: Workload) -> dict[str, float]:

@@ -223,6 +223,9 @@ def generation_chunk_for(w: Workload, free_bytes: float) -> int | None:
 # --- Remedies, in order of value -----------------------------------------------------------------------------------
 
 
+LORA = {"lora_r": 16, "lora_targets": LINEAR_MODULES, "lora_dropout": 0.05}  # the LoRA the remedies offer
+
+
 def smaller_model(shape: ModelShape) -> ModelShape | None:
     """The largest known Qwen3 smaller than `shape`, if any."""
     smaller = [k for k in KNOWN_SHAPES.values() if parameter_count(k) < parameter_count(shape)]
@@ -265,14 +268,9 @@ def remedies(w: Workload) -> list[tuple[str, Workload]]:
     if w.beta > 0 and w.lora_r is None:
         out.append(("4. beta: 0 (no reference model)", replace(w, beta=0.0)))
     if w.lora_r is None:
-        out.append(
-            (
-                "5. LoRA: use_peft true, lora_r 16, all-linear (lr ~10x higher)",
-                replace(w, lora_r=16, lora_targets=LINEAR_MODULES, lora_dropout=0.05),
-            )
-        )
+        out.append(("5. LoRA: use_peft true, lora_r 16, all-linear (lr ~10x higher)", replace(w, **LORA)))
     if w.quant_bits is None:
-        lora = {} if w.lora_r is not None else {"lora_r": 16, "lora_targets": LINEAR_MODULES, "lora_dropout": 0.05}
+        lora = {} if w.lora_r is not None else LORA
         out.append(
             (
                 "5. QLoRA: load_in_4bit true with LoRA (base weights 4-bit; slower matmuls)",
