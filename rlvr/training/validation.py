@@ -133,7 +133,7 @@ RULES: dict[str, Num | OneOf] = {
     "sapo_temperature_neg": POSITIVE,
     "sapo_temperature_pos": POSITIVE,
     "top_entropy_quantile": FRACTION,
-    "entropy_coef": NON_NEGATIVE,
+    "entropy_coef": Num(),  # TRL subtracts coef x mean entropy: > 0 a bonus, < 0 entropy minimisation (sharpening)
     "ref_model_mixup_alpha": FRACTION,
     "ref_model_sync_steps": POSITIVE_INT,
     "vllm_mode": OneOf("server", "colocate"),
@@ -259,6 +259,8 @@ def check_recipe(args, training, model) -> None:
     )
     if args.overlong_cache_length is not None and args.overlong_max_length is None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
+    if training.use_adaptive_entropy and training.entropy_coef < 0:
+        raise ConfigError("entropy_coef", "is negative (entropy minimisation) but use_adaptive_entropy tunes a bonus")
     if training.max_steps == -1 and training.num_train_epochs <= 0:
         raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")
 
