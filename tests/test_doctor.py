@@ -495,3 +495,14 @@ def test_real_run_with_reused_batches_and_a_learning_rate_too_high(tmp_path):
     first, second = diagnosis.run.rows  # the second pass generates nothing: no rate on its row
     assert first["tokens_per_s/generation"] > first["tokens_per_s/step"] > 0 and "tokens_per_s/step" not in second
     assert "generated tokens/s: " in diagnosis.findings[-1].what and "samples/s" in diagnosis.findings[-1].what
+
+
+def test_a_policy_sharpened_on_purpose_is_told_to_move_entropy_coef_not_the_learning_rate(tmp_path):
+    sides = {"zero_std_side/all_correct": 0.3, "zero_std_side/all_wrong": 0.1, "zero_std_side/identical": 0.4}
+    rows = from_step(healthy_rows(), 12, entropy=0.01, **{"zero_std_frac/total": 0.7, **sides})
+    entropy, idle = problems(write_run(tmp_path / "sharpened", rows, entropy_coef=-0.1))
+    assert entropy.what.startswith("entropy collapse") and idle.what.startswith("idle groups")
+    for finding in (entropy, idle):
+        assert finding.remedy.startswith("entropy_coef -0.1 minimises entropy on purpose")
+    entropy, idle = problems(write_run(tmp_path / "plain", rows))
+    assert "lower learning_rate" in entropy.remedy and idle.remedy.startswith("raise temperature")

@@ -520,12 +520,26 @@ def check_truncation(run, settings, keys):
     )
 
 
+def minimised_entropy(settings) -> str | None:
+    """The remedy when the recipe lowers entropy on purpose (a negative `entropy_coef`: TRL subtracts coef x the mean
+    entropy from the loss), where the usual causes (learning rate, temperature) are not the ones to change."""
+    coef = settings.get("entropy_coef")
+    if isinstance(coef, (int, float)) and coef < 0:
+        return (
+            f"entropy_coef {coef:g} minimises entropy on purpose (docs/algorithms.md): move it toward 0 if the run "
+            "needs its G samples to differ"
+        )
+    return None
+
+
 def check_entropy(run, settings, keys):
     if not (found := sustained(run, keys, "entropy", "entropy_floor", below=True)):
         return []
     (series, hit), floor = found, THRESHOLDS["entropy_floor"].value
     temperature = settings.get("temperature")
-    if isinstance(temperature, (int, float)) and temperature >= 1.0:  # the sampler is not the cause: the policy is
+    if sharpening := minimised_entropy(settings):
+        remedy = sharpening
+    elif isinstance(temperature, (int, float)) and temperature >= 1.0:  # the sampler is not the cause: the policy is
         remedy = (
             "the policy collapsed onto few tokens at full temperature: lower learning_rate and keep beta > 0 "
             "so it stays near the reference's spread"
@@ -574,6 +588,8 @@ def idle_cause(run, keys, settings, step: int) -> tuple[str, str]:
         specific = [s for s in (ALL_TRUNCATED, IDENTICAL) if sides.get(s, 0) >= 0.5 * max(sides.values())]
         cause = specific[0] if specific else max(GROUP_SIDES, key=lambda s: sides.get(s, 0))
         text, remedy = f"groups by side: {named}", remedies[cause]
+        if cause == IDENTICAL and (sharpening := minimised_entropy(settings)):
+            remedy = sharpening
     else:
         text = "side not logged (no zero_std_side/* keys)"
         remedy = (
@@ -828,6 +844,7 @@ SETTING_KINDS = {
     **dict.fromkeys(
         ("learning_rate", "max_grad_norm", "temperature", "beta", "max_completion_length", "num_generations"), NUMBER
     ),
+    "entropy_coef": NUMBER,
     **dict.fromkeys(("top_p", "top_k", "vllm_importance_sampling_clip_max", "num_iterations", "epsilon"), NUMBER),
     "vllm_importance_sampling_mode": STRING,
 }
