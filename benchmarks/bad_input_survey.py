@@ -207,7 +207,7 @@ def classify(name, argv, field) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> None:
     import warnings
 
-    ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: a typo is refused, not ignored
+    ArgumentParser(description=__doc__).parse_args(argv)  # no options: a typo is refused, not ignored
     from transformers import PreTrainedModel
 
     warnings.simplefilter("ignore")

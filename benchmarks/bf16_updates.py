@@ -167,7 +167,7 @@ def report(out: Path, seeds: list[int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("part", choices=["probe", "tiny", "report"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
     parser.add_argument("--out", type=Path, default=Path("runs/bf16-updates"))

@@ -165,7 +165,7 @@ def report(part: str, result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     parser.add_argument("--repeats", type=positive_int, default=5, help="eager/compiled pairs per part, interleaved")
     parser.add_argument("--cache_dir", default=None, help="inductor's cache (default: a fresh one: a cold compile)")

@@ -159,7 +159,7 @@ def matches(expect: str, lines: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="runs/doctor-cases")
     parser.add_argument("--only", nargs="+", default=None, help="case names")
     parser.add_argument("--healthy", default="runs/bench-tiny/grpo", help="the main job's run (tiny_main_job.py)")

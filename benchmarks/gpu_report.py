@@ -95,7 +95,7 @@ def report(data: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> str:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("json", help="gpu_check.json from benchmarks/gpu_check.py --out")
     args = parser.parse_args(argv)
     try:

@@ -93,7 +93,7 @@ def time_log_probs(rounds: int, output_dir: Path, extra: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument(
         "--rounds", type=positive_int, default=2, help="pairs of runs (with / without), order alternating"
     )

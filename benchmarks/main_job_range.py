@@ -72,7 +72,7 @@ def run(setting: str, seed: int, busy: int, settle_below: float | None = None) -
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=non_negative_int, nargs="+", default=[42, 1, 2])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--busy", type=non_negative_int, default=0, help="busy-looping processes beside each run")

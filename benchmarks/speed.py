@@ -337,7 +337,7 @@ def check_flags(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--configs", nargs="+", default=["recipes/tiny/grpo.yaml"])
     parser.add_argument(
         "--variants",

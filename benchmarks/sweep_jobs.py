@@ -96,7 +96,7 @@ def spread(values: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--spec", default=SPEC)
     parser.add_argument("--only", nargs="+", default=ONLY, help="the sweep's runs to train (4 by default)")
     parser.add_argument("--jobs", type=positive_int, default=2)

@@ -82,7 +82,7 @@ def sweep_command(out: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--out", help="where the re-run goes (default: a temporary folder, removed after)")
     parser.add_argument("--dry_run", action="store_true", help="say what would be compared and run nothing")
     args = parser.parse_args(argv)

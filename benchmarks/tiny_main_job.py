@@ -95,7 +95,7 @@ def run_grpo(config: str, output_dir: Path, launcher: str, extra: list[str]) -> 
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--output_dir", default="runs/bench-tiny")
     parser.add_argument("--num_samples", type=positive_int, default=8, help="evaluation samples per held-out prompt")

@@ -53,7 +53,14 @@ def flag_in_message(message: str) -> str:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are `ConfigError`s naming the flag, instead of a usage dump and exit."""
+    """argparse whose errors are `ConfigError`s naming the flag, instead of a usage dump and exit. A `description`
+    given as a module docstring is cut to its first paragraph, on one line: `--help` states what the command does
+    without the docstring's usage and notes, and without ending mid-sentence where the first line wraps."""
+
+    def __init__(self, *args, description: str | None = None, **kwargs):
+        if description:
+            description = " ".join(description.strip().split("\n\n")[0].split())
+        super().__init__(*args, description=description, **kwargs)
 
     def error(self, message):
         raise ConfigError(flag_in_message(message), message)

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
-    parser = ArgumentParser(prog="slurm/render.py", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="slurm/render.py", description=__doc__)
     parser.add_argument("--recipe", required=True, help="recipe YAML (any algorithm: recipes/train.py runs it)")
     parser.add_argument(
         "--hosts",

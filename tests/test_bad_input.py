@@ -1025,6 +1025,20 @@ def test_every_documented_script_takes_flags_through_cli(script, monkeypatch, ca
     assert lines[0].startswith(("error: --no_such_flag:", "error: no_such_flag:")), lines
 
 
+def test_a_commands_help_states_its_first_paragraph_whole():
+    """`--help` opens with the module docstring's first paragraph on one line, not its first line cut mid-sentence."""
+    from rlvr.inputs import ArgumentParser
+
+    doc = (
+        "The judge: how many samples a recipe needs before its policy first\nscores 60%.\n\n    rlvr judge --config x\n"
+    )
+    assert (
+        ArgumentParser(description=doc).description
+        == "The judge: how many samples a recipe needs before its policy first scores 60%."
+    )
+    assert ArgumentParser(description=None).description is None
+
+
 def test_a_trl_log_at_step_0_is_diagnosed_not_divided_by(tmp_path, capsys):
     """A plain TRL log whose only training row is at step 0 (logged before the first optimizer step): the compute
     bill has no steps to divide by and says nothing per step; the doctor ends normally."""

@@ -200,7 +200,7 @@ def _clip(text: str | None, width: int = 48) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--before", required=True, help="model folder before training (e.g. models/tiny-speller)")
     parser.add_argument("--after", required=True, help="model folder after training (a run's output_dir)")
     parser.add_argument("--config", required=True, help="recipe YAML: held-out split and sampling settings")

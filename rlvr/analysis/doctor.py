@@ -887,7 +887,7 @@ def thresholds_table() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", help="a run folder (ours or a plain TRL output_dir)")
     parser.add_argument("--thresholds", action="store_true", help="print the thresholds table and exit")
     args = parser.parse_args(argv)

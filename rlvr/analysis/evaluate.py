@@ -462,7 +462,7 @@ def write_evaluation(summary: dict, records: list[dict], output: Path, rollouts:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument(
         "--config",
         required=True,

@@ -310,7 +310,7 @@ def terminal_tables(runs: list[Run], max_rows: int = 20) -> str:
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("run_dirs", nargs="+", help="run directories (holding metrics.jsonl) or sweep directories")
     parser.add_argument("--out", required=True, help="folder for the PNGs")
     parser.add_argument("--x", nargs="+", choices=list(X_AXES), default=list(DEFAULT_X), help="x axes to draw")

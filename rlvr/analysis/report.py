@@ -651,7 +651,7 @@ def read_back(path: Path, runs: list[Run], single: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> Path:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("path", help="a run directory (holding metrics.jsonl) or a sweep directory")
     parser.add_argument("--out", default=None, help="report file (default <path>/report.md); plots/ goes beside it")
     parser.add_argument("--config", default=None, help="the recipe YAML, when the run directory has no config.yaml")

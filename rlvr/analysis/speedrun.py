@@ -208,7 +208,7 @@ def summary_table(results: list[dict], totals: dict) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     # no abbreviations: `--seed 3` is a recipe field the judge refuses, not `--seeds 3`
-    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--config", required=True, help="the recipe to judge")
     parser.add_argument("--output_dir", required=True, help="one run folder per kernel set and seed, and the summary")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
