@@ -588,9 +588,7 @@ def parse_overrides(extra: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(
-        description=__doc__, allow_abbrev=False
-    )  # unknown flags are recipe overrides
+    parser = ArgumentParser(description=__doc__, allow_abbrev=False)  # unknown flags are recipe overrides
     parser.add_argument("spec", help="sweep spec YAML (see sweeps/)")
     parser.add_argument(
         "--out",
