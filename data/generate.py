@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 from datasets import Dataset, DatasetDict, Value, concatenate_datasets, load_dataset, load_from_disk
-from rlvr.data.spec import HELD_OUT_SETS, TINY_SYSTEM_PROMPT, DataSpec, levels_of, range_attribute
+from rlvr.data.spec import HELD_OUT_SETS, TINY_SYSTEM_PROMPT, DataSpec, Level, levels_of, range_attribute
 
 from rlvr.inputs import ConfigError
 
@@ -170,6 +170,21 @@ def build_level_pools(spec, task_index: int = 0, attribute: str | None = None):
         raise ConfigError("curriculum", f"{task.name} generates no item at any {definition.name} level")
     test = tests[0] if spec.held_out is not None else concatenate_datasets(tests)
     return DatasetDict({"train": concatenate_datasets(trains), "test": test}), kept
+
+
+def split_level_pools(spec):
+    """(DatasetDict, levels): the spec's own splits (`build_dataset`: the rows a run without a curriculum trains and
+    evaluates on), the train rows with an int `level` column, one level per difficulty value they hold (word length
+    for spell_backward). A curriculum over them reweights the lengths of the same rows, so a held-out set stays
+    held out."""
+    dataset = build_dataset(spec)
+    difficulties = dataset["train"]["difficulty"]
+    if None in difficulties:
+        raise ConfigError("curriculum.pools", "split needs a difficulty on every train row; this task has none")
+    values = sorted(set(difficulties))
+    index = {value: i for i, value in enumerate(values)}
+    train = dataset["train"].add_column("level", [index[d] for d in difficulties])
+    return DatasetDict({"train": train, "test": dataset["test"]}), [Level(v, v, v) for v in values]
 
 
 @lru_cache(maxsize=8)

@@ -78,6 +78,44 @@ def test_informative_weights_are_the_predicted_non_flat_fraction():
     assert controller.compute_weights()[2] == pytest.approx(floor / 4)  # all wrong: only the floor keeps measuring it
 
 
+def test_failing_weights_are_each_levels_share_of_the_errors():
+    floor = 0.1
+    controller = Controller(CurriculumSpec(policy="failing", window=10, floor=floor), LEVELS, 4, sizes=[10, 30, 40, 20])
+    observe(controller, 3, passed=9, failed=1)
+    observe(controller, 5, passed=1, failed=9)
+    observe(controller, 7, passed=5, failed=5)  # level 9 stays unmeasured: p = 0.5
+    errors = [0.1 * 0.1, 0.3 * 0.9, 0.4 * 0.5, 0.2 * 0.5]
+    expected = [(1 - floor) * e / sum(errors) + floor / 4 for e in errors]
+    assert controller.compute_weights() == pytest.approx(expected)
+    assert Controller(CurriculumSpec(policy="failing", floor=0.0), LEVELS, 4).compute_weights() == [0.25] * 4
+
+
+def test_split_pools_are_the_data_specs_own_rows_by_difficulty():
+    """`pools: split` levels the rows a run without a curriculum trains on, one level per word length, and keeps
+    its test split, so the held-out words stay out of training (the speedrun judge requires the main job's data)."""
+    from rlvr.data.generate import build_dataset
+    from rlvr.data.spec import DataSpec
+
+    from rlvr.training.config import load_recipe, validate
+
+    data = {
+        "size": 80,
+        "seed": 3,
+        "test_size": 10,
+        "specs": [{"name": "spell_backward", "config": {"max_word_len": 6}}],
+    }
+    split = ["--data", json.dumps(data), "--curriculum", '{"policy": "failing", "pools": "split"}']
+    recipe = validate(load_recipe(["--config", CURRICULUM_RECIPE, "--dry_run", "true", *split]))
+    plain = build_dataset(DataSpec.from_dict(data))
+    _, levels, sizes = recipe.curriculum
+    train, lengths = recipe.dataset["train"], sorted(set(plain["train"]["difficulty"]))
+    assert [(lv.value, lv.low, lv.high) for lv in levels] == [(v, v, v) for v in lengths]
+    assert train["question"] == plain["train"]["question"]
+    assert recipe.dataset["test"]["question"] == plain["test"]["question"]
+    assert [lengths[level] for level in train["level"]] == train["difficulty"]
+    assert sizes == [train["difficulty"].count(v) for v in lengths]
+
+
 def test_weights_lag_one_generation_step_and_the_state_round_trips():
     controller = Controller(CurriculumSpec(window=4, advance_above=0.5), LEVELS, 4)
     first = controller.weights_for(0)
@@ -221,6 +259,8 @@ def check(*overrides, recipe=CURRICULUM_RECIPE):
         (["--curriculum", '{"start_level": 7}'], "curriculum.start_level"),
         (["--curriculum", '{"attribute": "letters"}'], "curriculum.attribute"),
         (["--curriculum", '{"speed": 2}'], "curriculum.speed"),
+        (["--curriculum", '{"pools": "mine"}'], "curriculum.pools"),
+        (["--curriculum", '{"pools": "split", "attribute": "word_len"}'], "curriculum.attribute"),
         (["--curriculum", "[1, 2]"], "curriculum"),
         (["--dataloader_num_workers", "2"], "dataloader_num_workers"),
         (["--algorithm", "dapo", "--dynamic_sampling", "true"], "curriculum"),

@@ -247,7 +247,7 @@ class Recipe:
     yaml: dict = field(default_factory=dict)  # the merged recipe mapping, as read once (`LoadedRecipe.yaml`)
     argv: list[str] = field(default_factory=list)  # the command line that overrode it
     speedups: frozenset = frozenset()  # `parse_speedups(args.speedups)`, parsed once here
-    curriculum: object = None  # (CurriculumSpec, levels) when the recipe has `curriculum:`
+    curriculum: object = None  # (CurriculumSpec, levels, rows per level) when the recipe has `curriculum:`
     run_folder: object = None  # rlvr.runs.folder.RunFolder once the run holds its output_dir (the runner)
 
 
@@ -427,7 +427,10 @@ def validate(loaded: LoadedRecipe) -> Recipe:
         spec = CurriculumSpec.from_dict(args.curriculum)
         check_curriculum(spec, data_spec, training)
         dataset, levels = build_curriculum_data(spec, data_spec)
-        curriculum = (spec, levels)
+        sizes = [0] * len(levels)
+        for level in dataset["train"]["level"]:  # both pool builders name it train
+            sizes[level] += 1
+        curriculum = (spec, levels, sizes)
     split = args.dataset_train_split
     if split not in dataset:
         raise ConfigError("dataset_train_split", f"{split!r} is not a split of the data ({list(dataset)})")

@@ -21,13 +21,14 @@ from torch.utils.data import Sampler
 from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 
-from rlvr.data.generate import build_level_pools
+from rlvr.data.generate import build_level_pools, split_level_pools
 from rlvr.data.spec import Level, levels_of
 from rlvr.inputs import ConfigError, mapping_field
 from rlvr.metrics.keys import CURRICULUM_PREFIX as PREFIX
 from rlvr.metrics.reward_batch import RewardBatch, RewardBatchCallback
 
-POLICIES = ("threshold", "informative")
+POLICIES = ("threshold", "informative", "failing")
+POOLS = ("generated", "split")  # per-level pools generated from the task's levels, or the data spec's own train split
 MODES = ("inclusive", "upper_bound")  # reasoning_gym.coaching RangeAttributeMode values the threshold mix supports
 HISTORY = 3  # weight snapshots kept: the lag needs the previous one (the newest when a chunk is fetched a step later)
 UNMEASURED = 0.5  # the pass rate assumed for a level with no scored completion yet (the most informative p)
@@ -45,7 +46,8 @@ class CurriculumSpec:
     advance_above: float = 0.8  # threshold: advance when the current level's pass rate exceeds this
     fall_back_below: float = 0.1  # threshold: fall back when it drops under this
     mode: str = "inclusive"  # threshold: the levels in the mix (reasoning_gym RangeAttributeMode)
-    floor: float = 0.05  # informative: share of the mix spread uniformly over every level
+    floor: float = 0.05  # informative, failing: share of the mix spread uniformly over every level
+    pools: str = "generated"  # split: the levels are the train split's own difficulty values, its rows their pools
 
     @classmethod
     def from_dict(cls, raw, field_name: str = "curriculum") -> CurriculumSpec:
@@ -69,6 +71,8 @@ class CurriculumSpec:
 
         if self.policy not in POLICIES:
             raise ConfigError(f"{field_name}.policy", f"must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if self.pools not in POOLS:
+            raise ConfigError(f"{field_name}.pools", f"must be one of {', '.join(POOLS)}, got {self.pools!r}")
         if self.mode not in MODES:
             raise ConfigError(f"{field_name}.mode", f"must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.attribute is not None and not isinstance(self.attribute, str):
@@ -115,8 +119,10 @@ def informative_fraction(p: float, num_generations: int) -> float:
 class Controller:
     """Running pass rates per level and the policy's level weights; all state JSON-serializable (`state`)."""
 
-    def __init__(self, spec: CurriculumSpec, levels: list[Level], num_generations: int):
+    def __init__(self, spec: CurriculumSpec, levels: list[Level], num_generations: int, sizes: list[int] | None = None):
         self.spec, self.levels, self.num_generations = spec, levels, num_generations
+        sizes = sizes or [1] * len(levels)  # rows per level's pool: `failing` weighs a level's failures by its share
+        self.shares = [size / sum(sizes) for size in sizes]
         self.outcomes = [deque(maxlen=spec.window) for _ in levels]
         self.level = min(spec.start_level, len(levels) - 1)
         self.at_level = 0  # completions scored at the current level since arriving there
@@ -135,10 +141,13 @@ class Controller:
         if self.spec.policy == "threshold":
             active = range(self.level + 1) if self.spec.mode == "inclusive" else [self.level]
             return [1.0 / len(active) if i in active else 0.0 for i in range(n)]
-        rates = [self.pass_rate(i) for i in range(n)]
-        info = [informative_fraction(UNMEASURED if p is None else p, self.num_generations) for p in rates]
-        total = sum(info)
-        shares = [v / total for v in info] if total > 0 else [1.0 / n] * n
+        rates = [UNMEASURED if p is None else p for p in (self.pass_rate(i) for i in range(n))]
+        if self.spec.policy == "failing":  # where the errors are: the level's share of the rows x its failure rate
+            need = [share * (1.0 - p) for share, p in zip(self.shares, rates)]
+        else:
+            need = [informative_fraction(p, self.num_generations) for p in rates]
+        total = sum(need)
+        shares = [v / total for v in need] if total > 0 else [1.0 / n] * n
         return [(1.0 - self.spec.floor) * s + self.spec.floor / n for s in shares]
 
     def move(self) -> None:
@@ -253,9 +262,11 @@ class CurriculumSampler(Sampler):
 class CurriculumCallback(RewardBatchCallback, ExportableState):
     """Feeds every scored training batch to the controller, logs `curriculum/*`, and is saved in checkpoints."""
 
-    def __init__(self, spec: dict, levels: list[list[int]], num_generations: int):
-        self.spec, self.levels, self.num_generations = spec, levels, num_generations
-        self.controller = Controller(CurriculumSpec(**spec), [Level(*level) for level in levels], num_generations)
+    def __init__(self, spec: dict, levels: list[list[int]], num_generations: int, sizes: list[int] | None = None):
+        self.spec, self.levels, self.num_generations, self.sizes = spec, levels, num_generations, sizes
+        self.controller = Controller(
+            CurriculumSpec(**spec), [Level(*level) for level in levels], num_generations, sizes
+        )
 
     @property
     def controller_state(self) -> dict:
@@ -278,7 +289,12 @@ class CurriculumCallback(RewardBatchCallback, ExportableState):
 
     def state(self) -> dict:
         return {
-            "args": {"spec": self.spec, "levels": self.levels, "num_generations": self.num_generations},
+            "args": {
+                "spec": self.spec,
+                "levels": self.levels,
+                "num_generations": self.num_generations,
+                "sizes": self.sizes,
+            },
             "attributes": {"controller_state": self.controller_state},
         }
 
@@ -313,15 +329,23 @@ def with_curriculum(trainer_class: type) -> type:
     )
 
 
-def curriculum_callback_for(spec: CurriculumSpec, levels: list[Level], num_generations: int) -> CurriculumCallback:
-    return CurriculumCallback(spec.to_dict(), [[lv.value, lv.low, lv.high] for lv in levels], num_generations)
+def curriculum_callback_for(
+    spec: CurriculumSpec, levels: list[Level], num_generations: int, sizes: list[int] | None = None
+) -> CurriculumCallback:
+    return CurriculumCallback(spec.to_dict(), [[lv.value, lv.low, lv.high] for lv in levels], num_generations, sizes)
 
 
 def build_curriculum_data(spec: CurriculumSpec, data_spec):
-    """(DatasetDict, levels): the per-level pools of the data spec's task (`rlvr.data.generate.build_level_pools`);
-    start_level must name one of the levels kept."""
-    levels_of(data_spec.specs[0].name, spec.attribute)  # the attribute exists: one line before any generation
-    dataset, levels = build_level_pools(data_spec, attribute=spec.attribute)
+    """(DatasetDict, levels): the per-level pools of the data spec's task (`rlvr.data.generate.build_level_pools`), or
+    with `pools: split` its own train split by difficulty (`split_level_pools`); start_level must name one of the
+    levels kept."""
+    if spec.pools == "split":
+        if spec.attribute is not None:
+            raise ConfigError("curriculum.attribute", "is for generated pools; split pools level by the difficulty")
+        dataset, levels = split_level_pools(data_spec)
+    else:
+        levels_of(data_spec.specs[0].name, spec.attribute)  # the attribute exists: one line before any generation
+        dataset, levels = build_level_pools(data_spec, attribute=spec.attribute)
     if spec.start_level >= len(levels):
         raise ConfigError(
             "curriculum.start_level",

@@ -88,7 +88,8 @@ def callbacks_for(recipe: Recipe) -> list:
     if recipe.curriculum:  # opt-in layer, imported only when named (as in `trainer_for`)
         from rlvr.training.curriculum import curriculum_callback_for
 
-        curriculum = [curriculum_callback_for(*recipe.curriculum, recipe.training.num_generations)]
+        spec, levels, sizes = recipe.curriculum
+        curriculum = [curriculum_callback_for(spec, levels, recipe.training.num_generations, sizes)]
     cuda = []
     if trains_on_cuda(recipe.training):  # memory/peak_* into the row before the records and the console read it
         from rlvr.training.cuda_memory import CudaMemoryCallback
