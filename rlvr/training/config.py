@@ -426,10 +426,7 @@ def validate(loaded: LoadedRecipe) -> Recipe:
 
         spec = CurriculumSpec.from_dict(args.curriculum)
         check_curriculum(spec, data_spec, training)
-        dataset, levels = build_curriculum_data(spec, data_spec)
-        sizes = [0] * len(levels)
-        for level in dataset["train"]["level"]:  # both pool builders name it train
-            sizes[level] += 1
+        dataset, levels, sizes = build_curriculum_data(spec, data_spec)
         curriculum = (spec, levels, sizes)
     split = args.dataset_train_split
     if split not in dataset:

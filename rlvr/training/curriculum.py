@@ -336,9 +336,9 @@ def curriculum_callback_for(
 
 
 def build_curriculum_data(spec: CurriculumSpec, data_spec):
-    """(DatasetDict, levels): the per-level pools of the data spec's task (`rlvr.data.generate.build_level_pools`), or
-    with `pools: split` its own train split by difficulty (`split_level_pools`); start_level must name one of the
-    levels kept."""
+    """(DatasetDict, levels, rows per level): the per-level pools of the data spec's task
+    (`rlvr.data.generate.build_level_pools`), or with `pools: split` its own train split by difficulty
+    (`split_level_pools`); start_level must name one of the levels kept."""
     if spec.pools == "split":
         if spec.attribute is not None:
             raise ConfigError("curriculum.attribute", "is for generated pools; split pools level by the difficulty")
@@ -352,4 +352,7 @@ def build_curriculum_data(spec: CurriculumSpec, data_spec):
             f"must be below the number of levels ({len(levels)}: "
             f"{', '.join(str(lv.value) for lv in levels)}), got {spec.start_level}",
         )
-    return dataset, levels
+    sizes = [0] * len(levels)
+    for level in dataset["train"]["level"]:
+        sizes[level] += 1
+    return dataset, levels, sizes
