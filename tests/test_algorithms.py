@@ -7,6 +7,7 @@ from conftest import FAST_RECIPE
 
 from rlvr.inputs import ConfigError
 from rlvr.metrics.readings import RewardReadings
+from rlvr.metrics.reward_batch import RewardBatch
 from rlvr.training.algorithms import (
     compute_advantages,
     group_mean_baseline,
@@ -139,6 +140,19 @@ def test_trainer_advantages_on_hand_built_rewards(algorithm, tiny_model_dir, tmp
     expected = HAND["grpo" if algorithm == "dapo" else algorithm]
     assert output["advantages"].tolist() == pytest.approx(expected, abs=1e-4)
     # the completions table (log_completions) shows the advantages that trained, not TRL's GRPO ones
+    assert list(trainer._logs["advantages"])[-len(expected) :] == output["advantages"].tolist()
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_success_bonus_adds_to_every_solved_completions_advantage(algorithm, tiny_model_dir, tmp_path, monkeypatch):
+    """`success_bonus` on top of the algorithm's advantage, solved rows only, in what trains and what is logged."""
+    trainer = build(tiny_model_dir, tmp_path, algorithm, *ALGORITHM_FLAGS[algorithm], "--success_bonus", "0.5")
+    scripted_rewards(monkeypatch, list(zip(CORRECTNESS, FORMAT)))
+    solved = [True, False, False, True, False, False, True, False]  # a random model solves nothing: set by hand
+    monkeypatch.setattr(RewardBatch, "solved", lambda batch: torch.tensor(solved))
+    output = trainer._generate_and_score_completions(prompts(trainer, 2, 4))
+    expected = [a + 0.5 * s for a, s in zip(HAND[algorithm], solved)]
+    assert output["advantages"].tolist() == pytest.approx(expected, abs=1e-4)
     assert list(trainer._logs["advantages"])[-len(expected) :] == output["advantages"].tolist()
 
 

@@ -159,6 +159,15 @@ class RLVRConfig(GRPOConfig):
             "gspo, cispo, sapo, ppo. It picks the trainer, the config class and the advantage estimator."
         },
     )
+    success_bonus: float = field(
+        default=0.0,
+        metadata={
+            "help": "Added to the advantage of every solved completion (exact answer, full format), after the "
+            "algorithm's own: a push up on the policy's own right answers, solved groups included, so it sharpens "
+            "where the policy is right (rejection-sampling fine-tuning inside the RL step). 0 = off. See "
+            "rlvr/training/trainer.py."
+        },
+    )
     kl_estimator: str = field(
         default="k3",
         metadata={

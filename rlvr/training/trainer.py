@@ -383,6 +383,10 @@ class AlgorithmMixin:
             self.log_trained_advantages(
                 lambda logged: zero_flat_groups(self.args.algorithm, logged, components, num_generations)
             )
+        if self.args.success_bonus:  # a push up on every solved completion, on top of the algorithm's advantage
+            bonus = self.args.success_bonus * self._reward_batch.solved().float()
+            output["advantages"] = output["advantages"] + bonus[rows].to(output["advantages"].device)
+            self.log_trained_advantages(lambda logged: logged + bonus)
         return output
 
     def log_trained_advantages(self, advantages) -> None:
@@ -456,7 +460,8 @@ PRIVATE_OVERRIDES = {
     (
         "AlgorithmMixin",
         "_generate_and_score_completions",
-    ): "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups",
+    ): "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups; adds "
+    "success_bonus to solved rows",
     ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
     ("KLEstimatorMixin", "_compute_loss"): "adds beta * (k - k3) for kl_estimator k1 / k2 (TRL has k3 only)",
     ("KLEstimatorMixin", "_get_per_token_logps_and_entropies"): "captures the policy log-probs of the loss's pass",

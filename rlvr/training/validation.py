@@ -142,6 +142,7 @@ RULES: dict[str, Num | OneOf] = {
     "vllm_tensor_parallel_size": POSITIVE_INT,
     # DAPO (rlvr/training/dapo.py)
     "max_resample_rounds": NON_NEGATIVE,
+    "success_bonus": NON_NEGATIVE,
     # PPO (rlvr/training/ppo.py)
     "vf_coef": NON_NEGATIVE,
     "cliprange_value": POSITIVE,
@@ -261,6 +262,8 @@ def check_recipe(args, training, model) -> None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
     if training.use_adaptive_entropy and training.entropy_coef < 0:
         raise ConfigError("entropy_coef", "is negative (entropy minimisation) but use_adaptive_entropy tunes a bonus")
+    if training.success_bonus and training.algorithm == "ppo":
+        raise ConfigError("success_bonus", "is added to group advantages; PPO's come from its critic (GAE)")
     if training.max_steps == -1 and training.num_train_epochs <= 0:
         raise ConfigError("max_steps", "is -1 (train by epochs) but num_train_epochs is not positive")
 
