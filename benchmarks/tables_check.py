@@ -31,8 +31,7 @@ ROWS = ("grpo-s1", "rloo-s1")  # GRPO, and an algorithm without an importance ra
 COMPARED = {"heldout_exact_match_after": 0.001, "speedrun_samples": 0}  # summary field -> printed resolution
 # The committed tables by CPU kind: (what /proc/cpuinfo shows, the flags its default kernels use) -> summary
 PAGES = {
-    "Intel Xeon, AVX-512 + AMX": (("Xeon",), ("avx512f", "amx_tile"), "results/algorithms/xeon/summary.json"),
-    "AMD EPYC, AVX-512": (("EPYC",), ("avx512f",), "results/algorithms/summary.json"),
+    "Intel Xeon, AVX-512 + AMX": (("Xeon",), ("avx512f", "amx_tile"), "results/algorithms/summary.json"),
 }
 
 

@@ -18,7 +18,7 @@ EPYC = "model name\t: AMD EPYC 7763 64-Core Processor\nflags\t\t: fpu sse avx2 a
 
 def test_a_cpu_compares_with_the_table_of_its_kind_or_none():
     assert tables_check.cpu_kind(XEON) == "Intel Xeon, AVX-512 + AMX"
-    assert tables_check.cpu_kind(EPYC) == "AMD EPYC, AVX-512"
+    assert tables_check.cpu_kind(EPYC) is None  # no table of the current code was trained on an EPYC
     assert tables_check.cpu_kind(XEON.replace(" amx_tile", "")) is None  # a Xeon without AMX: another kernel set
     assert tables_check.cpu_kind("model name\t: Apple M2\nflags\t\t: neon\n") is None
     for _, _, page in tables_check.PAGES.values():
