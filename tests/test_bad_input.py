@@ -302,6 +302,7 @@ ROWS = [
     ("grpo", lambda w: [*RUN, "--entropy_coef", "-0.1", "--use_adaptive_entropy", "true"], "entropy_coef"),
     ("grpo", lambda w: [*RUN, "--entropy_coef", "nan"], "entropy_coef"),
     ("grpo", lambda w: [*RUN, "--success_bonus", "-1"], "success_bonus"),
+    ("grpo", lambda w: [*RUN, "--failed_entropy_coef", "-0.1"], "failed_entropy_coef"),
     ("ppo", lambda w: [*RUN, "--success_bonus", "0.5"], "success_bonus"),
     ("grpo", lambda w: [*RUN, "--overlong_max_length", "16", "--overlong_cache_length", "32"], "overlong_cache_length"),
     ("grpo", lambda w: [*RUN, "--overlong_max_length", "64", "--overlong_cache_length", "8"], "overlong_max_length"),

@@ -1,7 +1,7 @@
 """`kl_estimator`: Schulman's k1/k2/k3 on hand-built log-probs; our k3, aggregated and weighted by the importance
 ratio as the mixin does, equals TRL's own KL term (TRL's loss with beta minus its loss without) for every loss type;
 k1 and k2 move the loss by the expected amount and are what `kl` logs. Under k3 the mixin hands the loss to TRL
-unchanged (`KLEstimatorMixin._compute_loss` returns `super()`'s), which is why there is no separate k3 test here."""
+unchanged (`LossTermsMixin._compute_loss` returns `super()`'s), which is why there is no separate k3 test here."""
 
 import pytest
 import torch

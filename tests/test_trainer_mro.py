@@ -105,7 +105,7 @@ def test_the_core_trainer_overrides_fewer_private_methods_than_before():
 def test_opt_in_layers_sit_right_above_trl_below_every_mixin():
     trainer = with_speedups(with_curriculum(trainer_class("ppo")), frozenset({"shared_prefix"}))
     mro = [c.__name__ for c in trainer.__mro__]
-    assert mro.index("KLEstimatorMixin") < mro.index("CurriculumSamplerTrainer") < mro.index("SharedPrefixTrainer")
+    assert mro.index("LossTermsMixin") < mro.index("CurriculumSamplerTrainer") < mro.index("SharedPrefixTrainer")
     assert mro.index("SharedPrefixTrainer") == mro.index("GRPOTrainer") - 1
     assert mro[:3] == ["PPOTrainerWithCurriculumWithSpeedups", "SharedPrefixCritic", "PPOTrainerWithCurriculum"]
 

@@ -132,6 +132,16 @@ def group_side(solved) -> str | None:
     return ALL_WRONG if not any(solved) else ALL_CORRECT if all(solved) else None
 
 
+ALL_WRONG_ROWS = "all_wrong_rows"  # the training inputs' key of `all_wrong_rows` (`failed_entropy_coef`)
+
+
+def all_wrong_rows(solved: torch.Tensor, num_generations: int) -> torch.Tensor:
+    """(N,) bool: the rows of the groups on `group_side`'s `ALL_WRONG` side, each group's verdict spread over its
+    rows (TRL keeps a group's completions contiguous)."""
+    sides = [group_side(group) for group in solved.reshape(-1, num_generations).tolist()]
+    return torch.tensor([side == ALL_WRONG for side in sides]).repeat_interleave(num_generations)
+
+
 # Reward components and flat groups, on the gathered rewards: TRL's `RepeatSampler` keeps a prompt's G completions
 # contiguous across all processes, so `view(-1, G)` recovers whole groups even when one straddles two processes.
 

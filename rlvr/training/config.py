@@ -168,6 +168,15 @@ class RLVRConfig(GRPOConfig):
             "rlvr/training/trainer.py."
         },
     )
+    failed_entropy_coef: float = field(
+        default=0.0,
+        metadata={
+            "help": "An entropy bonus on the completions of all-wrong groups only (no completion solved), on top of "
+            "TRL's entropy_coef (which acts on every token): on those tokens the coefficient is entropy_coef + "
+            "failed_entropy_coef. A slip that every sample of a group makes leaves no contrast for any advantage; "
+            "spreading the policy there lets a right answer be sampled. 0 = off. See rlvr/training/trainer.py."
+        },
+    )
     kl_estimator: str = field(
         default="k3",
         metadata={

@@ -1,9 +1,9 @@
 """TRL's GRPOTrainer plus what every algorithm of the registry shares, one job a mixin: the reward-batch hand-off
 (every scored generation batch goes to the `RewardBatchCallback`s: `RewardDispatchMixin`), time accounting
 (`TimingMixin`), the held-out evaluation (`HeldOutMixin`), the logged row as the records read it (`LoggedRowMixin`),
-the algorithm dispatch (`AlgorithmMixin`), the KL estimator (`KLEstimatorMixin`), verbatim completions
-(`RawCompletionsMixin`) and the learning-rate schedule over generated samples (`SampleScheduleMixin`). DAPO and PPO
-subclass this trainer.
+the algorithm dispatch (`AlgorithmMixin`), the loss terms TRL lacks (`LossTermsMixin`: the KL estimator, the
+failed-group entropy), verbatim completions (`RawCompletionsMixin`) and the learning-rate schedule over generated
+samples (`SampleScheduleMixin`). DAPO and PPO subclass this trainer.
 
 The dispatch reads `args.algorithm`: an algorithm with its own advantage estimator (RLOO, REINFORCE, MaxRL) gets its
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything
@@ -40,7 +40,7 @@ from rlvr.metrics.keys import (
     time_key,
 )
 from rlvr.metrics.readings import RewardReadings
-from rlvr.metrics.reward_batch import RewardBatch
+from rlvr.metrics.reward_batch import ALL_WRONG_ROWS, RewardBatch, all_wrong_rows
 from rlvr.training import algorithms
 from rlvr.training.algorithms import compute_advantages, trainer_class, zero_flat_groups
 from rlvr.training.config import KL_ESTIMATORS
@@ -97,37 +97,59 @@ def aggregate_like_trl(trainer, per_token: torch.Tensor, mask: torch.Tensor, inp
     raise ValueError(f"kl_estimator {trainer.args.kl_estimator} does not know how loss_type {loss_type!r} aggregates")
 
 
-class KLEstimatorMixin:
-    """Swaps TRL's k3 KL term for the configured estimator (see the module docstring)."""
+class LossTermsMixin:
+    """The loss terms TRL lacks, from the tensors of TRL's own policy pass (captured, not recomputed): the KL estimator
+    k1 / k2 in place of TRL's k3 (see the module docstring), and `failed_entropy_coef`'s entropy bonus on the
+    completions of all-wrong groups."""
 
-    _captured_logps: list | None = None
+    _captured: list | None = None
 
     def _get_per_token_logps_and_entropies(self, *args, **kwargs):
         result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if self._captured_logps is not None:
-            self._captured_logps.append(result[0])
+        if self._captured is not None:
+            self._captured.append(result)
         return result
 
     def _compute_loss(self, model, inputs):
-        if self.beta == 0.0 or self.args.kl_estimator == "k3":
+        swap_kl = self.beta != 0.0 and self.args.kl_estimator != "k3"
+        explore = self.args.failed_entropy_coef != 0.0
+        if not (swap_kl or explore):
             return super()._compute_loss(model, inputs)
-        self._captured_logps = []
+        self._captured = []
         try:
             loss = super()._compute_loss(model, inputs)
-            (logp,) = self._captured_logps  # TRL's one forward pass of the policy in this call
+            ((logp, entropies, *_),) = self._captured  # TRL's one forward pass of the policy in this call
         finally:
-            self._captured_logps = None
-        ref = inputs["ref_per_token_logps"]
+            self._captured = None
         mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        if swap_kl:
+            loss = loss + self.kl_swap(logp, inputs, mask)
+        if explore:
+            loss = loss - self.args.failed_entropy_coef * failed_group_entropy(self, entropies, mask, inputs)
+        return loss
+
+    def kl_swap(self, logp: torch.Tensor, inputs: dict, mask: torch.Tensor) -> torch.Tensor:
+        """beta x (k - k3), aggregated as TRL aggregates its k3 term; the logged `kl` becomes the chosen estimator's."""
+        ref = inputs["ref_per_token_logps"]
         weight = importance_weight(self, logp, inputs, mask)
         chosen = per_token_kl(logp, ref, self.args.kl_estimator) * weight
         k3 = per_token_kl(logp, ref, "k3") * weight
-        loss = loss + self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
         totals = self.accelerator.reduce(torch.stack([(chosen.detach() * mask).sum(), mask.sum().float()]), "sum")
         self._metrics["train" if self.model.training else "eval"][KL][-1] = (
             totals[0] / totals[1].clamp(min=1.0)
         ).item()
-        return loss
+        return self.beta * aggregate_like_trl(self, chosen - k3, mask, inputs)
+
+
+def failed_group_entropy(trainer, entropies: torch.Tensor, mask: torch.Tensor, inputs: dict) -> torch.Tensor:
+    """The token entropy of the all-wrong groups' completions, summed and divided by every completion token of the
+    micro-batch, as TRL divides its entropy bonus: on those tokens the entropy coefficient is then `entropy_coef +
+    failed_entropy_coef`, elsewhere `entropy_coef`. Why: a slip that every sample of a group makes (a letter miscopied
+    at the same place) leaves no contrast for any advantage, and sharpening entrenches it; spreading the policy there
+    lets a right answer be sampled, which the advantage then pushes up."""
+    failed = inputs[ALL_WRONG_ROWS].to(mask.dtype).unsqueeze(-1)
+    accumulation = trainer.current_gradient_accumulation_steps if trainer.model.training else 1.0
+    return (entropies * mask * failed).sum() / mask.sum().clamp(min=1.0) / accumulation
 
 
 # ---- the sample budget (`max_generated_samples`): the learning-rate schedule follows generated samples; the stop at
@@ -387,6 +409,10 @@ class AlgorithmMixin:
             bonus = self.args.success_bonus * self._reward_batch.solved().float()
             output["advantages"] = output["advantages"] + bonus[rows].to(output["advantages"].device)
             self.log_trained_advantages(lambda logged: logged + bonus)
+        if self.args.failed_entropy_coef:  # the rows `failed_group_entropy` spreads
+            output[ALL_WRONG_ROWS] = all_wrong_rows(self._reward_batch.solved(), num_generations)[rows].to(
+                output["advantages"].device
+            )
         return output
 
     def log_trained_advantages(self, advantages) -> None:
@@ -419,12 +445,12 @@ class AlgorithmMixin:
 #       DAPO resamples whole rollouts, each one timed and with the algorithm's advantages; PPO replaces the
 #       advantages by GAE last. TimingMixin's "rollout" timer covers everything below it. AlgorithmMixin replaces
 #       TRL's advantages after TRL's call, reading the reward batch RewardDispatchMixin kept.
-#   _compute_loss                    PPOTrainer -> AlgorithmMixin -> KLEstimatorMixin -> TRL
+#   _compute_loss                    PPOTrainer -> AlgorithmMixin -> LossTermsMixin -> TRL
 #       PPO adds the value loss to the policy loss. AlgorithmMixin drops the importance ratio (no old log-probs)
-#       before the KL estimator reads the inputs, so without a ratio the KL term sees none either.
-#   _get_per_token_logps_and_entropies  TimingMixin -> KLEstimatorMixin -> [SharedPrefixTrainer] -> TRL
+#       before the loss terms read the inputs, so without a ratio the KL term sees none either.
+#   _get_per_token_logps_and_entropies  TimingMixin -> LossTermsMixin -> [SharedPrefixTrainer] -> TRL
 #       TimingMixin times each pass as reference or old-policy log-probs (outermost, so it times the whole pass);
-#       the KL estimator captures the policy log-probs of whichever pass ran: the speed-up's or TRL's.
+#       the loss terms capture the policy log-probs and entropies of whichever pass ran: the speed-up's or TRL's.
 #   training_step                    PPOTrainer -> TimingMixin -> TRL  (the critic steps after TRL's step)
 #   log                              TimingMixin -> LoggedRowMixin -> TRL  (time/* into the row, then TRL's metrics
 #       are cleaned up before TRL merges them into it)
@@ -437,8 +463,8 @@ class AlgorithmMixin:
 #   _load_optimizer_and_scheduler keep the critic beside the policy.
 MRO_CONTRACT = {
     "_generate_and_score_completions": ("TimingMixin", "AlgorithmMixin"),
-    "_compute_loss": ("AlgorithmMixin", "KLEstimatorMixin"),
-    "_get_per_token_logps_and_entropies": ("TimingMixin", "KLEstimatorMixin"),
+    "_compute_loss": ("AlgorithmMixin", "LossTermsMixin"),
+    "_get_per_token_logps_and_entropies": ("TimingMixin", "LossTermsMixin"),
     "_generate": ("TimingMixin",),
     "log": ("TimingMixin", "LoggedRowMixin"),
     "training_step": ("TimingMixin",),
@@ -461,10 +487,14 @@ PRIVATE_OVERRIDES = {
         "AlgorithmMixin",
         "_generate_and_score_completions",
     ): "puts the registry's advantages in (RLOO, REINFORCE, MaxRL) or zeroes TRL's residues on flat groups; adds "
-    "success_bonus to solved rows",
+    "success_bonus to solved rows; marks the all-wrong groups' rows for failed_entropy_coef",
     ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
-    ("KLEstimatorMixin", "_compute_loss"): "adds beta * (k - k3) for kl_estimator k1 / k2 (TRL has k3 only)",
-    ("KLEstimatorMixin", "_get_per_token_logps_and_entropies"): "captures the policy log-probs of the loss's pass",
+    ("LossTermsMixin", "_compute_loss"): "adds beta * (k - k3) for kl_estimator k1 / k2 (TRL has k3 only) and "
+    "failed_entropy_coef's entropy bonus on all-wrong groups (TRL's entropy_coef acts on every token)",
+    (
+        "LossTermsMixin",
+        "_get_per_token_logps_and_entropies",
+    ): "captures the policy log-probs and entropies of the loss's pass",
     ("DAPOTrainer", "_generate_and_score_completions"): "dynamic sampling: regenerates until enough groups differ",
     ("PPOTrainer", "_generate_and_score_completions"): "GAE advantages from the critic replace the group ones",
     ("PPOTrainer", "_compute_loss"): "adds the clipped value loss; moves the KL into the reward",
@@ -489,7 +519,7 @@ class RLVRTrainer(
     HeldOutMixin,
     LoggedRowMixin,
     AlgorithmMixin,
-    KLEstimatorMixin,
+    LossTermsMixin,
     RawCompletionsMixin,
     SampleScheduleMixin,
     GRPOTrainer,

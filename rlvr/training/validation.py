@@ -143,6 +143,7 @@ RULES: dict[str, Num | OneOf] = {
     # DAPO (rlvr/training/dapo.py)
     "max_resample_rounds": NON_NEGATIVE,
     "success_bonus": NON_NEGATIVE,
+    "failed_entropy_coef": NON_NEGATIVE,
     # PPO (rlvr/training/ppo.py)
     "vf_coef": NON_NEGATIVE,
     "cliprange_value": POSITIVE,
