@@ -66,13 +66,13 @@ class ArgumentParser(argparse.ArgumentParser):
         raise ConfigError(flag_in_message(message), message)
 
 
-def _bounded(kind, name: str, low, inclusive: bool):
+def _bounded(kind, name: str, low, inclusive: bool, high=math.inf):
     def convert(text):
         try:
             value = kind(text)
         except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}") from None
-        if not math.isfinite(value) or value < low or (value == low and not inclusive):
+        if not math.isfinite(value) or value < low or (value == low and not inclusive) or value > high:
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}")
         return value
 
@@ -85,6 +85,7 @@ positive_int = _bounded(int, "a positive integer", 1, True)
 non_negative_int = _bounded(int, "an integer >= 0", 0, True)
 positive_float = _bounded(float, "a finite number > 0", 0.0, False)
 non_negative_float = _bounded(float, "a finite number >= 0", 0.0, True)
+tcp_port = _bounded(int, "a TCP port, 1-65535", 1, True, high=65535)
 
 
 MAX_NESTING = 64  # levels of lists and mappings in a file read back; a recipe has 5, a record row 3

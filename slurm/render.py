@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
-from rlvr.inputs import ArgumentParser, ConfigError, cli, load_recipe_yaml, positive_int
+from rlvr.inputs import ArgumentParser, ConfigError, cli, load_recipe_yaml, positive_int, tcp_port
 from rlvr.runs import tools
 
 HOSTS_ENV = "RLVR_HOSTS"  # train.slurm sets it from `scontrol show hostnames $SLURM_JOB_NODELIST`
@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "--vllm", action="store_true", help="generate on a vLLM server (its own node, or GPUs on one node)"
     )
     parser.add_argument("--vllm_gpus", type=positive_int, default=1, help="on one node: GPUs given to vLLM")
-    parser.add_argument("--port", type=positive_int, default=29500, help="main process port")
-    parser.add_argument("--vllm_port", type=positive_int, default=8000)
+    parser.add_argument("--port", type=tcp_port, default=29500, help="main process port")
+    parser.add_argument("--vllm_port", type=tcp_port, default=8000)
     args = parser.parse_args(argv)
     for flag, path in (("--recipe", args.recipe), ("--accelerate_config", args.accelerate_config)):
         if not Path(path).is_file():

@@ -2,6 +2,7 @@
 to GRPOTrainer's, byte for byte), the recipe's reward set; QLoRA either reaches from_pretrained or stops in one line."""
 
 import itertools
+import json
 import random
 import subprocess
 import sys
@@ -290,6 +291,29 @@ def test_maj_at_k_and_pass_at_k_against_a_hand_count_with_ties():
     assert (three["maj@1"], three["maj@2"], three["maj@4"]) == pytest.approx((1 / 2, 7 / 12, 3 / 4))
     assert (overall["pass@1"], overall["pass@2"], overall["pass@4"]) == pytest.approx((1 / 3, 5 / 9, 2 / 3))
     assert "maj@4" in ev.format_table(summary).splitlines()[0]
+
+
+def test_a_reward_mean_leaves_out_the_samples_it_could_not_score():
+    """A custom reward that returns None (stored NaN) for some samples: its mean is over the scored ones, as TRL's
+    `rewards/<fn>/mean` is in training, not NaN; a reward that scored none reads None (JSON null), not NaN."""
+    nan = float("nan")
+    records = [
+        {
+            "prompt_id": 0,
+            "sample": i,
+            "answer": "nus",
+            "difficulty": 3,
+            "completion": "",
+            "exact": False,
+            "mine": v,
+            "never": nan,
+        }
+        for i, v in enumerate([1.0, nan, 0.0, 0.5])
+    ]
+    overall = summarize(records, 4, [1], components=("mine", "never"))["overall"]
+    assert overall["mean_mine"] == pytest.approx(0.5)
+    assert overall["mean_never"] is None
+    assert "NaN" not in json.dumps(overall)  # the summary file stays strict JSON
 
 
 def majority_by_enumeration(votes: list, expected, k: int) -> float:

@@ -16,7 +16,7 @@ from conftest import REPO, write_spec
 sys.path.insert(0, str(REPO / "slurm"))
 import render
 
-from rlvr.inputs import ConfigError
+from rlvr.inputs import ConfigError, cli
 from rlvr.runs import tools
 
 RECIPE = "recipes/grpo.yaml"
@@ -94,6 +94,15 @@ def test_cli_reads_hosts_from_the_environment_and_prints_valid_bash(monkeypatch,
     monkeypatch.delenv(render.HOSTS_ENV)
     with pytest.raises(ConfigError, match="--hosts"):
         render.main(["--recipe", RECIPE])
+
+
+@pytest.mark.parametrize("flag", ["--port", "--vllm_port"])
+@pytest.mark.parametrize("value", ["0", "65536", "99999999"])
+def test_a_port_outside_1_to_65535_is_one_named_line(flag, value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli(render.main, ["--recipe", RECIPE, "--hosts", "h1", flag, value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and err[0].startswith(f"error: {flag}: "), err
 
 
 def test_train_slurm_runs_the_rendered_commands_under_fake_slurm(tmp_path):

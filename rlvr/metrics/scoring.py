@@ -10,6 +10,7 @@ k-subset of a prompt's n samples (`rlvr.metrics.estimators`): pass@1 and maj@1 b
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import torch
@@ -125,7 +126,7 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=D
         out = {PROMPTS: len(prompt_ids), SAMPLES: len(rollouts)}
         out[EXACT_MATCH] = sum(r["exact"] for r in rollouts) / len(rollouts)
         for key in components:
-            out[mean_key(key)] = sum(r[key] for r in rollouts) / len(rollouts)
+            out[mean_key(key)] = scored_mean([r[key] for r in rollouts])
         for k in ks:
             out[pass_key(k)] = sum(pass_at_k(num_samples, c, k) for c in correct) / len(correct)
         for k in ks:
@@ -140,6 +141,13 @@ def summarize(records: list[dict], num_samples: int, ks: list[int], components=D
         OVERALL: block(list(by_prompt)),
         BY_LENGTH: {str(length): block(ids) for length, ids in sorted(lengths.items(), key=_length_order)},
     }
+
+
+def scored_mean(values: list) -> float | None:
+    """The mean over the samples a reward function scored: a None or NaN (it could not score that one) is left out,
+    as TRL's `rewards/<fn>/mean` leaves it out in training; None when it scored none."""
+    scored = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(scored) / len(scored) if scored else None
 
 
 def _length_order(item) -> tuple:
