@@ -50,3 +50,20 @@ def test_the_failed_group_term_counts_only_all_wrong_groups():
     trainer = SimpleNamespace(model=SimpleNamespace(training=True), current_gradient_accumulation_steps=1)
     value = failed_group_entropy(trainer, entropies, mask, {ALL_WRONG_ROWS: rows})
     assert value.item() == pytest.approx((3.0 + 4.0 + 9.0) / 7)
+
+
+def test_a_late_coefficient_is_trls_from_its_step_on(run_recipe, tmp_path):
+    """`late_entropy_coef` switches TRL's own coefficient at `late_entropy_step` (steps already taken): from step 0 it
+    is the same run as `entropy_coef`; from step 2 the first two updates are the plain run's, so the entropy read at
+    steps 1-3 (before each update) matches it, and step 4's reads the first update that spread."""
+
+    def entropies(*flags, name):
+        _, out = run_recipe("--max_steps", "4", *flags, output_dir=tmp_path / name)
+        return [row["entropy"] for row in read_jsonl(f"{out}/metrics.jsonl") if "entropy" in row]
+
+    plain = entropies(name="plain")
+    static = entropies("--entropy_coef", "2", name="static")
+    assert entropies("--late_entropy_coef", "2", name="late0") == static
+    late = entropies("--late_entropy_coef", "2", "--late_entropy_step", "2", name="late2")
+    assert late[:3] == plain[:3]
+    assert late[3] > plain[3]

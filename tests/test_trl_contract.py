@@ -88,6 +88,8 @@ ATTRIBUTES = (
     "_is_vlm",  # group_prompts tokenizes text prompts only
     "environment_factories",
     "log_completions",  # the completions table shows the advantages the algorithm trained with
+    "entropy_coef",  # late_entropy_coef sets the coefficient TRL's loss applies ...
+    "_entropy_bonus_enabled",  # ... and turns TRL's entropy term on if entropy_coef was 0 at start
 )
 
 # keys of the dict `_generate_and_score_completions` returns (and `_compute_loss` reads) that the mixins use

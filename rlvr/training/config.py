@@ -168,6 +168,18 @@ class RLVRConfig(GRPOConfig):
             "rlvr/training/trainer.py."
         },
     )
+    late_entropy_coef: float | None = field(
+        default=None,
+        metadata={
+            "help": "From optimizer step late_entropy_step on, TRL's entropy coefficient becomes this (entropy_coef "
+            "before): sharpen late, once the policy's majority answer is right more often than one sample, without "
+            "spending exploration from the start (a negative value minimises entropy). None = off. See "
+            "rlvr/training/trainer.py."
+        },
+    )
+    late_entropy_step: int = field(
+        default=0, metadata={"help": "The optimizer step (steps already taken) from which late_entropy_coef applies."}
+    )
     failed_entropy_coef: float = field(
         default=0.0,
         metadata={

@@ -100,7 +100,9 @@ def aggregate_like_trl(trainer, per_token: torch.Tensor, mask: torch.Tensor, inp
 class LossTermsMixin:
     """The loss terms TRL lacks, from the tensors of TRL's own policy pass (captured, not recomputed): the KL estimator
     k1 / k2 in place of TRL's k3 (see the module docstring), and `failed_entropy_coef`'s entropy bonus on the
-    completions of all-wrong groups."""
+    completions of all-wrong groups. Also the entropy coefficient's switch to `late_entropy_coef`: TRL's own term,
+    with TRL's coefficient set from that step on (so a late coefficient computes exactly as the same `entropy_coef`
+    would)."""
 
     _captured: list | None = None
 
@@ -111,6 +113,8 @@ class LossTermsMixin:
         return result
 
     def _compute_loss(self, model, inputs):
+        if self.args.late_entropy_coef is not None and self.state.global_step >= self.args.late_entropy_step:
+            self.entropy_coef, self._entropy_bonus_enabled = self.args.late_entropy_coef, True  # TRL's term applies it
         swap_kl = self.beta != 0.0 and self.args.kl_estimator != "k3"
         explore = self.args.failed_entropy_coef != 0.0
         if not (swap_kl or explore):
@@ -490,7 +494,8 @@ PRIVATE_OVERRIDES = {
     "success_bonus to solved rows; marks the all-wrong groups' rows for failed_entropy_coef",
     ("AlgorithmMixin", "_compute_loss"): "drops the importance ratio for ratio-free algorithms (-A * log pi)",
     ("LossTermsMixin", "_compute_loss"): "adds beta * (k - k3) for kl_estimator k1 / k2 (TRL has k3 only) and "
-    "failed_entropy_coef's entropy bonus on all-wrong groups (TRL's entropy_coef acts on every token)",
+    "failed_entropy_coef's entropy bonus on all-wrong groups (TRL's entropy_coef acts on every token); sets TRL's "
+    "entropy coefficient to late_entropy_coef from late_entropy_step on (TRL's is fixed for the run)",
     (
         "LossTermsMixin",
         "_get_per_token_logps_and_entropies",

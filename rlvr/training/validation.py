@@ -144,6 +144,8 @@ RULES: dict[str, Num | OneOf] = {
     "max_resample_rounds": NON_NEGATIVE,
     "success_bonus": NON_NEGATIVE,
     "failed_entropy_coef": NON_NEGATIVE,
+    "late_entropy_coef": Num(),
+    "late_entropy_step": NON_NEGATIVE,
     # PPO (rlvr/training/ppo.py)
     "vf_coef": NON_NEGATIVE,
     "cliprange_value": POSITIVE,
@@ -263,6 +265,8 @@ def check_recipe(args, training, model) -> None:
         raise ConfigError("overlong_cache_length", "has no effect without overlong_max_length; set both or neither")
     if training.use_adaptive_entropy and training.entropy_coef < 0:
         raise ConfigError("entropy_coef", "is negative (entropy minimisation) but use_adaptive_entropy tunes a bonus")
+    if training.late_entropy_coef is not None and training.use_adaptive_entropy:
+        raise ConfigError("late_entropy_coef", "replaces entropy_coef, which use_adaptive_entropy tunes; use one")
     if training.success_bonus and training.algorithm == "ppo":
         raise ConfigError("success_bonus", "is added to group advantages; PPO's come from its critic (GAE)")
     if training.max_steps == -1 and training.num_train_epochs <= 0:
