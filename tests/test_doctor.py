@@ -504,5 +504,9 @@ def test_a_policy_sharpened_on_purpose_is_told_to_move_entropy_coef_not_the_lear
     assert entropy.what.startswith("entropy collapse") and idle.what.startswith("idle groups")
     for finding in (entropy, idle):
         assert finding.remedy.startswith("entropy_coef -0.1 minimises entropy on purpose")
+    entropy, idle = problems(
+        write_run(tmp_path / "late", rows, entropy_coef=-0.1, late_entropy_coef=-1.0, late_entropy_step=30)
+    )
+    assert entropy.remedy.startswith("late_entropy_coef -1 from step 30 minimises entropy on purpose")
     entropy, idle = problems(write_run(tmp_path / "plain", rows))
     assert "lower learning_rate" in entropy.remedy and idle.remedy.startswith("raise temperature")

@@ -521,14 +521,17 @@ def check_truncation(run, settings, keys):
 
 
 def minimised_entropy(settings) -> str | None:
-    """The remedy when the recipe lowers entropy on purpose (a negative `entropy_coef`: TRL subtracts coef x the mean
-    entropy from the loss), where the usual causes (learning rate, temperature) are not the ones to change."""
-    coef = settings.get("entropy_coef")
-    if isinstance(coef, (int, float)) and coef < 0:
-        return (
-            f"entropy_coef {coef:g} minimises entropy on purpose (docs/algorithms.md): move it toward 0 if the run "
-            "needs its G samples to differ"
-        )
+    """The remedy when the recipe lowers entropy on purpose (a negative `entropy_coef`, or `late_entropy_coef` from its
+    step: TRL subtracts coef x the mean entropy from the loss), where the usual causes (learning rate, temperature)
+    are not the ones to change."""
+    for field in ("late_entropy_coef", "entropy_coef"):  # the late one is the coefficient the run ends with
+        coef = settings.get(field)
+        if isinstance(coef, (int, float)) and not isinstance(coef, bool) and coef < 0:
+            when = f" from step {settings.get('late_entropy_step', 0)}" if field == "late_entropy_coef" else ""
+            return (
+                f"{field} {coef:g}{when} minimises entropy on purpose (docs/algorithms.md): move it toward 0 if the "
+                "run needs its G samples to differ"
+            )
     return None
 
 
@@ -844,7 +847,7 @@ SETTING_KINDS = {
     **dict.fromkeys(
         ("learning_rate", "max_grad_norm", "temperature", "beta", "max_completion_length", "num_generations"), NUMBER
     ),
-    "entropy_coef": NUMBER,
+    **dict.fromkeys(("entropy_coef", "late_entropy_coef", "late_entropy_step"), NUMBER),
     **dict.fromkeys(("top_p", "top_k", "vllm_importance_sampling_clip_max", "num_iterations", "epsilon"), NUMBER),
     "vllm_importance_sampling_mode": STRING,
 }
