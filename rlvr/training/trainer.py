@@ -2,8 +2,8 @@
 (every scored generation batch goes to the `RewardBatchCallback`s: `RewardDispatchMixin`), time accounting
 (`TimingMixin`), the held-out evaluation (`HeldOutMixin`), the logged row as the records read it (`LoggedRowMixin`),
 the algorithm dispatch (`AlgorithmMixin`), the loss terms TRL lacks (`LossTermsMixin`: the KL estimator, the
-failed-group entropy), verbatim completions (`RawCompletionsMixin`) and the learning-rate schedule over generated
-samples (`SampleScheduleMixin`). DAPO and PPO subclass this trainer.
+failed-group entropy, the late entropy coefficient), verbatim completions (`RawCompletionsMixin`) and the
+learning-rate schedule over generated samples (`SampleScheduleMixin`). DAPO and PPO subclass this trainer.
 
 The dispatch reads `args.algorithm`: an algorithm with its own advantage estimator (RLOO, REINFORCE, MaxRL) gets its
 advantages from `compute_advantages`, one without an importance ratio gets the plain -A * log pi loss. Everything

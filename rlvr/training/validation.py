@@ -140,12 +140,13 @@ RULES: dict[str, Num | OneOf] = {
     "vllm_gpu_memory_utilization": Num(gt=0, le=1),
     "vllm_importance_sampling_mode": OneOf("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"),
     "vllm_tensor_parallel_size": POSITIVE_INT,
-    # DAPO (rlvr/training/dapo.py)
-    "max_resample_rounds": NON_NEGATIVE,
+    # RLVRConfig's advantage and entropy terms (rlvr/training/trainer.py)
     "success_bonus": NON_NEGATIVE,
     "failed_entropy_coef": NON_NEGATIVE,
     "late_entropy_coef": Num(),
     "late_entropy_step": NON_NEGATIVE,
+    # DAPO (rlvr/training/dapo.py)
+    "max_resample_rounds": NON_NEGATIVE,
     # PPO (rlvr/training/ppo.py)
     "vf_coef": NON_NEGATIVE,
     "cliprange_value": POSITIVE,
